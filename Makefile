@@ -1,0 +1,47 @@
+# flowsim: `make demo` and `make test` work on a machine with only Python 3.11 and Java 17.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+EXTRAS := test,mpi,spark,plot,finance
+
+.PHONY: demo test bench docs dist clean venv
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# Re-installs when setup.py changes.
+$(VENV)/.installed: setup.py | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	touch $@
+
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(BIN)/python -m pip install -q -e ".[docs]"
+	touch $@
+
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(BIN)/python -m pip install -q -e ".[bench]"
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/flowsim run gaussian8 --events 2000000 --iters 5 --seed 7 --quiet
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest tests
+
+bench: $(VENV)/.installed-bench
+	$(BIN)/python benchmarks/plain.py
+
+docs: $(VENV)/.installed-docs
+	$(BIN)/sphinx-build -W -b html docs docs/_build/html
+
+# A zip of the package to ship to Spark executors with --py-files.
+dist:
+	mkdir -p dist
+	rm -f dist/flowsim-*.zip
+	$(BIN)/python -c "import shutil, flowsim; shutil.make_archive('dist/flowsim-' + flowsim.__version__, 'zip', '.', 'flowsim')"
+
+clean:
+	rm -rf $(VENV) dist docs/_build .pytest_cache

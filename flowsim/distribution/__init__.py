@@ -1,0 +1,18 @@
+"""Flow subclasses that change only where chunks run.
+
+``ThreadPoolFlow`` / ``ScheduledFlow`` (every device of one machine), ``MPIFlow``
+(MPI ranks), ``SparkFlow`` (Spark executors).  Each loads on first use so that
+mpi4py and pyspark stay optional.
+"""
+import importlib
+
+_WHERE = {"ThreadPoolFlow": "threads", "ScheduledFlow": "threads",
+          "MPIFlow": "mpi", "SparkFlow": "spark"}
+
+__all__ = list(_WHERE)
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,91 @@
+"""Integration domains and checked integrand evaluation, shared by algorithms."""
+import numpy as np
+
+from ._tf import tf
+from .blocks import check_count
+
+
+class Domain:
+    """A box ``limits`` = ``[[low_1, high_1], ..., [low_dim, high_dim]]``.
+
+    ``limits=None`` is the unit cube.  A single ``(low, high)`` pair applies to
+    every dimension.
+    """
+
+    def __init__(self, dim, limits=None):
+        self.dim = check_count("dim", dim)
+        if limits is None:
+            lim = np.tile([0.0, 1.0], (self.dim, 1))
+        else:
+            try:
+                lim = np.array(limits, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"limits must be numbers shaped [dim, 2], got {limits!r}") from exc
+            if lim.shape == (2,):
+                lim = np.tile(lim, (self.dim, 1))
+            if lim.shape != (self.dim, 2):
+                raise ValueError(f"limits must have shape [dim, 2] = [{self.dim}, 2] "
+                                 f"(or be one (low, high) pair), got shape {list(lim.shape)}")
+        if not np.all(np.isfinite(lim)):
+            raise ValueError(f"limits must be finite, got {lim.tolist()}")
+        bad = np.flatnonzero(lim[:, 0] >= lim[:, 1])
+        if bad.size:
+            d = int(bad[0])
+            raise ValueError(f"limits: low must be < high in every dimension; dimension {d} "
+                             f"has low={lim[d, 0]!r} >= high={lim[d, 1]!r}")
+        self.limits = lim
+        self.low = lim[:, 0]
+        self.width = lim[:, 1] - lim[:, 0]
+        self.volume = float(np.prod(self.width))
+
+    def map(self, u):
+        """Unit-cube points ``u`` ``[n, dim]`` -> points of the box (same dtype)."""
+        t = tf()
+        return (t.constant(self.low, u.dtype) + u * t.constant(self.width, u.dtype))
+
+
+def probe_components(integrand, dim, name="integrand"):
+    """Trace ``integrand`` symbolically once: 0 for ``[n]`` output, k for ``[n, k]``."""
+    t = tf()
+    if not callable(integrand):
+        raise TypeError(f"{name} must be callable, got {integrand!r}")
+    spec = t.TensorSpec([None, dim], t.float64)
+    try:
+        out = t.function(integrand).get_concrete_function(spec).structured_outputs
+    except Exception as exc:
+        raise TypeError(f"{name} must be TensorFlow-traceable on x of shape [n, {dim}]: "
+                        f"tracing it failed with {type(exc).__name__}: {exc}") from exc
+    return _components(out, dim, name, t.float64)
+
+
+def _components(out, dim, name, dtype):
+    t = tf()
+    if not isinstance(out, t.Tensor):
+        raise TypeError(f"{name} must return one tensor of shape [n] or [n, k], "
+                        f"got {type(out).__name__}")
+    if out.dtype != dtype:
+        raise TypeError(f"{name} must return {dtype.name} values for x of dtype {dtype.name} "
+                        f"(expected [n] or [n, k] {dtype.name}), got {out.dtype.name}")
+    shape = out.shape
+    if shape.rank == 1:
+        return 0
+    if shape.rank == 2 and shape[1] is not None:
+        return int(shape[1])
+    raise ValueError(f"{name} must return shape [n] or [n, k] for x of shape [n, {dim}], "
+                     f"got {shape}")
+
+
+def evaluate(integrand, x, components, name="integrand"):
+    """``integrand(x)`` as ``[n, max(components, 1)]``, checked at trace time."""
+    t = tf()
+    out = integrand(x)
+    out = t.convert_to_tensor(out)
+    k = _components(out, x.shape[1], name, x.dtype)
+    if k != components:
+        raise ValueError(f"{name} returned {k or 'no'} components at trace time but "
+                         f"{components or 'no'} when probed")
+    n = x.shape[0]
+    if out.shape[0] is not None and n is not None and out.shape[0] != n:
+        raise ValueError(f"{name} must return one value per point: expected shape "
+                         f"[{n}{', ' + str(k) if k else ''}], got {list(out.shape)}")
+    return t.reshape(out, [-1, max(components, 1)])

@@ -1,0 +1,266 @@
+"""Flow: *where* chunks run.  This class runs them one after another on one device.
+
+Subclasses in :mod:`flowsim.distribution` change only where chunks go, by
+overriding :meth:`Flow._execute` (and :meth:`Flow._agree` / :meth:`Flow._is_root`
+for multi-process backends).  No Flow knows an algorithm.
+"""
+import math
+import secrets
+import sys
+import time
+
+import numpy as np
+
+from . import checkpoint as ckpt
+from ._tf import resolve_device, tf
+from .blocks import BlockGrid, RowCollector, check_count, default_block_size
+from .kernel import IterationTask, KernelSpec, check_seed, layout, run_chunk, unpack
+from .log import logger
+from .result import Result, _jsonable
+
+NONFINITE = ("raise", "drop")
+DEFAULT_EVENTS_LIMIT = 1_000_000
+
+
+class Flow:
+    """Run a :class:`~flowsim.simulation.Simulation` in chunks on one device.
+
+    Parameters
+    ----------
+    simulation : Simulation
+        What each block computes (e.g. :class:`flowsim.Plain`).
+    n_events : int
+        Events per iteration (> 0).  Exactly this many are run.
+    seed : int or None
+        Seed of the counter-based random stream, in [0, 2**63).  Default None
+        draws one from the OS; it is reported in ``Result.meta["seed"]`` so the
+        run can be repeated.  Same seed gives the same float64 bits whatever
+        ``events_limit``, device count or backend.
+    events_limit : int or None
+        Most events handed to a device in one call (default 10**6).  Bounds
+        Python overhead vs latency; it does *not* change the result.  Must be at
+        least ``block_size``.
+    device : str or None
+        ``"CPU:0"``, ``"GPU:1"``...  Default: the first GPU, else CPU:0.
+    dtype : {"float64", "float32"}
+        Precision of the random numbers and of the integrand.  Accumulators are
+        always float64.  float32 is faster on GPUs; bits differ from float64.
+    block_size : int or None
+        Events per block (multiple of 64).  Default: the iteration cut into
+        equal blocks of at most 65,536 events.  It is part of the random stream:
+        changing it changes the bits (unlike ``events_limit``).
+    jit_compile : bool
+        Compile the block kernel with XLA.  May change the last bits.
+    nonfinite : {"raise", "drop"}
+        What a NaN/Inf integrand value does: ``"raise"`` stops with an error
+        naming the iteration and block; ``"drop"`` counts the event as 0 and
+        reports the count in the iteration record.
+    quiet : bool
+        No progress bar (it is also off when stderr is not a terminal).
+    """
+
+    backend = "flow"
+
+    def __init__(self, simulation, n_events, seed=None, events_limit=None, device=None,
+                 dtype="float64", block_size=None, jit_compile=False, nonfinite="raise",
+                 quiet=False):
+        from .simulation import Simulation
+        if not isinstance(simulation, Simulation):
+            raise TypeError(f"simulation must be a flowsim Simulation (e.g. flowsim.Plain), "
+                            f"got {type(simulation).__name__}")
+        self.simulation = simulation
+        self.n_events = check_count("n_events", n_events)
+        if block_size is None:
+            block_size = default_block_size(self.n_events)
+        self.grid = BlockGrid(self.n_events, check_count("block_size", block_size))
+        if events_limit is None:
+            events_limit = max(DEFAULT_EVENTS_LIMIT, self.grid.block_size)
+        self.events_limit = check_count("events_limit", events_limit)
+        if self.events_limit < self.grid.block_size:
+            raise ValueError(
+                f"events_limit ({self.events_limit}) must be at least block_size "
+                f"({self.grid.block_size}); pass a smaller block_size= (it changes the "
+                f"random stream) or a larger events_limit")
+        self.spec = KernelSpec(dtype=dtype, block_size=self.grid.block_size,
+                               jit_compile=bool(jit_compile))
+        if nonfinite not in NONFINITE:
+            raise ValueError(f"nonfinite must be one of {NONFINITE}, got {nonfinite!r}")
+        self.nonfinite = nonfinite
+        self.quiet = bool(quiet)
+        self.device = self._resolve_device(device)
+        self.seed = check_seed(self._agree(secrets.randbits(62) if seed is None else seed))
+        self.timeline = []
+        self._t0 = None
+        self._bar = None
+
+    # -- hooks for backends ------------------------------------------------------
+    def _resolve_device(self, device):
+        return resolve_device(device)
+
+    def _agree(self, value):
+        """The value every process uses (multi-process backends broadcast root's)."""
+        return value
+
+    def _is_root(self):
+        """Whether this process writes checkpoints and shows progress."""
+        return True
+
+    def devices(self):
+        """Devices this Flow runs chunks on."""
+        return [self.device]
+
+    def _chunks(self, grid):
+        """Runs of at most ``events_limit`` events: ``[(first_block, n_blocks)]``."""
+        per = max(1, self.events_limit // grid.block_size)
+        return [(b, min(per, grid.n_blocks - b)) for b in range(0, grid.n_blocks, per)]
+
+    def _execute(self, task, grid):
+        """Run every block of ``task``; return its rows ``[n_blocks, width]``."""
+        _, width = layout(task.simulation)
+        rows = RowCollector(grid.n_blocks, width)
+        for first, n in self._chunks(grid):
+            rows.add(first, self._run_chunk(task, first, n, self.device))
+        return rows.result()
+
+    def _run_chunk(self, task, first, n, device):
+        """Run one chunk, recording it in the timeline and the progress bar."""
+        start = time.perf_counter()
+        out = run_chunk(task, first, n, device)
+        self._record(task, device, first, n, start, time.perf_counter())
+        return out
+
+    def _record(self, task, device, first, n, start, end):
+        self.timeline.append({"iteration": task.iteration, "device": device,
+                              "first_block": int(first), "blocks": int(n),
+                              "start": start - self._t0, "end": end - self._t0})
+        if self._bar is not None:
+            self._bar.update(self.grid.events_in(first, n))
+
+    # -- the loop -------------------------------------------------------------------
+    def config(self):
+        """What determines the bits of a run (checked when resuming)."""
+        return {"simulation": _jsonable(self.simulation.config()),
+                "n_events": self.n_events, "seed": self.seed,
+                "block_size": self.grid.block_size, "dtype": self.spec.dtype,
+                "jit_compile": self.spec.jit_compile}
+
+    def task(self, iteration):
+        """The picklable description of iteration ``iteration``."""
+        return IterationTask(self.simulation, self.spec, self.seed, iteration,
+                             self.n_events, {k: np.asarray(v) for k, v in
+                                             self.simulation.state().items()})
+
+    def run_blocks(self, iteration=0):
+        """Rows ``[n_blocks, width]`` of one iteration, without estimate or adaptation."""
+        self._t0 = self._t0 or time.perf_counter()
+        return self._execute(self.task(iteration), self.grid)
+
+    def run(self, n_iter, checkpoint=None, skip=0):
+        """Run ``n_iter`` iterations and return a :class:`~flowsim.Result`.
+
+        Parameters
+        ----------
+        n_iter : int
+            Iterations in total, counting any already in ``checkpoint``.
+        checkpoint : path or None
+            Write the state here after every iteration (only the root process
+            writes).  If the file exists and was made by the same configuration
+            the run resumes from it and ends with the same bits as an
+            uninterrupted run; a checkpoint of another configuration is refused.
+        skip : int
+            Leading iterations left out of the combined estimate (warm-up of
+            adaptive algorithms).  They are still listed in the table.
+        """
+        n_iter = check_count("n_iter", n_iter)
+        skip = check_count("skip", skip, minimum=0)
+        if skip >= n_iter:
+            raise ValueError(f"skip ({skip}) must be smaller than n_iter ({n_iter})")
+        records, elapsed = [], 0.0
+        config = self.config()
+        if checkpoint is not None:
+            saved = ckpt.load(checkpoint)
+            if saved is not None:
+                records, elapsed = self._resume(checkpoint, saved, config)
+        self.timeline = []
+        self._t0 = time.perf_counter()
+        remaining = max(n_iter - len(records), 0)
+        show = (not self.quiet and self._is_root() and sys.stderr.isatty()
+                and remaining * self.n_events >= 10 * self.grid.block_size)
+        if show:
+            from tqdm.auto import tqdm
+            self._bar = tqdm(total=remaining * self.n_events, unit="ev", unit_scale=True,
+                             desc=type(self.simulation).__name__, leave=False)
+        try:
+            for iteration in range(len(records), n_iter):
+                records.append(self._iterate(iteration))
+                if checkpoint is not None and self._is_root():
+                    ckpt.save(checkpoint, config, _jsonable(records),
+                              elapsed + time.perf_counter() - self._t0,
+                              self.simulation.get_state())
+        finally:
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
+        wall = elapsed + time.perf_counter() - self._t0
+        return Result(records, wall, self.timeline, meta=self._meta(), skip=skip)
+
+    def _resume(self, path, saved, config):
+        saved_config, records, elapsed, state = saved
+        diff = ckpt.differences(saved_config, config)
+        if diff:
+            raise ValueError(f"checkpoint {str(path)!r} was made for another configuration: "
+                             + "; ".join(diff))
+        self.simulation.set_state(state)
+        for r in records:
+            r["value"] = np.asarray(r["value"], dtype=np.float64)
+            r["error"] = np.asarray(r["error"], dtype=np.float64)
+        logger.info("resuming from %s after %d iteration(s)", path, len(records))
+        return records, elapsed
+
+    def _iterate(self, iteration):
+        start = time.perf_counter()
+        task = self.task(iteration)
+        rows = self._execute(task, self.grid)
+        self._check_nonfinite(rows, iteration)
+        totals = unpack(self.simulation, self.simulation.combine(rows, self.n_events))
+        est = dict(self.simulation.estimate(totals, self.n_events))
+        self.simulation.adapt(totals, self.n_events)
+        record = {"iteration": iteration + 1, "events": self.n_events,
+                  "seconds": time.perf_counter() - start, **est}
+        if "nonfinite" in totals:
+            record["nonfinite"] = int(totals["nonfinite"])
+        logger.info("iteration %d: %s +/- %s (%.3f s)", iteration + 1,
+                    np.array2string(np.atleast_1d(est["value"]), precision=8),
+                    np.array2string(np.atleast_1d(est["error"]), precision=3),
+                    record["seconds"])
+        return record
+
+    def _check_nonfinite(self, rows, iteration):
+        fields, _ = layout(self.simulation)
+        col = [a for name, _, a, _ in fields if name == "nonfinite"]
+        if not col:
+            return
+        counts = rows[:, col[0]]
+        bad = np.flatnonzero(counts)
+        if bad.size == 0:
+            return
+        total = int(counts.sum())
+        if self.nonfinite == "raise":
+            b = int(bad[0])
+            raise FloatingPointError(
+                f"{type(self.simulation).__name__}: the integrand gave {total} NaN/Inf "
+                f"value(s) in iteration {iteration + 1}, first in block {b} (events "
+                f"{b * self.grid.block_size}..{(b + 1) * self.grid.block_size - 1}); "
+                f"pass nonfinite='drop' to count them and treat them as 0")
+        logger.warning("iteration %d: dropped %d NaN/Inf value(s)", iteration + 1, total)
+
+    def _meta(self):
+        return {"simulation": type(self.simulation).__name__, "backend": self.backend,
+                "devices": ", ".join(self.devices()), "seed": self.seed,
+                "n_events_per_iteration": self.n_events, "block_size": self.grid.block_size,
+                "n_blocks": self.grid.n_blocks, "events_limit": self.events_limit,
+                "dtype": self.spec.dtype}
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({type(self.simulation).__name__}, n_events={self.n_events}, "
+                f"seed={self.seed}, devices={self.devices()})")

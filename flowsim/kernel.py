@@ -1,0 +1,161 @@
+"""Compiling and running one chunk of blocks on one device.
+
+Every backend runs work through :func:`run_chunk`: given an :class:`IterationTask`
+(picklable: simulation, seed, iteration, state) and a run of blocks, it returns
+the ``[n_blocks, width]`` float64 rows.  The TensorFlow function behind it is
+traced once per (simulation, device, kernel spec): the block count, the first
+block, the iteration and the adaptive state are all tensor arguments, so new
+chunk sizes and new iterations never retrace.
+"""
+import collections
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._tf import tf
+
+#: Traces per (simulation class, device): tests assert these stay at one.
+trace_counts = collections.Counter()
+_lock = threading.Lock()
+
+DTYPES = ("float64", "float32")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """How blocks are computed: float dtype of the kernel, block size, XLA."""
+
+    dtype: str = "float64"
+    block_size: int = 1 << 16
+    jit_compile: bool = False
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+
+
+@dataclass
+class IterationTask:
+    """Everything a worker needs to run blocks of one iteration."""
+
+    simulation: object
+    spec: KernelSpec
+    seed: int
+    iteration: int
+    n_events: int
+    state: dict
+    _tensors: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["_tensors"] = {}
+        return d
+
+
+def layout(simulation):
+    """``[(name, shape, start, stop)]`` of the accumulators in a row, and the width."""
+    acc = simulation.accumulators()
+    out, start = [], 0
+    for name in sorted(acc):
+        shape = tuple(int(s) for s in acc[name])
+        size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        out.append((name, shape, start, start + size))
+        start += size
+    return out, start
+
+
+def unpack(simulation, row):
+    """Split a flat row (or totals vector) back into named accumulators."""
+    fields, _ = layout(simulation)
+    return {name: np.asarray(row[a:b]).reshape(shape) for name, shape, a, b in fields}
+
+
+def _build(simulation, spec, device):
+    t = tf()
+    dtype = getattr(t, spec.dtype)
+    bs = spec.block_size
+    fields, width = layout(simulation)
+    state_spec = {k: t.TensorSpec(np.shape(v), t.as_dtype(np.asarray(v).dtype))
+                  for k, v in simulation.state().items()}
+    name = type(simulation).__name__
+
+    def one_block(key, first_event, n_events, state):
+        x = simulation.inputs(key, first_event, bs, dtype, state)
+        valid = first_event + t.range(bs, dtype=t.int64) < n_events
+        out = simulation.block(x, valid, state)
+        parts = []
+        for acc, shape, _, _ in fields:
+            if acc not in out:
+                raise KeyError(f"{name}.block did not return accumulator {acc!r} "
+                               f"(it returned {sorted(out)})")
+            value = t.convert_to_tensor(out[acc])
+            if value.dtype != t.float64:
+                raise TypeError(f"{name}.block: accumulator {acc!r} must be float64, "
+                                f"got {value.dtype.name}")
+            if tuple(value.shape) != shape:
+                raise ValueError(f"{name}.block: accumulator {acc!r} has shape "
+                                 f"{list(value.shape)}, expected {list(shape)}")
+            parts.append(t.reshape(value, [-1]))
+        return t.concat(parts, axis=0)
+
+    if spec.jit_compile:
+        one_block = t.function(one_block, jit_compile=True)
+
+    signature = [t.TensorSpec([2], t.int64), t.TensorSpec([], t.int64),
+                 t.TensorSpec([], t.int64), t.TensorSpec([], t.int64), state_spec]
+
+    @t.function(input_signature=signature)
+    def chunk(base, first_block, n_blocks, n_events, state):
+        with _lock:
+            trace_counts[(name, device)] += 1
+        rows = t.TensorArray(t.float64, size=t.cast(n_blocks, t.int32),
+                             element_shape=[width])
+
+        def body(i, rows):
+            b = first_block + i
+            key = t.stack([base[0], base[1] + b])
+            row = one_block(key, b * bs, n_events, state)
+            return i + 1, rows.write(t.cast(i, t.int32), row)
+
+        _, rows = t.while_loop(lambda i, _: i < n_blocks, body,
+                               [t.constant(0, t.int64), rows])
+        return rows.stack()
+
+    return chunk
+
+
+def compiled(simulation, spec, device):
+    """The chunk function of ``simulation`` for ``device`` (built once, cached)."""
+    cache = simulation.__dict__.setdefault("_compiled", {})
+    key = (device, spec)
+    fn = cache.get(key)
+    if fn is None:
+        with _lock:
+            fn = cache.get(key)
+            if fn is None:
+                fn = cache[key] = _build(simulation, spec, device)
+    return fn
+
+
+def check_seed(seed):
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    if not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be in [0, 2**63), got {seed!r}")
+    return int(seed)
+
+
+def run_chunk(task, first_block, n_blocks, device):
+    """Rows ``[n_blocks, width]`` of blocks ``first_block ..`` of ``task`` on ``device``."""
+    t = tf()
+    fn = compiled(task.simulation, task.spec, device)
+    with t.device(device):
+        tensors = task._tensors.get(device)
+        if tensors is None:
+            tensors = task._tensors[device] = {
+                k: t.constant(v) for k, v in task.state.items()}
+        base = t.constant([task.seed, task.iteration << 32], t.int64)
+        rows = fn(base, t.constant(first_block, t.int64), t.constant(n_blocks, t.int64),
+                  t.constant(task.n_events, t.int64), tensors)
+    return rows.numpy()

@@ -1,0 +1,91 @@
+"""Plain Monte Carlo: uniform points in the box, mean of the integrand times volume."""
+import numpy as np
+
+from ._tf import tf
+from .domain import Domain, evaluate, probe_components
+from .histogram import Histogram
+from .reduce import block_sum
+from .simulation import Simulation
+from .stats import mean_and_error
+
+
+class Plain(Simulation):
+    """Plain (crude) Monte Carlo integration of ``integrand`` over ``limits``.
+
+    Parameters
+    ----------
+    integrand : callable
+        TensorFlow-traceable ``f(x)`` with ``x`` of shape ``[n, dim]`` (already
+        mapped into ``limits``, dtype of the Flow) returning ``[n]`` or ``[n, k]``
+        of the same dtype.  Checked when first traced: a wrong shape or dtype is
+        an error that shows expected vs got.
+    dim : int
+        Number of integration variables (> 0).
+    limits : array [dim, 2] or (low, high) or None
+        Integration box; default the unit cube.
+    histograms : sequence of :class:`flowsim.Histogram`
+        Observables to histogram, weighted by the integrand (component 0 unless
+        the histogram says otherwise).
+
+    The estimate of one iteration is ``V * mean(f)`` with error
+    ``V * std(f) / sqrt(n - 1)``; iterations are combined by inverse-variance
+    weights.  Plain MC error falls as ``1/sqrt(n)`` whatever the integrand; for
+    peaked integrands use :class:`flowsim.Vegas`.
+    """
+
+    def __init__(self, integrand, dim, limits=None, histograms=()):
+        self.domain = Domain(dim, limits)
+        self.dim = self.domain.dim
+        if not callable(integrand):
+            raise TypeError(f"integrand must be callable, got {integrand!r}")
+        self.integrand = integrand
+        self.histograms = list(histograms)
+        for h in self.histograms:
+            if not isinstance(h, Histogram):
+                raise TypeError(f"histograms must be flowsim.Histogram objects, got {h!r}")
+        names = [h.name for h in self.histograms]
+        if len(set(names)) != len(names):
+            raise ValueError(f"histogram names must be unique, got {names}")
+        self._components = None
+
+    @property
+    def components(self):
+        """0 for a scalar integrand, k for one returning ``[n, k]``."""
+        if self._components is None:
+            self._components = probe_components(self.integrand, self.dim)
+        return self._components
+
+    def accumulators(self):
+        k = max(self.components, 1)
+        acc = {"sum": (k,), "sum2": (k,), "nonfinite": ()}
+        for h in self.histograms:
+            acc.update(h.accumulators())
+        return acc
+
+    def block(self, u, valid, state):
+        t = tf()
+        x = self.domain.map(u)
+        f = evaluate(self.integrand, x, self.components)
+        f = t.cast(f, t.float64) * self.domain.volume
+        finite = t.reduce_all(t.math.is_finite(f), axis=1)
+        keep = finite & valid
+        f = t.where(keep[:, None], f, t.zeros_like(f))
+        out = {"sum": block_sum(f), "sum2": block_sum(f * f),
+               "nonfinite": block_sum(t.cast(valid & ~finite, t.float64))}
+        for h in self.histograms:
+            out.update(h.block(x, f[:, h.component]))
+        return out
+
+    def estimate(self, totals, n_events):
+        value, error = mean_and_error(totals["sum"], totals["sum2"], n_events)
+        if self.components == 0:
+            value, error = value[0], error[0]
+        est = {"value": value, "error": error}
+        if self.histograms:
+            est["histograms"] = {h.name: h.estimate(totals, n_events) for h in self.histograms}
+        return est
+
+    def config(self):
+        return {"class": "Plain", "dim": self.dim, "limits": self.domain.limits.tolist(),
+                "integrand": getattr(self.integrand, "__qualname__", repr(self.integrand)),
+                "histograms": [[h.name, h.bins, list(h.range)] for h in self.histograms]}

@@ -1,0 +1,134 @@
+"""The result of a run: estimate, per-iteration table, timing, timeline."""
+import json
+
+import numpy as np
+
+from .stats import weighted_average
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def _scalar_or_array(a):
+    a = np.asarray(a, dtype=np.float64)
+    return float(a.reshape(())) if a.size == 1 else a
+
+
+class Result:
+    """What :meth:`flowsim.Flow.run` returns.
+
+    Attributes
+    ----------
+    value, error : float or numpy array
+        Inverse-variance weighted average over the kept iterations and its
+        standard error (arrays for vector-valued integrands).
+    chi2_dof : float or array
+        chi^2 per degree of freedom of the kept iterations about ``value``;
+        near 1 when the per-iteration errors are honest.  NaN with one iteration.
+    iterations : list of dict
+        One record per iteration: ``iteration``, ``value``, ``error``,
+        ``events``, ``seconds``, ``kept`` and any extras the simulation returns.
+    n_events : int
+        Events run over all iterations of this call (resumed ones included).
+    wall_time, events_per_second : float
+    timeline : list of dict
+        Per chunk: ``iteration``, ``device``, ``first_block``, ``blocks``,
+        ``start``, ``end`` (seconds since the run started).
+    histograms : dict
+        ``{name: {"edges", "values", "errors"}}`` combined over kept iterations.
+    """
+
+    def __init__(self, iterations, wall_time, timeline=(), meta=None, skip=0):
+        self.iterations = list(iterations)
+        self.wall_time = float(wall_time)
+        self.timeline = list(timeline)
+        self.meta = dict(meta or {})
+        self.skip = int(skip)
+        for i, rec in enumerate(self.iterations):
+            rec["kept"] = i >= self.skip
+        kept = [r for r in self.iterations if r["kept"]] or self.iterations[-1:]
+        values = np.array([np.atleast_1d(r["value"]) for r in kept])
+        errors = np.array([np.atleast_1d(r["error"]) for r in kept])
+        mean, err, chi2 = weighted_average(values, errors)
+        self.value = _scalar_or_array(mean)
+        self.error = _scalar_or_array(err)
+        self.chi2_dof = _scalar_or_array(chi2)
+        self.n_events = int(sum(r["events"] for r in self.iterations))
+        self.events_per_second = self.n_events / self.wall_time if self.wall_time > 0 else float("nan")
+        self.histograms = self._combine_histograms(kept)
+
+    @staticmethod
+    def _combine_histograms(kept):
+        names = kept[-1].get("histograms", {}) if kept else {}
+        out = {}
+        for name in names:
+            vals = np.array([r["histograms"][name]["values"] for r in kept])
+            errs = np.array([r["histograms"][name]["errors"] for r in kept])
+            mean, err, _ = weighted_average(vals, errs)
+            out[name] = {"edges": np.asarray(kept[-1]["histograms"][name]["edges"]),
+                         "values": mean, "errors": err}
+        return out
+
+    @property
+    def efficiency(self):
+        """Load balance: busy device time / (devices x span of the chunks)."""
+        if not self.timeline:
+            return float("nan")
+        devices = {c["device"] for c in self.timeline}
+        busy = sum(c["end"] - c["start"] for c in self.timeline)
+        span = 0.0
+        for it in {c["iteration"] for c in self.timeline}:
+            chunks = [c for c in self.timeline if c["iteration"] == it]
+            span += max(c["end"] for c in chunks) - min(c["start"] for c in chunks)
+        return busy / (len(devices) * span) if span > 0 else float("nan")
+
+    def to_dict(self):
+        """Plain-Python dictionary (JSON-ready) of everything above."""
+        return _jsonable({
+            "value": self.value, "error": self.error, "chi2_dof": self.chi2_dof,
+            "n_events": self.n_events, "wall_time": self.wall_time,
+            "events_per_second": self.events_per_second,
+            "efficiency": self.efficiency,
+            "iterations": self.iterations, "histograms": self.histograms,
+            "timeline": self.timeline, "meta": self.meta,
+        })
+
+    def to_json(self, **kwargs):
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def __repr__(self):
+        return (f"Result(value={self.value!r}, error={self.error!r}, "
+                f"chi2_dof={self.chi2_dof!r}, n_events={self.n_events})")
+
+    def __str__(self):
+        meta = self.meta
+        head = (f"flowsim: {meta.get('simulation', '?')} on {meta.get('backend', '?')} "
+                f"({meta.get('devices', '?')}), seed {meta.get('seed', '?')}")
+        lines = [head, f"{'iter':>5} {'value':>22} {'error':>12} {'events':>12} {'time/s':>8}"]
+        for r in self.iterations:
+            v = np.atleast_1d(r["value"])
+            e = np.atleast_1d(r["error"])
+            mark = "" if r["kept"] else "  (warm-up)"
+            for j in range(v.size):
+                label = f"{r['iteration']:>5}" if j == 0 else f"{'':>5}"
+                tail = f" {r['events']:>12,} {r['seconds']:>8.3f}{mark}" if j == 0 else ""
+                lines.append(f"{label} {v[j]:>22.12g} {e[j]:>12.4g}{tail}")
+        v = np.atleast_1d(self.value)
+        e = np.atleast_1d(self.error)
+        c = np.atleast_1d(self.chi2_dof)
+        lines.append("-" * 64)
+        for j in range(v.size):
+            comp = f"[{j}]" if v.size > 1 else ""
+            lines.append(f"result{comp} = {v[j]:.12g} +/- {e[j]:.4g}   chi2/dof = {c[j]:.3g}")
+        lines.append(f"{self.n_events:,} events in {self.wall_time:.3f} s "
+                     f"= {self.events_per_second:,.0f} events/s")
+        return "\n".join(lines)

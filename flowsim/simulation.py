@@ -1,0 +1,108 @@
+"""The Simulation contract: *what* one block of work computes.
+
+A Simulation owns its dimension, the compiled kernel over one block of events,
+the float64 accumulators it needs, how iteration totals become an estimate, and
+how its state adapts between iterations.  It never knows where blocks run: the
+Flow (:mod:`flowsim.flow`) decides that.  Instances are plain Python + numpy
+state and must pickle (module-level integrands pickle with ``pickle``; lambdas
+need ``cloudpickle``, which Spark uses); compiled TensorFlow functions are
+built lazily, per process and per device, and never pickled.
+"""
+import numpy as np
+
+from ._tf import tf
+
+
+class Simulation:
+    """Base class.  Subclasses set :attr:`dim` and implement the marked methods.
+
+    The engine calls, per iteration::
+
+        state = sim.state()                    # numpy arrays, fixed shapes
+        # on some device, per block b of the iteration:
+        x = sim.inputs(key_b, first_event_b, block_size, dtype, state)
+        acc_b = sim.block(x, valid_b, state)   # {name: float64 tensor}
+        # on the driver, rows added in block order:
+        est = sim.estimate(totals, n_events)
+        sim.adapt(totals, n_events)            # between iterations
+    """
+
+    #: Number of uniform random numbers per event.
+    dim = None
+
+    # -- what the kernel needs -------------------------------------------------
+    def accumulators(self):
+        """``{name: shape}`` of the per-block float64 partial sums.  Required."""
+        raise NotImplementedError
+
+    def state(self):
+        """``{name: numpy array}`` passed to every block of an iteration.
+
+        Shapes must stay fixed across iterations (values may change): the
+        compiled function is traced once and takes these as arguments.
+        """
+        return {}
+
+    def inputs(self, key, first_event, size, dtype, state):
+        """Inputs of one block: ``size`` events of ``dim`` uniforms in [0, 1).
+
+        ``key`` is the block's int64[2] Philox seed, derived from (seed,
+        iteration, block index) only.  Always Philox, so CPU and GPU draw the
+        same numbers.
+        """
+        del first_event, state
+        return tf().random.stateless_uniform(
+            [size, self.dim], seed=key, dtype=dtype, alg="philox")
+
+    def block(self, inputs, valid, state):
+        """Accumulators of one block: ``{name: float64 tensor of its shape}``.
+
+        ``valid`` is a boolean ``[size]`` mask; events where it is False are
+        padding of the last block and must contribute nothing.  Optionally
+        return ``"nonfinite"`` (scalar count of dropped NaN/Inf events) so the
+        Flow can raise or report them.  Required.
+        """
+        raise NotImplementedError
+
+    # -- what the driver does with totals --------------------------------------
+    def estimate(self, totals, n_events):
+        """Turn one iteration's totals into ``{"value": arr, "error": arr, ...}``.
+
+        ``error`` is the standard deviation of this iteration's ``value``.
+        Extra keys (histograms, ...) are kept in the iteration record.
+        """
+        raise NotImplementedError
+
+    def adapt(self, totals, n_events):
+        """Update adaptive state between iterations (the VEGAS grid).  Optional."""
+
+    def combine(self, rows, n_events):
+        """Totals of an iteration from its ``[n_blocks, width]`` rows.
+
+        Default: add in block order.  Sweeps override this to gather.
+        """
+        from .blocks import reduce_rows
+        return reduce_rows(rows)
+
+    def config(self):
+        """JSON-able description used to refuse foreign checkpoints."""
+        return {"class": type(self).__qualname__, "dim": self.dim}
+
+    def get_state(self):
+        """Adaptive state to checkpoint (numpy arrays).  Default: :meth:`state`."""
+        return {k: np.array(v) for k, v in self.state().items()}
+
+    def set_state(self, state):
+        """Restore what :meth:`get_state` returned.  Adaptive subclasses override."""
+        if state:
+            raise NotImplementedError(
+                f"{type(self).__name__} has adaptive state but no set_state")
+
+    # -- pickling: compiled functions stay behind -------------------------------
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d.pop("_compiled", None)
+        return d
+
+    def __setstate__(self, d):
+        self.__dict__.update(d)

