@@ -105,6 +105,10 @@ class Flow:
         """Whether this process writes checkpoints and shows progress."""
         return True
 
+    def _load_checkpoint(self, path):
+        """The saved run at ``path`` or None (multi-process backends: root reads, shares)."""
+        return ckpt.load(path)
+
     def devices(self):
         """Devices this Flow runs chunks on."""
         return [self.device]
@@ -178,7 +182,7 @@ class Flow:
         records, elapsed = [], 0.0
         config = self.config()
         if checkpoint is not None:
-            saved = ckpt.load(checkpoint)
+            saved = self._load_checkpoint(checkpoint)
             if saved is not None:
                 records, elapsed = self._resume(checkpoint, saved, config)
         self.timeline = []
