@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import rng
 from ._tf import tf
 
 #: Traces per (simulation class, device): tests assert these stay at one.
@@ -24,15 +25,18 @@ DTYPES = ("float64", "float32")
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """How blocks are computed: float dtype of the kernel, block size, XLA."""
+    """How blocks are computed: float dtype, block size, XLA, random generator."""
 
     dtype: str = "float64"
     block_size: int = 1 << 16
-    jit_compile: bool = False
+    jit_compile: bool = True
+    rng: str = "splitmix"
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.rng not in rng.ALGORITHMS:
+            raise ValueError(f"rng must be one of {rng.ALGORITHMS}, got {self.rng!r}")
 
 
 @dataclass
@@ -109,6 +113,10 @@ def _build(simulation, spec, device):
     def chunk(base, first_block, n_blocks, n_events, state):
         with _lock:
             trace_counts[(name, device)] += 1
+        with rng.using(spec.rng):
+            return _loop(base, first_block, n_blocks, n_events, state)
+
+    def _loop(base, first_block, n_blocks, n_events, state):
         rows = t.TensorArray(t.float64, size=t.cast(n_blocks, t.int32),
                              element_shape=[width])
 

@@ -10,7 +10,7 @@ built lazily, per process and per device, and never pickled.
 """
 import numpy as np
 
-from ._tf import tf
+from . import rng
 
 
 class Simulation:
@@ -46,13 +46,12 @@ class Simulation:
     def inputs(self, key, first_event, size, dtype, state):
         """Inputs of one block: ``size`` events of ``dim`` uniforms in [0, 1).
 
-        ``key`` is the block's int64[2] Philox seed, derived from (seed,
-        iteration, block index) only.  Always Philox, so CPU and GPU draw the
-        same numbers.
+        ``key`` is the block's int64[2] key ``[seed, (iteration << 32) + block]``;
+        :func:`flowsim.rng.uniform` turns it into numbers with the Flow's
+        generator (``rng=``).  Use its ``stream=`` for more numbers per event.
         """
         del first_event, state
-        return tf().random.stateless_uniform(
-            [size, self.dim], seed=key, dtype=dtype, alg="philox")
+        return rng.uniform(key, [size, self.dim], dtype)
 
     def block(self, inputs, valid, state):
         """Accumulators of one block: ``{name: float64 tensor of its shape}``.
