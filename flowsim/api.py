@@ -21,7 +21,7 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
         Random seed; same seed, same bits on every backend.
     algorithm : {"plain", "vegas", "vegasplus"}
         Monte Carlo algorithm.
-    limits : array [dim, 2] or None
+    limits : array of shape (dim, 2) or None
         Integration box (default unit cube).
     backend : None or {"threads", "mpi", "spark"}
         Where chunks run (None: one device).

@@ -21,7 +21,7 @@ class Plain(Simulation):
         an error that shows expected vs got.
     dim : int
         Number of integration variables (> 0).
-    limits : array [dim, 2] or (low, high) or None
+    limits : array of shape (dim, 2), a (low, high) pair, or None
         Integration box; default the unit cube.
     histograms : sequence of :class:`flowsim.Histogram`
         Observables to histogram, weighted by the integrand (component 0 unless
