@@ -90,6 +90,14 @@ class RowCollector:
     def add(self, first_block, rows):
         rows = np.asarray(rows, dtype=np.float64)
         n = rows.shape[0]
+        n_blocks, width = self.rows.shape
+        if rows.ndim != 2 or rows.shape[1] != width:
+            raise RuntimeError(f"block bookkeeping failed: got rows of width "
+                               f"{rows.shape[-1] if rows.ndim == 2 else list(rows.shape)}, "
+                               f"expected {width}")
+        if first_block < 0 or first_block + n > n_blocks:
+            raise RuntimeError(f"block bookkeeping failed: a chunk of blocks {first_block}.."
+                               f"{first_block + n - 1} is outside the grid of {n_blocks} blocks")
         self.rows[first_block:first_block + n] = rows
         self.seen[first_block:first_block + n] += 1
 

@@ -1,0 +1,88 @@
+"""flowsim.stats: inverse-variance combination, chi^2/dof, the zero-error case."""
+import numpy as np
+import pytest
+
+from flowsim.result import Result
+from flowsim.stats import mean_and_error, weighted_average
+
+
+def test_weighted_average_known_numbers():
+    mean, err, chi2 = weighted_average([1.0, 3.0], [1.0, 1.0])
+    assert mean == 2.0
+    assert err == pytest.approx(1 / np.sqrt(2), rel=1e-15)
+    assert chi2 == 2.0      # ((1-2)^2 + (3-2)^2) / (2-1)
+
+
+def test_weighted_average_weights_by_inverse_variance():
+    # errors 1 and 2 -> weights 1 and 1/4
+    mean, err, chi2 = weighted_average([1.0, 6.0], [1.0, 2.0])
+    assert mean == pytest.approx((1.0 + 6.0 / 4) / 1.25, rel=1e-15)
+    assert err == pytest.approx(1 / np.sqrt(1.25), rel=1e-15)
+    expected_chi2 = (1.0 - mean) ** 2 + (6.0 - mean) ** 2 / 4
+    assert chi2 == pytest.approx(expected_chi2, rel=1e-14)
+
+
+def test_weighted_average_is_elementwise_for_vectors():
+    v = np.array([[1.0, 10.0], [3.0, 10.0], [2.0, 13.0]])
+    e = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 3.0]])
+    mean, err, chi2 = weighted_average(v, e)
+    for j in range(2):
+        m, s, c = weighted_average(v[:, j], e[:, j])
+        assert mean[j] == m and err[j] == s and chi2[j] == c
+    assert mean.shape == err.shape == chi2.shape == (2,)
+
+
+def test_single_iteration_has_nan_chi2():
+    mean, err, chi2 = weighted_average([[5.0]], [[0.5]])
+    assert mean[0] == 5.0 and err[0] == 0.5
+    assert np.isnan(chi2[0])
+
+
+def test_zero_error_iterations_average_plainly_with_zero_error():
+    # An exactly constant integrand: every iteration has error 0.
+    mean, err, chi2 = weighted_average([2.0, 2.0, 2.0], [0.0, 0.0, 0.0])
+    assert mean == 2.0 and err == 0.0 and np.isnan(chi2)
+    # Mixed: the zero-error iterations win (infinite weight) and no warning.
+    with np.errstate(all="raise"):
+        mean, err, chi2 = weighted_average([[1.0, 4.0], [3.0, 5.0]], [[0.0, 1.0], [0.5, 1.0]])
+    assert mean[0] == 1.0 and err[0] == 0.0 and np.isnan(chi2[0])
+    assert mean[1] == 4.5 and err[1] == pytest.approx(1 / np.sqrt(2)) and chi2[1] == 0.5
+
+
+def test_chi2_dof_is_near_one_for_honest_errors():
+    rng = np.random.default_rng(3)
+    errors = rng.uniform(0.5, 2.0, size=4000)
+    values = 7.0 + errors * rng.standard_normal(4000)
+    mean, err, chi2 = weighted_average(values, errors)
+    assert abs(mean - 7.0) < 4 * err
+    assert abs(chi2 - 1.0) < 4 * np.sqrt(2 / 3999)
+
+
+def test_weighted_average_rejects_bad_shapes():
+    with pytest.raises(ValueError, match=r"share a shape \[n_iter, \.\.\.\], got \(2,\) and \(3,\)"):
+        weighted_average([1.0, 2.0], [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="share a shape"):
+        weighted_average([], [])
+    with pytest.raises(ValueError, match="share a shape"):
+        weighted_average(1.0, 1.0)
+
+
+def test_mean_and_error_matches_numpy():
+    rng = np.random.default_rng(5)
+    x = rng.exponential(size=1000)
+    mean, err = mean_and_error(x.sum(), (x * x).sum(), x.size)
+    assert mean == pytest.approx(x.mean(), rel=1e-13)
+    assert err == pytest.approx(x.std(ddof=1) / np.sqrt(x.size), rel=1e-10)
+    # Constant samples: error exactly 0, never NaN from a tiny negative variance.
+    mean, err = mean_and_error(3.0 * 10, 9.0 * 10, 10)
+    assert mean == 3.0 and err == 0.0
+
+
+def test_result_combines_kept_iterations_only():
+    recs = [{"iteration": i + 1, "value": v, "error": 1.0, "events": 10, "seconds": 0.1}
+            for i, v in enumerate([100.0, 1.0, 3.0])]
+    r = Result(recs, wall_time=1.0, skip=1)
+    assert r.value == 2.0 and r.chi2_dof == 2.0
+    assert [x["kept"] for x in r.iterations] == [False, True, True]
+    assert r.n_events == 30 and r.events_per_second == 30.0
+    assert "(warm-up)" in str(r)
