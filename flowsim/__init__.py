@@ -12,7 +12,9 @@ if not _os.environ.get("FLOWSIM_TF_VERBOSE"):
     # Before anything imports TensorFlow: silence its C++ start-up noise.
     _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from ._tf import logical_devices, set_virtual_cpus
+from ._tf import logical_devices, set_virtual_cpus, tf as _load_tf
+
+_load_tf()  # now, with stderr silenced, so a later `import tensorflow` prints nothing
 from .api import integrate
 from .flow import Flow
 from .histogram import Histogram
