@@ -141,7 +141,8 @@ def main(argv=None):
     try:
         return args.func(args)
     except (ValueError, TypeError, FloatingPointError) as exc:
-        print(f"flowsim: error: {exc}", file=sys.stderr)
+        if not getattr(exc, "_flowsim_quiet", False):   # another MPI rank reports it
+            print(f"flowsim: error: {exc}", file=sys.stderr)
         return 2
 
 
