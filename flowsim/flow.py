@@ -158,6 +158,7 @@ class Flow:
 
     def task(self, iteration):
         """The picklable description of iteration ``iteration``."""
+        self.simulation.prepare(self.n_events)
         return IterationTask(self.simulation, self.spec, self.seed, iteration,
                              self.n_events, {k: np.asarray(v) for k, v in
                                              self.simulation.state().items()})

@@ -75,6 +75,11 @@ class Simulation:
     def adapt(self, totals, n_events):
         """Update adaptive state between iterations (the VEGAS grid).  Optional."""
 
+    def prepare(self, n_events):
+        """Called by the Flow before it takes :meth:`state` for an iteration of
+        ``n_events`` events, so a layout that depends on the iteration size (the
+        VEGAS+ hypercube allocation) can be fitted.  Must be deterministic.  Optional."""
+
     def combine(self, rows, n_events):
         """Totals of an iteration from its ``[n_blocks, width]`` rows.
 
