@@ -1,0 +1,83 @@
+"""ThreadPoolFlow against Flow on this machine (events/s ratios, same run).
+
+Splits CPU:0 into 2 logical devices, then times, interleaved round by round so
+that load from other processes hits every variant alike:
+
+- ``Flow`` on CPU:0 (the anchor);
+- ``ThreadPoolFlow`` on one device (CPU:0): its overhead over Flow
+  (target: at most 5 %);
+- ``ThreadPoolFlow`` on 2 logical CPU devices (target: not slower than Flow).
+
+The integrand is the 8-dim double Gaussian of :mod:`flowsim.examples`.  Every
+variant must give the same bits (checked).  Prints the median per-round ratio
+and its spread.  Usage::
+
+    python benchmarks/threads.py [--events 2000000] [--rounds 7] [--schedule weighted]
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import flowsim
+
+flowsim.set_virtual_cpus(2)
+
+from flowsim.distribution import ThreadPoolFlow  # noqa: E402
+from flowsim.examples import double_gaussian, double_gaussian_exact  # noqa: E402
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--events", type=int, default=2_000_000)
+    p.add_argument("--iters", type=int, default=2, help="iterations per timed run")
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--schedule", default=None, help="ThreadPoolFlow schedule (default weighted)")
+    p.add_argument("--seed", type=int, default=11)
+    args = p.parse_args(argv)
+
+    def sim():
+        return flowsim.Plain(double_gaussian, 8)
+
+    kw = {"seed": args.seed, "quiet": True}
+    variants = {
+        "Flow (CPU:0)": lambda: flowsim.Flow(sim(), args.events, device="CPU:0", **kw),
+        "ThreadPoolFlow, 1 device": lambda: ThreadPoolFlow(
+            sim(), args.events, devices=["CPU:0"], schedule=args.schedule, **kw),
+        "ThreadPoolFlow, 2 logical CPUs": lambda: ThreadPoolFlow(
+            sim(), args.events, devices=2, schedule=args.schedule, **kw),
+    }
+    flows = {name: make() for name, make in variants.items()}
+    for flow in flows.values():        # trace on every device; learn speeds
+        flow.run(1)
+    rates = {name: [] for name in flows}
+    bits = {}
+    for r in range(args.rounds):
+        order = list(flows) if r % 2 == 0 else list(flows)[::-1]
+        for name in order:
+            start = time.perf_counter()
+            res = flows[name].run(args.iters)
+            seconds = time.perf_counter() - start
+            rates[name].append(res.n_events / seconds)
+            bits[name] = (res.value, [it["value"].tobytes() for it in res.iterations])
+    same = len({tuple(b[1]) for b in bits.values()}) == 1
+    anchor = "Flow (CPU:0)"
+    print(f"8-dim double Gaussian, {args.events:,} events x {args.iters} iterations, "
+          f"{args.rounds} interleaved rounds; exact {double_gaussian_exact(8):.6f}, "
+          f"value {bits[anchor][0]:.6f}; same bits on every variant: {same}")
+    print(f"{'variant':<32} {'median ev/s':>14} {'ratio to Flow':>14} {'min..max ratio':>18}")
+    for name in flows:
+        ratios = [a / b for a, b in zip(rates[name], rates[anchor])]
+        print(f"{name:<32} {statistics.median(rates[name]):>14,.0f} "
+              f"{statistics.median(ratios):>14.3f} {min(ratios):>8.3f}..{max(ratios):<8.3f}")
+    one = statistics.median([a / b for a, b in zip(rates["ThreadPoolFlow, 1 device"],
+                                                      rates[anchor])])
+    two = statistics.median([a / b for a, b in zip(rates["ThreadPoolFlow, 2 logical CPUs"],
+                                                      rates[anchor])])
+    print(f"overhead on one device: {100 * (1 / one - 1):+.1f} % (target <= 5 %); "
+          f"2 logical CPUs vs Flow: x{two:.3f} (target >= 1)")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

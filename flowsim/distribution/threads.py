@@ -1,0 +1,343 @@
+"""Every device of one machine: one worker thread per TensorFlow logical device.
+
+:class:`ScheduledFlow` runs an iteration's chunks on several devices at once,
+cut by a policy of :mod:`flowsim.schedule`; :class:`ThreadPoolFlow` is the same
+machinery with its default policy.  Each worker runs its chunks inside its
+device scope through :meth:`flowsim.Flow._run_chunk` (one compiled function per
+device, traced once), so every chunk lands in ``Result.timeline``.  Rows are
+added in block order: every device count and schedule gives the bits of
+:class:`flowsim.Flow` (on one device type; CPUs and GPUs may round differently).
+
+Threads
+-------
+TensorFlow runs the CPU kernels of *all* logical CPU devices on one shared
+intra-op pool, and feeds every device from one inter-op pool.  Before
+TensorFlow initialises, the first ThreadPoolFlow/ScheduledFlow sets:
+
+- intra-op threads = cores − (GPU workers, when CPU:0 works beside them), so
+  that CPU:0's kernels leave one core per GPU free to launch that GPU's
+  kernels (with no GPU: every core, TensorFlow's default);
+- inter-op threads = max(2, workers), one op executor per device worker.
+
+Override with the environment variables ``FLOWSIM_INTRA_OP_THREADS`` /
+``FLOWSIM_INTER_OP_THREADS``, or by calling ``tf.config.threading.set_*``
+yourself before creating the Flow (values you set are never changed).  Once
+TensorFlow has initialised (any earlier TF work) the settings cannot change
+and are left as they are.
+
+Faults
+------
+A chunk failing with ``tf.errors.ResourceExhaustedError`` (device out of
+memory) is split in two and retried, on another device if one exists; that
+device's chunks are capped at half the failed size from then on.  A one-block
+chunk that fails on every device re-raises the error.  Any other exception (a
+bug in the kernel) stops the run at once: queued chunks are dropped, chunks in
+flight finish, every worker thread is joined, and the original exception is
+re-raised with its traceback.
+"""
+import os
+import threading
+import time
+
+from .. import schedule as sched_mod
+from .. import _tf
+from .._tf import logical_devices, resolve_device, tf
+from ..blocks import RowCollector, check_count
+from ..flow import Flow
+from ..kernel import layout, trace_counts
+from ..log import logger
+
+#: Weight of earlier iterations in the learned device speeds.
+DECAY = 0.5
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def thread_settings(n_workers, n_gpu_workers, cores=None):
+    """``(intra_op, inter_op)`` thread counts for ``n_workers`` device workers.
+
+    See the module docstring; environment variables override each value.
+    """
+    cores = cores or _cores()
+    uses_cpu = n_workers > n_gpu_workers
+    intra = max(1, cores - n_gpu_workers) if (uses_cpu and n_gpu_workers) else cores
+    inter = max(2, n_workers)
+    intra = int(os.environ.get("FLOWSIM_INTRA_OP_THREADS", intra))
+    inter = int(os.environ.get("FLOWSIM_INTER_OP_THREADS", inter))
+    return intra, inter
+
+
+def configure_threads(n_workers, n_gpu_workers):
+    """Apply :func:`thread_settings` if TensorFlow has not initialised yet.
+
+    Returns the ``(intra, inter)`` in force, or None if TensorFlow was already
+    running (its settings stay) .
+    """
+    threading_cfg = tf().config.threading
+    intra, inter = thread_settings(n_workers, n_gpu_workers)
+    try:
+        if threading_cfg.get_intra_op_parallelism_threads() == 0:
+            threading_cfg.set_intra_op_parallelism_threads(intra)
+        if threading_cfg.get_inter_op_parallelism_threads() == 0:
+            threading_cfg.set_inter_op_parallelism_threads(inter)
+    except RuntimeError:
+        logger.debug("TensorFlow already initialised; thread settings left as they are")
+        return None
+    return (threading_cfg.get_intra_op_parallelism_threads(),
+            threading_cfg.get_inter_op_parallelism_threads())
+
+
+def _planned_gpu_workers(devices):
+    """GPU workers a ``devices=`` argument will give, without initialising TF."""
+    n_gpu = len(tf().config.list_physical_devices("GPU"))
+    if devices is None:
+        return n_gpu, None
+    if isinstance(devices, int) and not isinstance(devices, bool):
+        return min(devices, n_gpu), devices
+    names = list(devices)
+    return sum(str(d).upper().split("device:")[-1].startswith("GPU") for d in names), len(names)
+
+
+class _Item:
+    """A chunk to retry after a device ran out of memory."""
+
+    __slots__ = ("first", "n", "avoid")
+
+    def __init__(self, first, n, avoid):
+        self.first, self.n, self.avoid = first, n, frozenset(avoid)
+
+
+class _Run:
+    """State shared by the workers of one iteration (guarded by ``cond``)."""
+
+    def __init__(self, scheduler, rows, n_blocks):
+        self.cond = threading.Condition()
+        self.scheduler = scheduler
+        self.rows = rows
+        self.left = n_blocks
+        self.retries = []
+        self.error = None
+
+
+class ScheduledFlow(Flow):
+    """Run chunks on several devices of this machine at once, cut by a schedule.
+
+    Parameters
+    ----------
+    simulation, n_events, seed, **flow_kwargs
+        As for :class:`flowsim.Flow` (``events_limit``, ``dtype``,
+        ``block_size``, ``jit_compile``, ...).  ``events_limit`` caps every
+        chunk.
+    devices : None, int, list of str or dict
+        ``None`` (default): every logical device, GPUs first then CPU:0 (and
+        CPU:1... if :func:`flowsim.set_virtual_cpus` split the CPU).  An int
+        ``n``: the first ``n`` of those.  A list such as ``["GPU:0", "CPU:0"]``:
+        exactly those (no repeats).  A dict ``{"GPU:0": 1.0, "CPU:0": 0.02}``:
+        those devices with relative weights for ``schedule="static"``.
+    device : str or None
+        Flow's keyword, accepted as ``devices=[device]``.
+    schedule : {"weighted", "static", "dynamic", "guided"}
+        How an iteration is cut (:mod:`flowsim.schedule`).  Default
+        ``"weighted"``: chunks in proportion to each device's throughput,
+        measured on earlier chunks and iterations (chunks that included
+        compiling the kernel are not measured); a device whose speed is not
+        known yet runs probe chunks of ``chunk`` blocks first.  ``"static"``:
+        one share per device fixed up front (equal, or the ``devices`` dict
+        weights).  ``"dynamic"``: chunks of ``chunk`` blocks to the first idle
+        device.  ``"guided"``: libgomp's ``max(ceil(remaining/P), chunk)``.
+        The schedule never changes the bits, only the time.
+    chunk : int or None
+        In blocks.  ``dynamic``: the chunk (default ``events_limit``).
+        ``guided`` / ``weighted``: the smallest chunk (default 1).
+        ``static``: the largest piece of a share (default ``events_limit``).
+
+    Caveats: on a mix of CPU and GPU devices the blocks a CPU runs may round
+    differently from a GPU, so bits there depend on the (timing-dependent)
+    schedule; on one device type they never do.  Thread settings: see the
+    module docstring.
+    """
+
+    backend = "scheduled"
+    default_schedule = "weighted"
+
+    def __init__(self, simulation, n_events, seed=None, *, devices=None, schedule=None,
+                 chunk=None, device=None, **flow_kwargs):
+        if device is not None:
+            if devices is not None:
+                raise ValueError("give devices= or device=, not both")
+            devices = [device]
+        self.schedule = sched_mod.check_policy(schedule or self.default_schedule)
+        self.chunk = None if chunk is None else check_count("chunk", chunk)
+        n_gpu, n_workers = _planned_gpu_workers(devices)
+        if n_workers is None:
+            n_workers = n_gpu + (_tf._VIRTUAL_CPUS or 1)
+        self.thread_settings = configure_threads(n_workers, n_gpu)
+        self._devices, self._weights = self._select(devices)
+        self._lock = threading.Lock()
+        self._throughput = sched_mod.Throughput(len(self._devices))
+        self._caps = [None] * len(self._devices)
+        super().__init__(simulation, n_events, seed=seed, device=self._devices[0],
+                         **flow_kwargs)
+
+    # -- devices -----------------------------------------------------------------
+    @staticmethod
+    def _select(devices):
+        every = logical_devices()
+        weights = None
+        if devices is None:
+            return every, None
+        if isinstance(devices, bool):
+            raise TypeError(f"devices must be None, a count, a list or a dict, got {devices!r}")
+        if isinstance(devices, int):
+            if not 1 <= devices <= len(every):
+                raise ValueError(f"devices={devices}: this machine has {len(every)} "
+                                 f"device(s): {', '.join(every)}")
+            return every[:devices], None
+        if isinstance(devices, str):
+            devices = [devices]
+        if isinstance(devices, dict):
+            weights = [float(w) for w in devices.values()]
+            if any(not w >= 0 for w in weights) or not sum(weights) > 0:
+                raise ValueError(f"device weights must be >= 0 and not all 0, got {devices}")
+        names = [resolve_device(d) for d in devices]
+        if not names:
+            raise ValueError("devices= is empty")
+        if len(set(names)) != len(names):
+            raise ValueError(f"devices lists a device twice: {names}")
+        return names, weights
+
+    def devices(self):
+        return list(self._devices)
+
+    # -- one iteration ---------------------------------------------------------------
+    def _execute(self, task, grid):
+        _, width = layout(task.simulation)          # also probes the integrand, once
+        per = max(1, self.events_limit // grid.block_size)
+        caps = [c or per for c in self._caps]
+        scheduler = sched_mod.Scheduler(
+            self.schedule, grid.n_blocks, len(self._devices), chunk=self.chunk,
+            max_chunk=per, weights=self._weights, caps=caps,
+            throughput=self._throughput.decayed(DECAY))
+        run = _Run(scheduler, RowCollector(grid.n_blocks, width), grid.n_blocks)
+        threads = [threading.Thread(target=self._work, args=(run, task, w),
+                                    name=f"flowsim-{d}", daemon=True)
+                   for w, d in enumerate(self._devices)]
+        started = []
+        try:
+            for t in threads:
+                t.start()
+                started.append(t)
+            for t in started:
+                t.join()
+        except BaseException as exc:               # Ctrl-C: stop the workers, then go
+            with run.cond:
+                run.error = run.error or exc
+                run.cond.notify_all()
+            for t in started:
+                t.join()
+            raise
+        self._throughput = scheduler.throughput
+        self._caps = [c if c < per else None for c in scheduler.caps]
+        if run.error is not None:
+            raise run.error
+        return run.rows.result()
+
+    def _now(self):
+        return time.perf_counter() - self._t0
+
+    def _take(self, run, w):
+        """Next chunk for worker ``w`` (a retry first), or None; under ``run.cond``."""
+        device = self._devices[w]
+        everyone = set(self._devices)
+        for i, item in enumerate(run.retries):
+            if device not in item.avoid or item.avoid >= everyone:
+                del run.retries[i]
+                return item
+        got = run.scheduler.next(w, self._now())
+        return None if got is None else _Item(got[0], got[1], ())
+
+    def _work(self, run, task, w):
+        device = self._devices[w]
+        key = (type(task.simulation).__name__, device)
+        try:
+            while True:
+                with run.cond:
+                    while True:
+                        if run.error is not None or run.left == 0:
+                            return
+                        item = self._take(run, w)
+                        if item is not None:
+                            break
+                        run.cond.wait(timeout=1.0)
+                traces = trace_counts[key]
+                start = self._now()
+                try:
+                    out = self._run_chunk(task, item.first, item.n, device)
+                except tf().errors.ResourceExhaustedError as exc:
+                    end = self._now()
+                    with run.cond:
+                        self._out_of_memory(run, w, item, exc, start, end, task)
+                        run.cond.notify_all()
+                    continue
+                end = self._now()
+                with run.cond:
+                    run.rows.add(item.first, out)
+                    run.left -= item.n
+                    if run.scheduler.busy[w] is not None:
+                        run.scheduler.done(w, item.n, end - start, end,
+                                           measured=trace_counts[key] == traces)
+                    run.cond.notify_all()
+        except BaseException as exc:               # a kernel bug: stop everyone now
+            with run.cond:
+                if run.error is None:
+                    run.error = exc
+                run.retries.clear()
+                run.cond.notify_all()
+
+    def _out_of_memory(self, run, w, item, exc, start, end, task):
+        device = self._devices[w]
+        run.scheduler.failed(w)
+        run.scheduler.caps[w] = max(1, min(run.scheduler.caps[w], item.n // 2))
+        with self._lock:
+            self.timeline.append({"iteration": task.iteration, "device": device,
+                                  "first_block": int(item.first), "blocks": int(item.n),
+                                  "start": start, "end": end,
+                                  "failed": type(exc).__name__})
+        avoid = set(item.avoid) | {device}
+        if item.n == 1 and avoid >= set(self._devices):
+            run.error = exc
+            return
+        logger.warning("%s ran out of memory on blocks %d..%d; retrying %s", device,
+                       item.first, item.first + item.n - 1,
+                       "elsewhere" if len(self._devices) > 1 else "in smaller chunks")
+        if item.n == 1:
+            run.retries.append(_Item(item.first, 1, avoid))
+        else:
+            half = item.n // 2
+            run.retries.append(_Item(item.first, half, avoid))
+            run.retries.append(_Item(item.first + half, item.n - half, avoid))
+
+    def _record(self, task, device, first, n, start, end):
+        with self._lock:
+            super()._record(task, device, first, n, start, end)
+
+    def _meta(self):
+        meta = super()._meta()
+        meta["schedule"] = self.schedule
+        return meta
+
+
+class ThreadPoolFlow(ScheduledFlow):
+    """Every device of this machine, one worker thread each: :class:`ScheduledFlow`
+    with its default schedule (``"weighted"``).
+
+    Takes the same keywords (``devices``, ``schedule``, ``chunk``, and those of
+    :class:`flowsim.Flow`); see :class:`ScheduledFlow`.
+    """
+
+    backend = "threads"
