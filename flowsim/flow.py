@@ -52,9 +52,10 @@ class Flow:
     jit_compile : bool
         Compile the block kernel (random numbers + integrand + in-block sums)
         with XLA; default True, 3-4x faster on CPU.  Turn it off for integrands
-        using ops XLA cannot compile.  The random numbers are the same either
-        way; the integrand's rounding may differ, so it is part of the
-        configuration a checkpoint records.
+        using ops XLA cannot compile.  With ``rng="splitmix"`` the random
+        numbers are the same either way (with ``"philox"`` they are not: XLA's
+        Philox kernel draws a different stream); the integrand's rounding may
+        differ, so it is part of the configuration a checkpoint records.
     rng : {"splitmix", "philox"}
         Counter-based generator (:mod:`flowsim.rng`): ``"splitmix"`` (default,
         integer ops fused by XLA) or TensorFlow's stateless Philox.  Changes

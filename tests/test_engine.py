@@ -1,0 +1,546 @@
+"""The engine on one device: bit-identity, seeds, dtypes, histograms, NaN/Inf,
+tracing, XLA, checkpoints, Result and the progress bar."""
+import concurrent.futures
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import flowsim
+from flowsim import kernel
+from flowsim._tf import tf
+from flowsim.testing import GENZ
+
+from conftest import run_python
+
+BS = 256                 # block size of most tests: 3000 events = 12 blocks, the last partial
+N = 3000
+LIMITS = [BS, 3 * BS, 5 * BS, 12 * BS, 10**6]   # 1 block per chunk ... everything in one chunk
+
+
+G = np.uint64(0x9E3779B97F4A7C15)
+
+
+def mix64(z):
+    """SplitMix64's finaliser in numpy (uint64 arithmetic wraps)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def splitmix_bits(key, n, stream=0):
+    """The ``n`` 64-bit outputs of block ``key`` = (seed, word), per flowsim.rng's docs."""
+    with np.errstate(over="ignore"):
+        k0, k1 = (np.array([v], dtype=np.int64).view(np.uint64) for v in key)
+        h = mix64(k0 + G)
+        h = mix64((h ^ k1) + G)
+        k = mix64(h + np.uint64((stream + 1) * int(G) % 2**64))
+        return mix64(k + np.arange(1, n + 1, dtype=np.uint64) * G)
+
+
+def regen(seed, iteration, block, bs, dim, rng="splitmix", dtype="float64"):
+    """The uniforms of one block, drawn here independently of the engine."""
+    key = (seed, (iteration << 32) + block)
+    if rng == "philox":
+        return tf().random.stateless_uniform([bs, dim], seed=tf().constant(key, tf().int64),
+                                             dtype=dtype, alg="philox").numpy()
+    z = splitmix_bits(key, bs * dim)
+    if dtype == "float32":
+        return ((z >> np.uint64(40)).astype(np.float32) * np.float32(2.0 ** -24)).reshape(bs, dim)
+    return ((z >> np.uint64(11)).astype(np.float64) * 2.0 ** -53).reshape(bs, dim)
+
+
+def all_points(seed, iteration, n, bs, dim, rng="splitmix"):
+    nb = -(-n // bs)
+    return np.concatenate([regen(seed, iteration, b, bs, dim, rng) for b in range(nb)])[:n]
+
+
+def column(sim, name):
+    """Index of accumulator ``name`` (a scalar or first element) in a block row."""
+    return next(a for acc, _, a, _ in kernel.layout(sim)[0] if acc == name)
+
+
+def sum_obs(x):
+    return tf().reduce_sum(x, axis=1)
+
+
+def first_coord(x):
+    return x[:, 0]
+
+
+def bilinear(x):
+    return 1.0 + x[:, 0] * x[:, 1]
+
+
+@pytest.fixture(scope="module")
+def vector_sim():
+    """A vector integrand with two histograms: one trace serves the module."""
+    return flowsim.Plain(GENZ["vector"].f, 3, histograms=[
+        flowsim.Histogram(sum_obs, 12, (0.0, 3.0)),
+        flowsim.Histogram(first_coord, 5, (0.2, 0.7), component=1)])
+
+
+def fingerprint(result):
+    """Every float the run produced, as bytes."""
+    parts = [np.asarray(result.value), np.asarray(result.error), np.asarray(result.chi2_dof)]
+    for r in result.iterations:
+        parts += [np.asarray(r["value"]), np.asarray(r["error"])]
+        for h in r.get("histograms", {}).values():
+            parts += [h["values"], h["errors"]]
+    return b"".join(np.ascontiguousarray(p, dtype=np.float64).tobytes() for p in parts)
+
+
+# -- bit-identity ------------------------------------------------------------------
+def test_bits_identical_for_every_events_limit(vector_sim):
+    results = {lim: flowsim.Flow(vector_sim, N, seed=42, events_limit=lim, block_size=BS,
+                                 quiet=True).run(3) for lim in LIMITS}
+    chunks = {lim: sum(1 for c in r.timeline if c["iteration"] == 0)
+              for lim, r in results.items()}
+    assert chunks == {BS: 12, 3 * BS: 4, 5 * BS: 3, 12 * BS: 1, 10**6: 1}
+    ref = fingerprint(results[BS])
+    for lim, r in results.items():
+        assert fingerprint(r) == ref, f"events_limit={lim} changed the bits"
+    # raw block rows too, and a second run of the same Flow repeats itself
+    flow = flowsim.Flow(vector_sim, N, seed=42, events_limit=3 * BS, block_size=BS, quiet=True)
+    rows = flow.run_blocks(1)
+    assert rows.shape[0] == 12
+    assert rows.tobytes() == flowsim.Flow(vector_sim, N, seed=42, events_limit=BS,
+                                          block_size=BS).run_blocks(1).tobytes()
+    assert fingerprint(flow.run(3)) == ref
+
+
+THREADS_CODE = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+n = int(sys.argv[1])
+tf.config.threading.set_intra_op_parallelism_threads(n)
+tf.config.threading.set_inter_op_parallelism_threads(n)
+import flowsim
+from flowsim.testing import GENZ
+out = {}
+for name, jit in (("gaussian", False), ("vector", True)):
+    sim = flowsim.Plain(GENZ[name].f, 5)
+    r = flowsim.Flow(sim, 2 * 65536, seed=11, jit_compile=jit, quiet=True).run(1)  # 2 blocks
+    assert r.meta["block_size"] == 65536
+    out[name] = np.asarray([r.value, r.error], dtype=np.float64).tobytes().hex()
+out["threads"] = tf.config.threading.get_intra_op_parallelism_threads()
+print("RESULT" + json.dumps(out))
+"""
+
+
+def test_bits_identical_with_1_and_2_intra_op_threads():
+    """flowsim.reduce.block_sum's claim: the bits do not depend on TF's thread count."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda n: run_python(THREADS_CODE, timeout=240, args=[str(n)]),
+                             [1, 2]))
+    outs = []
+    for p in runs:
+        assert p.returncode == 0, p.stderr[-3000:]
+        line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")][-1]
+        outs.append(json.loads(line[len("RESULT"):]))
+    assert [o["threads"] for o in outs] == [1, 2]
+    assert outs[0]["gaussian"] == outs[1]["gaussian"]
+    assert outs[0]["vector"] == outs[1]["vector"]
+
+
+class Points(flowsim.Simulation):
+    """A minimal custom Simulation: each block returns its raw (masked) inputs."""
+
+    def __init__(self, dim, bs):
+        self.dim, self.bs = dim, bs
+
+    def accumulators(self):
+        return {"x": (self.bs * self.dim,)}
+
+    def block(self, u, valid, state):
+        t = tf()
+        u = t.where(valid[:, None], u, t.zeros_like(u))
+        return {"x": t.reshape(t.cast(u, t.float64), [-1])}
+
+    def estimate(self, totals, n_events):
+        return {"value": totals["x"].sum() / n_events, "error": 0.0}
+
+
+@pytest.mark.parametrize("rng, dtype, jit", [("splitmix", "float64", True),
+                                             ("splitmix", "float64", False),
+                                             ("splitmix", "float32", True),
+                                             ("philox", "float64", False)])
+def test_block_inputs_are_the_documented_counter_based_stream(rng, dtype, jit):
+    """Block b of iteration i draws from key [seed, (i << 32) + b] only (flowsim.rng)."""
+    bs, dim, n, seed = 64, 3, 3 * 64 - 10, 2**40 + 3
+    flow = flowsim.Flow(Points(dim, bs), n, seed=seed, block_size=bs, rng=rng, dtype=dtype,
+                        jit_compile=jit, quiet=True)
+    for it in (0, 5):
+        rows = flow.run_blocks(it)
+        for b in range(3):
+            want = regen(seed, it, b, bs, dim, rng, dtype).astype(np.float64)
+            if b == 2:
+                want[n - 2 * bs:] = 0.0          # padding events are masked
+            assert rows[b].tobytes() == want.ravel().tobytes(), (it, b)
+    assert flow.run(2).value > 0
+
+
+def test_philox_under_xla_is_xlas_philox_and_chunk_independent():
+    """XLA's stateless Philox draws another stream than TF's kernel (flow.py says so)."""
+    bs, dim, n, seed = 64, 2, 4 * 64, 12
+    runs = [flowsim.Flow(Points(dim, bs), n, seed=seed, block_size=bs, rng="philox",
+                         events_limit=lim, quiet=True).run_blocks(1) for lim in (bs, 4 * bs)]
+    assert runs[0].tobytes() == runs[1].tobytes()
+    t = tf()
+    xla = t.function(lambda k: t.random.stateless_uniform([bs, dim], seed=k, dtype=t.float64,
+                                                          alg="philox"), jit_compile=True)
+    want = xla(t.constant([seed, (1 << 32) + 3], t.int64)).numpy()
+    assert runs[0][3].tobytes() == want.ravel().tobytes()
+    assert runs[0][3].tobytes() != regen(seed, 1, 3, bs, dim, "philox").ravel().tobytes()
+
+
+# -- seeds -------------------------------------------------------------------------
+def test_same_seed_same_bits_new_simulation_object():
+    def run():
+        sim = flowsim.Plain(GENZ["oscillatory"].f, 2)
+        return flowsim.Flow(sim, 1000, seed=9, block_size=128, jit_compile=False,
+                            quiet=True).run(2)
+    assert fingerprint(run()) == fingerprint(run())
+
+
+def test_seeds_give_independent_streams():
+    sim = flowsim.Plain(first_coord, 2)
+    # per-block sums of 64 uniforms for adjacent seeds and adjacent iterations
+    n_blocks = 400
+    sums = {}
+    for seed in range(5):
+        flow = flowsim.Flow(sim, 64 * n_blocks, seed=seed, block_size=64, quiet=True)
+        for it in range(2):
+            rows = flow.run_blocks(it)
+            sums[seed, it] = rows[:, column(sim, "sum")]
+    assert len({s.tobytes() for s in sums.values()}) == len(sums)
+    pairs = [((s, 0), (s + 1, 0)) for s in range(4)] + [((s, 0), (s, 1)) for s in range(5)] \
+        + [((s, 1), (s + 1, 0)) for s in range(4)]
+    for a, b in pairs:
+        r = np.corrcoef(sums[a], sums[b])[0, 1]
+        assert abs(r) < 4 / np.sqrt(n_blocks), (a, b, r)
+    # the block sums themselves look like sums of 64 independent uniforms
+    allsums = np.concatenate(list(sums.values()))
+    assert abs(allsums.mean() - 32.0) < 4 * np.sqrt(64 / 12 / allsums.size)
+    assert abs(allsums.var() / (64 / 12) - 1) < 4 * np.sqrt(2 / allsums.size)
+
+
+def test_per_iteration_values_uncorrelated_across_adjacent_seeds():
+    sim = flowsim.Plain(GENZ["gaussian"].f, 3)
+    n_seeds, n_iter = 25, 8
+    vals = np.array([[r["value"] for r in flowsim.Flow(sim, 512, seed=1000 + s, block_size=64,
+                                                       quiet=True).run(n_iter).iterations]
+                     for s in range(n_seeds)])
+    assert len(set(vals.ravel().tolist())) == vals.size       # all different
+    x, y = vals[:-1].ravel(), vals[1:].ravel()
+    r = np.corrcoef(x, y)[0, 1]
+    assert abs(r) < 4 / np.sqrt(x.size), r
+    # and they scatter as much as their errors say (a shared stream would not)
+    exact = GENZ["gaussian"].exact(3)
+    assert abs(vals.std() / np.mean(np.abs(vals - exact)) - np.sqrt(np.pi / 2)) < 0.2
+
+
+def test_seed_none_draws_one_and_reports_it():
+    sim = flowsim.Plain(first_coord, 1)
+    a = flowsim.Flow(sim, 256, block_size=64, quiet=True)
+    b = flowsim.Flow(sim, 256, block_size=64, quiet=True)
+    assert a.seed != b.seed and 0 <= a.seed < 2**63
+    ra = a.run(1)
+    assert ra.meta["seed"] == a.seed
+    again = flowsim.Flow(sim, 256, seed=ra.meta["seed"], block_size=64, quiet=True).run(1)
+    assert again.value == ra.value
+
+
+# -- dtypes, vectors ----------------------------------------------------------------
+def test_float32_runs_in_float32():
+    seen = []
+
+    def f(x):
+        seen.append(x.dtype)
+        return GENZ["gaussian"].f(x)
+
+    sim = flowsim.Plain(f, 4)
+    r32 = flowsim.Flow(sim, 20000, seed=3, dtype="float32", quiet=True).run(2)
+    assert tf().float32 in seen
+    exact = GENZ["gaussian"].exact(4)
+    assert abs(r32.value - exact) < 5 * r32.error
+    r64 = flowsim.Flow(sim, 20000, seed=3, dtype="float64", quiet=True).run(2)
+    assert r32.value != r64.value and abs(r32.value - r64.value) < 1e-4 * abs(exact)
+    assert r32.meta["dtype"] == "float32"
+
+
+def test_vector_integrand(vector_sim):
+    r = flowsim.Flow(vector_sim, 20000, seed=8, quiet=True).run(2)
+    exact = GENZ["vector"].exact(3)
+    assert r.value.shape == r.error.shape == r.chi2_dof.shape == (3,)
+    assert np.all(np.abs(r.value - exact) < 5 * r.error)
+    assert r.iterations[0]["value"].shape == (3,)
+    # each component has the error of the same function integrated alone
+    alone = flowsim.Flow(flowsim.Plain(GENZ["polynomial"].f, 3), 20000, seed=8,
+                         quiet=True).run(2)
+    assert alone.error == pytest.approx(r.error[1], rel=1e-12)
+    assert alone.value == pytest.approx(r.value[1], rel=1e-12)
+
+
+# -- histograms ---------------------------------------------------------------------
+def test_histograms_sum_to_integral_and_match_numpy():
+    seed, n, bs, n_iter = 21, 3000, 128, 2
+    full = flowsim.Histogram(sum_obs, 8, (0.0, 2.0))
+    part = flowsim.Histogram(first_coord, 5, (0.2, 0.7))
+    sim = flowsim.Plain(bilinear, 2, histograms=[full, part])
+    r = flowsim.Flow(sim, n, seed=seed, block_size=bs, events_limit=3 * bs, quiet=True).run(n_iter)
+    for it, rec in enumerate(r.iterations):
+        x = all_points(seed, it, n, bs, 2)
+        w = 1.0 + x[:, 0] * x[:, 1]
+        h = rec["histograms"]
+        # range covering every event: the bins add up to the integral
+        assert h["sum_obs"]["values"].sum() == pytest.approx(rec["value"], rel=1e-13)
+        # partial range: the bins add up to the in-range part of the integral
+        inside = (x[:, 0] >= 0.2) & (x[:, 0] < 0.7)
+        assert h["first_coord"]["values"].sum() == pytest.approx(w[inside].sum() / n, rel=1e-13)
+        for hist, obs in ((full, x.sum(axis=1)), (part, x[:, 0])):
+            counts, edges = np.histogram(obs, hist.bins, hist.range, weights=w)
+            counts2, _ = np.histogram(obs, hist.bins, hist.range, weights=w * w)
+            got = h[hist.name]
+            np.testing.assert_allclose(got["values"], counts / n, rtol=1e-12, atol=0)
+            var = np.maximum(counts2 / n - (counts / n) ** 2, 0) / (n - 1)
+            np.testing.assert_allclose(got["errors"], np.sqrt(var), rtol=1e-9)
+            np.testing.assert_array_equal(got["edges"], edges)
+    assert set(r.histograms) == {"sum_obs", "first_coord"}
+    assert r.histograms["sum_obs"]["values"].shape == (8,)
+
+
+def test_histograms_race_free_and_chunk_independent(vector_sim):
+    # Accumulators, not tf.Variable writes: the same bits for every chunking.
+    ref = None
+    for lim in (BS, 5 * BS, 10**6):
+        r = flowsim.Flow(vector_sim, N, seed=5, events_limit=lim, block_size=BS,
+                         quiet=True).run(1)
+        h = r.iterations[0]["histograms"]
+        bits = b"".join(h[k]["values"].tobytes() for k in sorted(h))
+        ref = ref or bits
+        assert bits == ref
+    # weighted by the chosen component (1: polynomial), and all events land in range
+    x = all_points(5, 0, N, BS, 3)
+    poly = GENZ["polynomial"].f(tf().constant(x)).numpy()
+    inside = (x[:, 0] >= 0.2) & (x[:, 0] < 0.7)
+    assert h["first_coord"]["values"].sum() == pytest.approx(poly[inside].sum() / N, rel=1e-12)
+    assert h["sum_obs"]["values"].sum() == pytest.approx(r.iterations[0]["value"][0], rel=1e-12)
+
+
+# -- NaN / Inf ----------------------------------------------------------------------
+THRESHOLD = 1 / 6000
+
+
+def rare_nan(x):
+    return tf().where(x[:, 0] < THRESHOLD, tf().constant(np.nan, x.dtype), 1.0 + x[:, 1])
+
+
+def test_nonfinite_raise_names_iteration_and_block():
+    seed, n, bs = 10, 2560, 128
+    first = next((it, b) for it in range(3) for b in range(n // bs)
+                 if (regen(seed, it, b, bs, 2)[:, 0] < THRESHOLD).any())
+    assert first[0] >= 1        # the first iterations are clean: the message must say which
+    flow = flowsim.Flow(flowsim.Plain(rare_nan, 2), n, seed=seed, block_size=bs, quiet=True)
+    it, b = first
+    with pytest.raises(FloatingPointError,
+                       match=rf"gave 1 NaN/Inf value\(s\) in iteration {it + 1}, first in "
+                             rf"block {b} \(events {b * bs}\.\.{(b + 1) * bs - 1}\); "
+                             rf"pass nonfinite='drop'"):
+        flow.run(3)
+
+
+def test_nonfinite_drop_counts_and_ignores_padding(tmp_path):
+    def nan_and_inf(x):
+        t = tf()
+        bad = t.where(x[:, 0] < 0.05, t.constant(np.inf, x.dtype), t.constant(np.nan, x.dtype))
+        return t.where(x[:, 0] < 0.1, bad, 1.0 + x[:, 1])
+
+    seed, n, bs = 2, 1000, 128              # 8 blocks, 24 padding events in the last one
+    sim = flowsim.Plain(nan_and_inf, 2)
+    r = flowsim.Flow(sim, n, seed=seed, block_size=bs, nonfinite="drop", quiet=True).run(3)
+    pad_bad = []
+    for it, rec in enumerate(r.iterations):
+        x = all_points(seed, it, n, bs, 2)
+        bad = x[:, 0] < 0.1
+        assert rec["nonfinite"] == bad.sum() > 0
+        f = np.where(bad, 0.0, 1.0 + x[:, 1])
+        assert rec["value"] == pytest.approx(f.mean(), rel=1e-13)
+        pad = regen(seed, it, 7, bs, 2)[n - 7 * bs:]
+        pad_bad.append(int((pad[:, 0] < 0.1).sum()))
+    assert sum(pad_bad) > 0          # padding events drew bad points too: not counted
+    assert np.isfinite(r.value) and np.isfinite(r.error)
+    assert "nonfinite" in json.loads(r.to_json())["iterations"][0]
+
+
+# -- tracing ------------------------------------------------------------------------
+def test_no_retracing_over_iterations_chunk_sizes_and_event_counts():
+    sim = flowsim.Plain(GENZ["continuous"].f, 2)
+    key = ("Plain", "CPU:0")
+    before = kernel.trace_counts[key]
+    for lim in (BS, 3 * BS, 7 * BS, 10**6):
+        flowsim.Flow(sim, N, seed=1, events_limit=lim, block_size=BS, quiet=True).run(4)
+    for n in (BS, 2000, 5 * BS + 1):
+        flowsim.Flow(sim, n, seed=2, events_limit=2 * BS, block_size=BS, quiet=True).run(3)
+    assert kernel.trace_counts[key] - before == 1
+    assert len(sim._compiled) == 1
+
+
+def test_jit_compile_on_and_off_agree():
+    sim = flowsim.Plain(GENZ["product_peak"].f, 3)
+    plain = flowsim.Flow(sim, 2000, seed=6, block_size=BS, jit_compile=False, quiet=True).run(2)
+    xla = flowsim.Flow(sim, 2000, seed=6, block_size=BS, jit_compile=True, quiet=True).run(2)
+    assert xla.value == pytest.approx(plain.value, rel=1e-12)
+    assert xla.error == pytest.approx(plain.error, rel=1e-9)
+    assert len(sim._compiled) == 2            # one function per spec
+    before = sum(kernel.trace_counts.values())
+    for jit in (False, True):
+        flowsim.Flow(sim, 1500, seed=7, block_size=BS, events_limit=BS, jit_compile=jit,
+                     quiet=True).run(3)
+    assert sum(kernel.trace_counts.values()) == before
+
+
+# -- checkpoints --------------------------------------------------------------------
+_SIMS = {}
+
+
+def make_flow(seed=17, n=N, dim=3, fresh=False, **kw):
+    """A Flow of the Gaussian family (one compiled simulation per dim unless fresh)."""
+    sim = flowsim.Plain(GENZ["gaussian"].f, dim) if fresh else \
+        _SIMS.setdefault(dim, flowsim.Plain(GENZ["gaussian"].f, dim))
+    kw.setdefault("quiet", True)
+    return flowsim.Flow(sim, n, seed=seed, block_size=BS, **kw)
+
+
+def test_checkpoint_resume_gives_the_same_bits(tmp_path):
+    path = tmp_path / "run.ckpt"
+    whole = make_flow().run(5)
+    first = make_flow(events_limit=BS).run(2, checkpoint=path)      # "killed" after 2
+    assert len(first.iterations) == 2
+    resumed = make_flow(events_limit=5 * BS, fresh=True).run(5, checkpoint=path)
+    assert fingerprint(resumed) == fingerprint(whole)
+    assert [r["iteration"] for r in resumed.iterations] == [1, 2, 3, 4, 5]
+    assert resumed.n_events == 5 * N
+    # chunks ran only for the 3 new iterations
+    assert {c["iteration"] for c in resumed.timeline} == {2, 3, 4}
+    assert os.listdir(tmp_path) == ["run.ckpt"]               # no temp files left
+    # running again with the same n_iter does no work and gives the same result
+    again = make_flow().run(5, checkpoint=path)
+    assert fingerprint(again) == fingerprint(whole) and again.timeline == []
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"seed": 18}, r"seed: checkpoint has 17, this run has 18"),
+    ({"n": 2000}, r"n_events: checkpoint has 3000, this run has 2000"),
+    ({"dim": 4}, r"simulation\.dim: checkpoint has 3, this run has 4"),
+    ({"dtype": "float32"}, r"dtype: checkpoint has 'float64', this run has 'float32'"),
+    ({"rng": "philox"}, r"rng: checkpoint has 'splitmix', this run has 'philox'"),
+])
+def test_checkpoint_of_another_configuration_is_refused(tmp_path, change, message):
+    path = tmp_path / "c.ckpt"
+    make_flow().run(1, checkpoint=path)
+    saved = path.read_bytes()
+    with pytest.raises(ValueError, match=r"was made for another configuration: .*" + message):
+        make_flow(**change).run(3, checkpoint=path)
+    assert path.read_bytes() == saved
+
+
+def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
+    path = tmp_path / "a.ckpt"
+    make_flow().run(1, checkpoint=path)
+    saved = path.read_bytes()
+
+    def half_write(fh, **arrays):
+        fh.write(b"PK\x03\x04 half a zip file")
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(np, "savez", half_write)
+    with pytest.raises(OSError, match="disk full"):
+        make_flow().run(3, checkpoint=path)
+    assert path.read_bytes() == saved
+    assert os.listdir(tmp_path) == ["a.ckpt"]
+    monkeypatch.undo()
+    # and the intact checkpoint still resumes to the uninterrupted bits
+    assert fingerprint(make_flow().run(3, checkpoint=path)) == fingerprint(make_flow().run(3))
+
+
+def test_unreadable_checkpoint_is_refused(tmp_path):
+    path = tmp_path / "junk.ckpt"
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="is not a readable flowsim checkpoint"):
+        make_flow().run(2, checkpoint=path)
+    assert path.read_bytes() == b"not a checkpoint"
+
+
+# -- Result -------------------------------------------------------------------------
+def test_result_to_dict_json_round_trip_and_str(vector_sim):
+    r = flowsim.Flow(vector_sim, N, seed=1, block_size=BS, events_limit=4 * BS,
+                     quiet=True).run(3)
+    d = r.to_dict()
+    back = json.loads(r.to_json())
+    assert back == json.loads(json.dumps(d))
+    assert back["value"] == r.value.tolist() and back["error"] == r.error.tolist()
+    assert back["chi2_dof"] == r.chi2_dof.tolist()
+    assert [it["value"] for it in back["iterations"]] == [x["value"].tolist()
+                                                          for x in r.iterations]
+    assert back["n_events"] == 3 * N and back["meta"]["seed"] == 1
+    assert back["meta"]["block_size"] == BS and back["meta"]["n_blocks"] == 12
+    assert len(back["timeline"]) == 9 and 0 < back["efficiency"] <= 1
+    assert back["histograms"]["sum_obs"]["edges"] == np.linspace(0, 3, 13).tolist()
+    s = str(r)
+    lines = s.splitlines()
+    assert lines[0] == "flowsim: Plain on flow (CPU:0), seed 1"
+    assert sum(ln.startswith("result[") for ln in lines) == 3
+    assert f"result[1] = {r.value[1]:.12g} +/- {r.error[1]:.4g}" in s
+    assert "9,000 events in" in lines[-1] and lines[-1].endswith("events/s")
+    assert repr(r).startswith("Result(value=array([")
+
+    scalar = flowsim.Flow(flowsim.Plain(first_coord, 1), 1000, seed=2, block_size=128,
+                          quiet=True).run(2)
+    assert isinstance(scalar.value, float) and isinstance(scalar.chi2_dof, float)
+    assert json.loads(scalar.to_json())["value"] == scalar.value
+    assert f"result = {scalar.value:.12g} +/- {scalar.error:.4g}" in str(scalar)
+
+
+# -- progress bar -------------------------------------------------------------------
+class FakeStderr:
+    def __init__(self, tty):
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        return len(s)
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize("tty, quiet, shown", [(False, False, False), (True, True, False),
+                                               (True, False, True)])
+def test_progress_bar_only_on_a_terminal(monkeypatch, tty, quiet, shown):
+    import tqdm.auto
+    bars = []
+
+    class Bar:
+        def __init__(self, total, **kw):
+            self.total, self.n = total, 0
+            bars.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    monkeypatch.setattr(sys, "stderr", FakeStderr(tty))
+    flow = make_flow(events_limit=4 * BS, quiet=quiet)
+    flow.run(3)
+    assert len(bars) == int(shown)
+    if shown:
+        assert bars[0].total == bars[0].n == 3 * N and bars[0].closed
