@@ -1,0 +1,89 @@
+"""Make the vectorbt reference values for the moving-average crossover sweep test.
+
+Generates a 2,520-bar GBM close path (numpy, fixed seed), runs the 1,590-pair grid
+(fast 5..50 step 1, slow 20..200 step 5, fast < slow) through vectorbt's
+``Portfolio.from_signals`` with ``fees=0`` (long-only, all-in, fractional shares,
+fill at the close, Sharpe annualized with 252 periods a year), and stores the
+close path in ``tests/data/vectorbt_ma_close.csv`` and every metric in
+``tests/data/vectorbt_ma_sweep.csv`` (17 significant digits: exact round trip).
+
+Needs the ``bench`` extra (vectorbt).  Run from the repository root::
+
+    .venv/bin/python benchmarks/make_vectorbt_reference.py
+
+It also prints how far flowsim.finance.ma_crossover_sweep is from the values.
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "data", "vectorbt_ma_sweep.csv")
+OUT_CLOSE = os.path.join(ROOT, "tests", "data", "vectorbt_ma_close.csv")
+COLUMNS = ("total_return", "sharpe", "max_drawdown", "trades")
+
+
+def gbm_close(n_bars=2520, s0=100.0, mu=0.08, sigma=0.2, seed=20261130):
+    """Daily GBM closes: ``s0 * exp(cumsum((mu - sigma^2/2) dt + sigma sqrt(dt) z))``."""
+    rng = np.random.default_rng(seed)
+    dt = 1.0 / 252
+    steps = (mu - 0.5 * sigma ** 2) * dt + sigma * np.sqrt(dt) * rng.standard_normal(n_bars - 1)
+    return s0 * np.exp(np.concatenate([[0.0], np.cumsum(steps)]))
+
+
+def grid():
+    """The 1,590 (fast, slow) pairs: fast 5..50, slow 20..200 step 5, fast < slow."""
+    return np.array([(f, s) for f in range(5, 51) for s in range(20, 201, 5) if f < s],
+                    dtype=np.int64)
+
+
+def vectorbt_metrics(close, pairs):
+    """The four metrics per pair from vectorbt (a dict of numpy arrays)."""
+    import pandas as pd
+    import vectorbt as vbt
+    vbt.settings.returns["year_freq"] = "252 days"
+    c = pd.Series(close, index=pd.date_range("2000-01-03", periods=len(close), freq="D"))
+    fast = vbt.MA.run(c, list(pairs[:, 0]), short_name="fast")
+    slow = vbt.MA.run(c, list(pairs[:, 1]), short_name="slow")
+    entries = fast.ma_crossed_above(slow)
+    exits = fast.ma_crossed_below(slow)
+    pf = vbt.Portfolio.from_signals(c, entries, exits, fees=0, freq="1D")
+    return {"total_return": np.asarray(pf.total_return(), dtype=np.float64),
+            "sharpe": np.asarray(pf.sharpe_ratio(), dtype=np.float64),
+            "max_drawdown": np.asarray(pf.max_drawdown(), dtype=np.float64),
+            "trades": np.asarray(pf.trades.count(), dtype=np.float64)}
+
+
+def load_reference(root=ROOT):
+    """(close, pairs, {column: values}) as stored by :func:`main`."""
+    close = np.loadtxt(os.path.join(root, "tests", "data", "vectorbt_ma_close.csv"))
+    table = np.loadtxt(os.path.join(root, "tests", "data", "vectorbt_ma_sweep.csv"),
+                       delimiter=",")
+    return close, table[:, :2].astype(np.int64), dict(zip(COLUMNS, table[:, 2:].T))
+
+
+def main():
+    import vectorbt
+    close, pairs = gbm_close(), grid()
+    start = time.perf_counter()
+    ref = vectorbt_metrics(close, pairs)
+    print(f"vectorbt {vectorbt.__version__}: {len(pairs)} pairs x {len(close)} bars "
+          f"in {time.perf_counter() - start:.1f} s (cold)")
+    header = f"vectorbt {vectorbt.__version__} Portfolio.from_signals fees=0, year_freq 252 days\n"
+    np.savetxt(OUT_CLOSE, close, fmt="%.17g", header=header + "close", comments="# ")
+    table = np.column_stack([pairs, *(ref[c] for c in COLUMNS)])
+    np.savetxt(OUT, table, fmt=["%d", "%d"] + ["%.17g"] * len(COLUMNS), delimiter=",",
+               header=header + ",".join(("fast", "slow") + COLUMNS), comments="# ")
+    print(f"wrote {os.path.relpath(OUT, ROOT)} and {os.path.relpath(OUT_CLOSE, ROOT)}")
+    sys.path.insert(0, ROOT)
+    from flowsim.finance import ma_crossover_sweep
+    ours = ma_crossover_sweep(close, pairs)
+    for col in COLUMNS:
+        print(f"  {col:<13} max |flowsim - vectorbt| = "
+              f"{np.max(np.abs(ours[col].to_numpy() - ref[col])):.3e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""flowsim.finance: strategy parameter sweeps and path-simulation pricing.
+
+- :func:`ma_crossover_sweep` / :func:`strategy_sweep`: backtest every parameter
+  row of a strategy at once (one vectorized TF kernel per block of rows, run by
+  :func:`flowsim.sweep` on any backend).
+- :func:`price` with a model (:class:`GBM`, :class:`Heston`) and a payoff
+  (:class:`EuropeanCall`, :class:`EuropeanPut`, :class:`AsianCall`,
+  :class:`GeometricAsianCall`, :class:`UpAndOutCall`): Monte Carlo prices where
+  each path is an event of the block grid, so a seed gives the same bits on every
+  backend and for every ``events_limit``.
+
+Needs pandas (``pip install 'flowsim[finance]'``) for the sweep tables.
+"""
+from .models import GBM, Heston
+from .payoffs import (AsianCall, EuropeanCall, EuropeanPut, GeometricAsianCall, Payoff,
+                      UpAndOutCall)
+from .pricing import PathSimulation, price
+from .sweep import (METRICS, backtest_metrics, crossover_positions, ma_crossover_positions,
+                    ma_crossover_sweep, rolling_means, strategy_sweep)
+
+__all__ = ["GBM", "Heston", "AsianCall", "EuropeanCall", "EuropeanPut", "GeometricAsianCall",
+           "Payoff", "UpAndOutCall", "PathSimulation", "price", "METRICS", "backtest_metrics", "crossover_positions", "ma_crossover_positions",
+           "ma_crossover_sweep", "rolling_means", "strategy_sweep"]
