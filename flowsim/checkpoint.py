@@ -34,6 +34,15 @@ def save(path, config, records, elapsed, state):
         raise
 
 
+def check_path(path):
+    """Raise a clear error now if ``path`` cannot hold a checkpoint (no such directory)."""
+    directory = os.path.dirname(os.path.abspath(os.fspath(path)))
+    if not os.path.isdir(directory):
+        raise ValueError(f"checkpoint {os.fspath(path)!r}: directory {directory!r} does not exist")
+    if os.path.isdir(path):
+        raise ValueError(f"checkpoint {os.fspath(path)!r} is a directory, not a file")
+
+
 def load(path):
     """``(config, records, elapsed, state)`` from a checkpoint, or None if absent."""
     path = os.fspath(path)

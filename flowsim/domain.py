@@ -32,7 +32,7 @@ class Domain:
         if bad.size:
             d = int(bad[0])
             raise ValueError(f"limits: low must be < high in every dimension; dimension {d} "
-                             f"has low={lim[d, 0]!r} >= high={lim[d, 1]!r}")
+                             f"has low={float(lim[d, 0])!r} >= high={float(lim[d, 1])!r}")
         self.limits = lim
         self.low = lim[:, 0]
         self.width = lim[:, 1] - lim[:, 0]

@@ -192,6 +192,8 @@ class Flow:
         records, elapsed = [], 0.0
         config = self.config()
         if checkpoint is not None:
+            if self._is_root():
+                ckpt.check_path(checkpoint)     # before any work, not after iteration 1
             saved = self._load_checkpoint(checkpoint)
             if saved is not None:
                 records, elapsed = self._resume(checkpoint, saved, config)

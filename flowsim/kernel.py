@@ -23,6 +23,16 @@ _lock = threading.Lock()
 DTYPES = ("float64", "float32")
 
 
+def dtype_name(dtype):
+    """``"float32"`` for ``"float32"``, ``np.float32``, ``np.dtype("float32")`` or ``tf.float32``."""
+    if isinstance(dtype, str):
+        return dtype
+    try:
+        return np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).name
+    except TypeError:
+        return dtype
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """How blocks are computed: float dtype, block size, XLA, random generator."""
@@ -33,6 +43,8 @@ class KernelSpec:
     rng: str = "splitmix"
 
     def __post_init__(self):
+        # np.float32, np.dtype("float32") and tf.float32 all mean "float32".
+        object.__setattr__(self, "dtype", dtype_name(self.dtype))
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         if self.rng not in rng.ALGORITHMS:

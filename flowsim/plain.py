@@ -59,6 +59,9 @@ class Plain(Simulation):
         k = max(self.components, 1)
         acc = {"sum": (k,), "sum2": (k,), "nonfinite": ()}
         for h in self.histograms:
+            if h.component >= k:
+                raise ValueError(f"histogram {h.name!r} is weighted by integrand component "
+                                 f"{h.component}, but the integrand returns {k} component(s)")
             acc.update(h.accumulators())
         return acc
 
