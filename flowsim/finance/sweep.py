@@ -407,12 +407,14 @@ def ma_crossover_sweep(close, pairs, annualization=252, dtype="float64", backend
     dtype : {"float64", "float32"}
         Kernel precision.  float32 keeps the moving averages to float32 precision
         (running sums are split into a float32 (hi, lo) pair), so a crossing
-        decision differs from float64 only when the two averages agree to ~1e-7
-        relative; on the 1,590-pair test grid the largest differences are below
-        1e-5 in total return, Sharpe and drawdown and 0 in trades (asserted in
-        tests/test_finance.py; ``examples/backtest_sweep.py`` prints them).
-        A flipped crossing would move one fill by a bar, which can change a
-        pair's metrics by much more: check with float64 when it matters.
+        decision differs from float64 only where the two averages agree to
+        ~1e-7 relative.  On the 1,590-pair test grid (2,520 bars) 1,586 pairs
+        agree with float64 within 1e-5 x (1 + |value|) in every metric; 4 pairs
+        whose averages come within 1e-7 of each other at a crossing fill one bar
+        apart, and differ by up to 0.055 in total return, 0.0097 in Sharpe,
+        0.0025 in drawdown and 1 trade (asserted in tests/test_finance.py;
+        ``examples/backtest_sweep.py`` prints the maxima).  Check the pairs you
+        act on in float64.
     backend : None or str
         ``None`` (one device), ``"threads"``, ``"mpi"`` or ``"spark"``.
     **flow_kwargs

@@ -1,0 +1,351 @@
+"""flowsim.finance: strategy sweeps against vectorbt, path pricing against closed forms."""
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+from scipy import integrate, special  # noqa: E402
+
+from flowsim.finance import (GBM, AsianCall, EuropeanCall, EuropeanPut,  # noqa: E402
+                             GeometricAsianCall, Heston, UpAndOutCall, ma_crossover_sweep,
+                             price, strategy_sweep)
+from flowsim.finance.sweep import ma_crossover_data  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from make_vectorbt_reference import COLUMNS, load_reference  # noqa: E402
+
+#: float32 vs float64 on the 1,590-pair grid (documented in ma_crossover_sweep).
+F32_TIGHT = 1e-5          # x (1 + |value|): every pair without a float32-scale near tie
+F32_BOUND = {"total_return": 0.1, "sharpe": 0.02, "max_drawdown": 0.01, "trades": 1}
+F32_MAX_FLIPPED = 10      # pairs allowed outside F32_TIGHT (observed: 4 of 1,590)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load_reference(ROOT)
+
+
+@pytest.fixture(scope="module")
+def sweep64(reference):
+    close, pairs, _ = reference
+    return ma_crossover_sweep(close, pairs)
+
+
+# -- strategy sweeps ------------------------------------------------------------------------
+def test_sweep_matches_vectorbt_reference(reference, sweep64):
+    close, pairs, ref = reference
+    assert len(pairs) == 1590 and len(close) == 2520
+    assert list(sweep64.columns) == ["fast", "slow", *COLUMNS]
+    assert np.array_equal(sweep64[["fast", "slow"]].to_numpy(), pairs)
+    assert sweep64["trades"].dtype == np.int64
+    for col in COLUMNS:
+        diff = np.abs(sweep64[col].to_numpy(dtype=np.float64) - ref[col])
+        assert diff.max() <= 1e-9, (col, diff.max())
+    assert (sweep64["max_drawdown"] <= 0).all()
+    assert sweep64["trades"].min() >= 1
+
+
+def _near_tie(close, fast, slow):
+    """Smallest |SMA_fast - SMA_slow| / close over the bars where both exist."""
+    cs = np.cumsum(close)
+
+    def sma(w):
+        out = np.empty_like(close)
+        out[w - 1] = cs[w - 1] / w
+        out[w:] = (cs[w:] - cs[:-w]) / w
+        return out
+
+    d = (sma(fast) - sma(slow))[slow - 1:]
+    return np.min(np.abs(d) / close[slow - 1:])
+
+
+def test_float32_within_documented_bound(reference, sweep64):
+    close, pairs, _ = reference
+    f32 = ma_crossover_sweep(close, pairs, dtype="float32")
+    flipped = np.zeros(len(pairs), dtype=bool)
+    for col in COLUMNS:
+        v64 = sweep64[col].to_numpy(np.float64)
+        diff = np.abs(f32[col].to_numpy(np.float64) - v64)
+        assert diff.max() <= F32_BOUND[col], (col, diff.max())
+        flipped |= diff > F32_TIGHT * (1 + np.abs(v64))
+    assert flipped.sum() <= F32_MAX_FLIPPED
+    # Every pair outside the tight bound has a crossing decided at float32 precision.
+    for i in np.flatnonzero(flipped):
+        assert _near_tie(close, *pairs[i]) < 1e-6, pairs[i]
+
+
+def test_sweep_same_bits_across_block_size_events_limit_backend(reference):
+    close, pairs, _ = reference
+    sub = pairs[::7]
+    base = ma_crossover_sweep(close, sub)
+    for kwargs in ({"block_size": 64, "events_limit": 64}, {"backend": "threads"}):
+        other = ma_crossover_sweep(close, sub, **kwargs)
+        for col in COLUMNS:
+            assert np.array_equal(base[col].to_numpy(), other[col].to_numpy()), (kwargs, col)
+    # A new close series of the same shape reuses the compiled kernel, with its own values.
+    moved = ma_crossover_sweep(close[::-1].copy(), sub)
+    assert not np.array_equal(moved["total_return"].to_numpy(), base["total_return"].to_numpy())
+
+
+def _vectorbt_loop(close, fast, slow):
+    """vectorbt's crossed_above / from_signals(fees=0) state machine, one pair, in Python."""
+    cs = np.cumsum(close)
+    n = len(close)
+
+    def sma(w):
+        out = np.full(n, np.nan)
+        out[w - 1] = cs[w - 1] / w
+        out[w:] = (cs[w:] - cs[:-w]) / w
+        return out
+
+    def crossed_above(a, b):
+        out = np.zeros(n, dtype=bool)
+        was_below, ago = False, -1
+        for i in range(n):
+            if np.isnan(a[i]) or np.isnan(b[i]):
+                ago, was_below = -1, False
+            elif a[i] > b[i]:
+                if was_below:
+                    ago += 1
+                    out[i] = ago == 0
+            elif a[i] == b[i]:
+                ago = -1
+            else:
+                ago, was_below = -1, True
+        return out
+
+    f, s = sma(fast), sma(slow)
+    entries, exits = crossed_above(f, s), crossed_above(s, f)
+    cash, shares, value, trades = 1.0, 0.0, [], 0
+    for i in range(n):
+        if shares == 0 and entries[i]:
+            shares, cash, trades = cash / close[i], 0.0, trades + 1
+        elif shares > 0 and exits[i]:
+            cash, shares = shares * close[i], 0.0
+        value.append(cash + shares * close[i])
+    value = np.array(value)
+    rets = np.concatenate([[0.0], value[1:] / value[:-1] - 1])
+    return value[-1] - 1, value / np.maximum.accumulate(value) - 1, trades, rets
+
+
+def test_ties_follow_vectorbt_state_machine():
+    # Integer prices with flat stretches: the averages tie exactly on many bars.
+    rng = np.random.default_rng(3)
+    steps = rng.choice([-1.0, 0.0, 0.0, 1.0], size=400)
+    close = 50 + np.cumsum(steps)
+    close[100:140] = close[100]
+    pairs = np.array([(f, s) for f in (2, 3, 4, 5) for s in (6, 8, 10, 12)], dtype=np.int64)
+    out = ma_crossover_sweep(close, pairs)
+    ties = 0
+    for row, (f, s) in zip(out.itertuples(), pairs):
+        total, dd, trades, rets = _vectorbt_loop(close, f, s)
+        ties += _near_tie(close, f, s) == 0
+        assert row.trades == trades, (f, s)
+        assert abs(row.total_return - total) <= 1e-12, (f, s)
+        assert abs(row.max_drawdown - dd.min()) <= 1e-12, (f, s)
+        sharpe = rets.mean() / rets.std(ddof=1) * math.sqrt(252) if rets.std() > 0 else math.inf
+        assert row.sharpe == pytest.approx(sharpe, rel=1e-10), (f, s)
+    assert ties >= len(pairs) // 2          # the case this test is about
+
+
+def hold_from(params, data):
+    """Strategy kernel: long from bar ``params[:, 0]`` to the end."""
+    from flowsim._tf import tf
+    t = tf()
+    n = int(data["close"].shape[0])
+    start = t.cast(params[:, :1], t.int64)
+    return t.cast(t.range(n, dtype=t.int64)[None, :] >= start, data["close"].dtype)
+
+
+def test_generic_strategy_sweep_against_numpy():
+    rng = np.random.default_rng(11)
+    close = 100 * np.exp(np.cumsum(0.01 * rng.standard_normal(300)))
+    frame = pd.DataFrame({"Open": close, "High": close * 1.01, "Low": close * 0.99,
+                          "Close": close, "Volume": np.ones(300)})
+    starts = np.array([0, 10, 150, 299])
+    out = strategy_sweep(hold_from, frame, starts, names=["start"], annualization=52)
+    assert list(out.columns) == ["start", *COLUMNS]
+    for row in out.itertuples():
+        s = row.start
+        equity = np.concatenate([np.ones(s + 1), close[s + 1:] / close[s]])
+        rets = np.concatenate([[0.0], equity[1:] / equity[:-1] - 1])
+        assert row.total_return == pytest.approx(close[-1] / close[s] - 1, rel=1e-12, abs=1e-14)
+        assert row.max_drawdown == pytest.approx(
+            (equity / np.maximum.accumulate(equity) - 1).min(), rel=1e-12, abs=1e-14)
+        assert row.trades == 1
+        if rets.std() > 0:
+            assert row.sharpe == pytest.approx(rets.mean() / rets.std(ddof=1) * math.sqrt(52),
+                                               rel=1e-10)
+        else:
+            assert row.sharpe == math.inf      # never invested: vectorbt's value
+
+
+def test_sweep_bad_inputs_name_the_argument():
+    close = np.linspace(100, 110, 50)
+    with pytest.raises(ValueError, match="close"):
+        ma_crossover_sweep(np.array([100.0, np.nan, 101.0]), [(1, 2)])
+    with pytest.raises(ValueError, match="close"):
+        ma_crossover_sweep(-close, [(2, 5)])
+    with pytest.raises(ValueError, match="pairs"):
+        ma_crossover_sweep(close, [(5, 5)])
+    with pytest.raises(ValueError, match="pairs"):
+        ma_crossover_sweep(close, [(5, 60)])
+    with pytest.raises(ValueError, match="pairs"):
+        ma_crossover_sweep(close, [5, 20])
+    with pytest.raises(ValueError, match="annualization"):
+        ma_crossover_sweep(close, [(2, 5)], annualization=0)
+    with pytest.raises(ValueError, match="dtype"):
+        ma_crossover_sweep(close, [(2, 5)], dtype="float16")
+    with pytest.raises(ValueError, match="close"):
+        strategy_sweep(hold_from, {"open": close}, [[1]])
+    with pytest.raises(ValueError, match="names"):
+        strategy_sweep(hold_from, close, [[1]], names=["a", "b"])
+    assert set(ma_crossover_data(close)) == {"close", "csum", "csum_lo"}
+
+
+# -- path pricing ---------------------------------------------------------------------------
+GBM_MODEL = GBM(100.0, 0.05, 0.2, q=0.01)
+#: Pricing tests run without XLA (compiles in ~1/4 of the time); one Heston test uses it.
+FAST = {"jit_compile": False}
+
+
+def test_gbm_european_pulls_across_seeds():
+    call, put = EuropeanCall(105.0, 1.0), EuropeanPut(105.0, 1.0)
+    for payoff, exact in ((call, GBM_MODEL.european(105.0, 1.0)),
+                          (put, GBM_MODEL.european(105.0, 1.0, call=False))):
+        pulls = []
+        for seed in range(12):
+            r = price(GBM_MODEL, payoff, 16_384, 4, seed=seed, **FAST)
+            pulls.append((r.value - exact) / r.error)
+        pulls = np.array(pulls)
+        assert np.all(np.abs(pulls) < 3.5), pulls
+        chi2 = float(np.sum(pulls ** 2))         # chi^2 with 12 dof: honest errors
+        assert 3.07 < chi2 < 28.3, (payoff, pulls)   # 0.5% and 99.5% quantiles
+
+
+def test_gbm_geometric_asian_closed_form_and_asian_control_variate():
+    exact = GBM_MODEL.geometric_asian(100.0, 1.0, 12)
+    r = price(GBM_MODEL, GeometricAsianCall(100.0, 1.0, 12), 200_000, 12, seed=5, **FAST)
+    assert abs(r.value - exact) < 3 * r.error
+    a = price(GBM_MODEL, AsianCall(100.0, 1.0, 12), 200_000, 12, seed=5, **FAST)
+    it = a.iterations[0]
+    assert a.meta["control"] is True
+    assert a.error * 5 < it["plain_error"]                     # the control variate pays
+    assert abs(a.value - it["plain_value"]) < 3 * it["plain_error"]
+    assert exact < a.value < GBM_MODEL.european(100.0, 1.0)   # AM-GM, and averaging
+    plain = price(GBM_MODEL, AsianCall(100.0, 1.0, 12), 200_000, 12, seed=5, control=False,
+                  **FAST)
+    assert plain.value == it["plain_value"] and plain.error == it["plain_error"]
+
+
+def test_up_and_out_discrete_barrier():
+    far = price(GBM_MODEL, UpAndOutCall(100.0, 1e12, 1.0), 65_536, 12, seed=9, **FAST)
+    euro = price(GBM_MODEL, EuropeanCall(100.0, 1.0), 65_536, 12, seed=9, **FAST)
+    assert far.value == euro.value and far.error == euro.error   # same paths, never out
+    r = price(GBM_MODEL, UpAndOutCall(100.0, 125.0, 1.0), 65_536, 12, seed=9, **FAST)
+    # Independent numpy simulation of the same discretely monitored option.
+    rng = np.random.default_rng(1)
+    n, dt = 400_000, 1.0 / 12
+    m = GBM_MODEL
+    x = np.log(m.s0) + np.cumsum((m.r - m.q - 0.5 * m.sigma ** 2) * dt
+                                 + m.sigma * math.sqrt(dt) * rng.standard_normal((n, 12)), axis=1)
+    pay = np.where(np.all(x < math.log(125.0), axis=1), np.maximum(np.exp(x[:, -1]) - 100, 0), 0)
+    pay *= math.exp(-m.r)
+    ref, ref_err = pay.mean(), pay.std() / math.sqrt(n)
+    assert abs(r.value - ref) < 3 * math.hypot(r.error, ref_err)
+    assert r.value < euro.value - 10 * euro.error
+
+
+def heston_call(s0, v0, kappa, theta, xi, rho, r, K, T, q=0.0):
+    """Semi-analytic Heston call: P1, P2 by quadrature of the characteristic function."""
+    def cf(u):
+        iu = 1j * u
+        d = np.sqrt((rho * xi * iu - kappa) ** 2 + xi ** 2 * (iu + u * u))
+        g = (kappa - rho * xi * iu - d) / (kappa - rho * xi * iu + d)
+        e = np.exp(-d * T)
+        C = ((r - q) * iu * T + kappa * theta / xi ** 2
+             * ((kappa - rho * xi * iu - d) * T - 2 * np.log((1 - g * e) / (1 - g))))
+        D = (kappa - rho * xi * iu - d) / xi ** 2 * (1 - e) / (1 - g * e)
+        return np.exp(C + D * v0 + iu * math.log(s0))
+
+    lk = math.log(K)
+    fwd = cf(-1j)
+
+    def p(j):
+        def f(u):
+            val = cf(u - 1j) / fwd if j == 1 else cf(u)
+            return (np.exp(-1j * u * lk) * val / (1j * u)).real
+        return 0.5 + integrate.quad(f, 1e-10, 200, limit=400)[0] / math.pi
+
+    return s0 * math.exp(-q * T) * p(1) - K * math.exp(-r * T) * p(2)
+
+
+def test_heston_european_semi_analytic_and_bits():
+    params = dict(s0=100.0, v0=0.04, kappa=1.5, theta=0.04, xi=0.5, rho=-0.7, r=0.03)
+    exact = heston_call(K=100.0, T=1.0, **params)
+    assert exact == pytest.approx(8.8026609628, abs=1e-6)    # QuantLib AnalyticHestonEngine
+    model, payoff = Heston(**params), EuropeanCall(100.0, 1.0)
+    r = price(model, payoff, 131_072, 64, seed=21)           # XLA (the default)
+    assert abs(r.value - exact) < 3 * r.error, (r.value, r.error, exact)
+    assert r.error < 0.03
+    again = price(model, payoff, 131_072, 64, seed=21, events_limit=r.meta["block_size"])
+    assert again.value == r.value and again.error == r.error
+    threads = price(model, payoff, 131_072, 64, seed=21, backend="threads")
+    assert threads.value == r.value and threads.error == r.error
+    other = price(model, payoff, 131_072, 64, seed=22)
+    assert other.value != r.value and abs(other.value - exact) < 3 * other.error
+
+
+def test_pricing_bits_across_events_limit_and_backend():
+    payoff = AsianCall(100.0, 1.0, 4)
+    base = price(GBM_MODEL, payoff, 40_000, 8, seed=3, block_size=1024, **FAST)
+    for kwargs in ({"events_limit": 1024}, {"events_limit": 5000}, {"backend": "threads"}):
+        other = price(GBM_MODEL, payoff, 40_000, 8, seed=3, block_size=1024, **FAST, **kwargs)
+        assert other.value == base.value and other.error == base.error, kwargs
+    assert base.meta["n_paths"] == 40_000 and base.n_events == 20_000
+
+
+def test_pricing_bad_inputs_name_the_argument():
+    with pytest.raises(ValueError, match="n_paths"):
+        price(GBM_MODEL, EuropeanCall(100, 1), 1001, 4)
+    with pytest.raises((TypeError, ValueError), match="n_paths"):
+        price(GBM_MODEL, EuropeanCall(100, 1), 0, 4)
+    with pytest.raises(ValueError, match="n_steps"):
+        price(GBM_MODEL, EuropeanCall(100, 1), 1000, 0)
+    with pytest.raises(ValueError, match="n_fixings"):
+        price(GBM_MODEL, AsianCall(100, 1, 5), 1000, 12)
+    with pytest.raises(ValueError, match="sigma"):
+        GBM(100, 0.05, -0.2)
+    with pytest.raises(ValueError, match="s0"):
+        GBM(0, 0.05, 0.2)
+    with pytest.raises(ValueError, match="rho"):
+        Heston(100, 0.04, 1.5, 0.04, 0.5, -1.5, 0.03)
+    with pytest.raises(ValueError, match="kappa"):
+        Heston(100, 0.04, 0.0, 0.04, 0.5, -0.5, 0.03)
+    with pytest.raises(ValueError, match="K"):
+        EuropeanCall(-1, 1)
+    with pytest.raises(ValueError, match="T"):
+        EuropeanPut(100, 0)
+    with pytest.raises(ValueError, match="barrier"):
+        UpAndOutCall(100, -5, 1)
+    with pytest.raises(ValueError, match="n_fixings"):
+        AsianCall(100, 1, 0)
+    with pytest.raises(TypeError, match="model"):
+        price("gbm", EuropeanCall(100, 1), 1000, 4)
+    with pytest.raises(TypeError, match="payoff"):
+        price(GBM_MODEL, "call", 1000, 4)
+    with pytest.raises(ValueError, match="control"):
+        price(GBM_MODEL, EuropeanCall(100, 1), 1000, 4, control=True)
+
+
+def test_inverse_normal_accuracy():
+    from flowsim._tf import tf
+    from flowsim.finance.pricing import inverse_normal
+    u = np.concatenate([np.linspace(1e-12, 1 - 1e-12, 200_001), [2.0 ** -54, 1 - 2.0 ** -53]])
+    z = inverse_normal(tf().constant(u)).numpy()
+    ref = special.ndtri(u)
+    assert np.max(np.abs(z - ref) / np.maximum(np.abs(ref), 1e-3)) < 1.2e-9
