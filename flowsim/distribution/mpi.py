@@ -101,7 +101,7 @@ class MPIFlow(Flow):
 
     Parameters
     ----------
-    simulation, n_events, events_limit, dtype, block_size, jit_compile, nonfinite
+    simulation, n_events, events_limit
         As for :class:`flowsim.Flow`; same seed, same bits as ``Flow`` whatever
         the number of ranks, schedule or threads.
     seed : int or None
@@ -111,9 +111,6 @@ class MPIFlow(Flow):
         ``node-local rank % GPUs`` (the other GPUs are hidden from this rank if
         TensorFlow is not initialised yet, so it shows as ``GPU:0``); else
         ``CPU:0``.
-    quiet : bool
-        No progress bar.  Only rank 0 ever shows one, writes checkpoints or
-        logs; the other ranks are quiet whatever this says.
     comm : mpi4py communicator or None
         Ranks that share the run (default ``MPI.COMM_WORLD``; a single process
         started without ``mpirun`` is a world of size 1).
@@ -131,6 +128,11 @@ class MPIFlow(Flow):
         left out), for ranks of unequal speed (GPU and CPU ranks, busy nodes).
         The split never changes the bits.  There is no ``"dynamic"``: it
         would need a work queue that every rank polls.
+    **flow_kwargs
+        Every other keyword of :class:`flowsim.Flow` (``dtype``,
+        ``block_size``, ``jit_compile``, ``rng``, ``nonfinite``, ``quiet``...),
+        with the same defaults.  ``quiet`` only matters on rank 0: it alone
+        ever shows a progress bar, logs or writes checkpoints.
 
     Notes
     -----
@@ -144,9 +146,8 @@ class MPIFlow(Flow):
 
     backend = "mpi"
 
-    def __init__(self, simulation, n_events, seed=None, events_limit=None, device=None,
-                 dtype="float64", block_size=None, jit_compile=False, nonfinite="raise",
-                 quiet=False, comm=None, threads=None, schedule=None):
+    def __init__(self, simulation, n_events, seed=None, events_limit=None, device=None, *,
+                 comm=None, threads=None, schedule=None, **flow_kwargs):
         MPI = _mpi()
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
@@ -157,8 +158,7 @@ class MPIFlow(Flow):
         self._ranks = None
         device, self.threads = self._place(device, threads)
         super().__init__(simulation, n_events, seed=seed, events_limit=events_limit,
-                         device=device, dtype=dtype, block_size=block_size,
-                         jit_compile=jit_compile, nonfinite=nonfinite, quiet=quiet)
+                         device=device, **flow_kwargs)
         self._ranks = self.comm.allgather({"config": self.config(), "device": self.device,
                                            "host": socket.gethostname(),
                                            "threads": self.threads})

