@@ -114,11 +114,14 @@ class Sweep(Simulation):
                              f"the Flow uses {size}")
         idx = t.minimum(first_event + t.range(size, dtype=t.int64), self.n_rows - 1)
         p = t.gather(state["params"], idx)
-        return t.cast(p, dtype) if p.dtype.is_floating else p
+        # Floating data takes the Flow's dtype (not the params' dtype: int params
+        # must not truncate float data).
+        return (t.cast(p, dtype) if p.dtype.is_floating else p), self._data_arg(state, dtype)
 
-    def block(self, rows, valid, state):
+    def block(self, inputs, valid, state):
         t = tf()
-        out = _as_structure(self.kernel(rows, self._data_arg(state, rows.dtype)))
+        rows, data = inputs
+        out = _as_structure(self.kernel(rows, data))
         cols = []
         for name, k in self.outputs().items():
             v = t.cast(out[name], t.float64)
@@ -172,6 +175,9 @@ def sweep(kernel, params, data=None, events_limit=None, backend=None, dtype="flo
         Shared inputs (price series...), passed to every chunk unchanged.
     events_limit : int or None
         Most rows per device call (default: all of them in chunks of 10**6).
+        Below the default block of rows (up to 4096) it also shrinks the block
+        to a multiple of 64 <= ``events_limit``; per-row kernels give the same
+        outputs either way.
     backend : None or str
         ``None`` (one device), ``"threads"``, ``"mpi"`` or ``"spark"``.
     dtype : {"float64", "float32"}
@@ -181,7 +187,14 @@ def sweep(kernel, params, data=None, events_limit=None, backend=None, dtype="flo
     or a dict of them if the kernel returns a dict.
     """
     from .backends import flow_class
+    from .blocks import BLOCK_QUANTUM
     sim = Sweep(kernel, params, data, block_rows=block_size)
+    if block_size is None and events_limit is not None:
+        # Rows are independent: smaller blocks change no output, so honour the limit.
+        limit = check_count("events_limit", events_limit)
+        if limit < sim.block_rows:
+            sim = Sweep(kernel, params, data,
+                        block_rows=max(BLOCK_QUANTUM, limit // BLOCK_QUANTUM * BLOCK_QUANTUM))
     sim.outputs()
     cls = flow_class(backend)
     if events_limit is None:
