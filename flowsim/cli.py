@@ -65,7 +65,7 @@ def load_target(target):
 def _simulation(args):
     from .simulation import Simulation
     obj = load_target(args.target)
-    if isinstance(obj, Simulation):
+    if isinstance(obj, Simulation) or hasattr(obj, "run_cli"):
         return obj
     if args.dim is not None:
         from .algorithms import algorithm_class
@@ -75,6 +75,8 @@ def _simulation(args):
     if "algorithm" in params:
         kwargs["algorithm"] = args.algorithm
     sim = obj(**kwargs)
+    if hasattr(sim, "run_cli") and not isinstance(sim, Simulation):
+        return sim              # a job that runs itself and prints its own table
     if not isinstance(sim, Simulation):
         raise SystemExit(f"flowsim run: {args.target!r} returned {type(sim).__name__}, not a "
                          f"Simulation; for a bare integrand pass --dim N")
@@ -84,6 +86,8 @@ def _simulation(args):
 def _run(args):
     from .backends import flow_class
     sim = _simulation(args)
+    if hasattr(sim, "run_cli"):
+        return sim.run_cli(args)
     kwargs = {"n_events": args.events, "seed": args.seed, "dtype": args.dtype,
               "quiet": args.quiet or args.json}
     if args.events_limit is not None:

@@ -38,4 +38,16 @@ def gaussian8(algorithm="plain", dim=8, **options):
     return _sim(algorithm, double_gaussian, dim, **options)
 
 
-EXAMPLES = {"gaussian8": gaussian8}
+def backtest():
+    """Moving-average crossover sweep over the bundled bars (a job: prints its table)."""
+    from .finance.jobs import backtest as job
+    return job()
+
+
+def heston_call():
+    """Heston European call by path simulation (a job; ``--events`` = paths)."""
+    from .finance.jobs import heston_call as job
+    return job()
+
+
+EXAMPLES = {"gaussian8": gaussian8, "backtest": backtest, "heston-call": heston_call}

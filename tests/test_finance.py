@@ -289,6 +289,7 @@ def test_heston_european_semi_analytic_and_bits():
     exact = heston_call(K=100.0, T=1.0, **params)
     assert exact == pytest.approx(8.8026609628, abs=1e-6)    # QuantLib AnalyticHestonEngine
     model, payoff = Heston(**params), EuropeanCall(100.0, 1.0)
+    assert model.european(100.0, 1.0) == pytest.approx(exact, abs=1e-9)
     r = price(model, payoff, 131_072, 64, seed=21)           # XLA (the default)
     assert abs(r.value - exact) < 3 * r.error, (r.value, r.error, exact)
     assert r.error < 0.03
