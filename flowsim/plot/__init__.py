@@ -15,5 +15,12 @@ __all__ = list(_WHERE)
 
 def __getattr__(name):
     if name in _WHERE:
-        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+        module = importlib.import_module(f"{__name__}.{_WHERE[name]}")
+        # Importing the submodule binds its name (e.g. ``timeline``) on this
+        # package; rebind every function it provides so that the names stay
+        # functions, not modules.
+        for key, where in _WHERE.items():
+            if where == _WHERE[name]:
+                globals()[key] = getattr(module, key)
+        return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
