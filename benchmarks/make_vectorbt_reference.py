@@ -6,6 +6,8 @@ Generates a 2,520-bar GBM close path (numpy, fixed seed), runs the 1,590-pair gr
 fill at the close, Sharpe annualized with 252 periods a year), and stores the
 close path in ``tests/data/vectorbt_ma_close.csv`` and every metric in
 ``tests/data/vectorbt_ma_sweep.csv`` (17 significant digits: exact round trip).
+Also a small case where the averages tie exactly (integer prices with flat
+stretches, 16 pairs): ``tests/data/vectorbt_ties_{close,sweep}.csv``.
 
 Needs the ``bench`` extra (vectorbt).  Run from the repository root::
 
@@ -20,8 +22,7 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "tests", "data", "vectorbt_ma_sweep.csv")
-OUT_CLOSE = os.path.join(ROOT, "tests", "data", "vectorbt_ma_close.csv")
+DATA = os.path.join(ROOT, "tests", "data")
 COLUMNS = ("total_return", "sharpe", "max_drawdown", "trades")
 
 
@@ -37,6 +38,29 @@ def grid():
     """The 1,590 (fast, slow) pairs: fast 5..50, slow 20..200 step 5, fast < slow."""
     return np.array([(f, s) for f in range(5, 51) for s in range(20, 201, 5) if f < s],
                     dtype=np.int64)
+
+
+def ties_close():
+    """400 integer-valued closes with flat stretches: moving averages tie exactly."""
+    rng = np.random.default_rng(3)
+    close = 50 + np.cumsum(rng.choice([-1.0, 0.0, 0.0, 1.0], size=400))
+    close[100:140] = close[100]
+    return close
+
+
+def ties_grid():
+    return np.array([(f, s) for f in (2, 3, 4, 5) for s in (6, 8, 10, 12)], dtype=np.int64)
+
+
+def _save(name, close, pairs, ref, version):
+    header = f"vectorbt {version} Portfolio.from_signals fees=0, year_freq 252 days\n"
+    np.savetxt(os.path.join(DATA, f"{name}_close.csv"), close, fmt="%.17g",
+               header=header + "close", comments="# ")
+    table = np.column_stack([pairs, *(ref[c] for c in COLUMNS)])
+    np.savetxt(os.path.join(DATA, f"{name}_sweep.csv"), table,
+               fmt=["%d", "%d"] + ["%.17g"] * len(COLUMNS), delimiter=",",
+               header=header + ",".join(("fast", "slow") + COLUMNS), comments="# ")
+    print(f"wrote tests/data/{name}_sweep.csv and {name}_close.csv")
 
 
 def vectorbt_metrics(close, pairs):
@@ -56,10 +80,11 @@ def vectorbt_metrics(close, pairs):
             "trades": np.asarray(pf.trades.count(), dtype=np.float64)}
 
 
-def load_reference(root=ROOT):
-    """(close, pairs, {column: values}) as stored by :func:`main`."""
-    close = np.loadtxt(os.path.join(root, "tests", "data", "vectorbt_ma_close.csv"))
-    table = np.loadtxt(os.path.join(root, "tests", "data", "vectorbt_ma_sweep.csv"),
+def load_reference(root=ROOT, name="vectorbt_ma"):
+    """(close, pairs, {column: values}) as stored by :func:`main` (``name``:
+    ``"vectorbt_ma"`` for the 1,590-pair grid, ``"vectorbt_ties"`` for the ties case)."""
+    close = np.loadtxt(os.path.join(root, "tests", "data", f"{name}_close.csv"))
+    table = np.loadtxt(os.path.join(root, "tests", "data", f"{name}_sweep.csv"),
                        delimiter=",")
     return close, table[:, :2].astype(np.int64), dict(zip(COLUMNS, table[:, 2:].T))
 
@@ -71,12 +96,9 @@ def main():
     ref = vectorbt_metrics(close, pairs)
     print(f"vectorbt {vectorbt.__version__}: {len(pairs)} pairs x {len(close)} bars "
           f"in {time.perf_counter() - start:.1f} s (cold)")
-    header = f"vectorbt {vectorbt.__version__} Portfolio.from_signals fees=0, year_freq 252 days\n"
-    np.savetxt(OUT_CLOSE, close, fmt="%.17g", header=header + "close", comments="# ")
-    table = np.column_stack([pairs, *(ref[c] for c in COLUMNS)])
-    np.savetxt(OUT, table, fmt=["%d", "%d"] + ["%.17g"] * len(COLUMNS), delimiter=",",
-               header=header + ",".join(("fast", "slow") + COLUMNS), comments="# ")
-    print(f"wrote {os.path.relpath(OUT, ROOT)} and {os.path.relpath(OUT_CLOSE, ROOT)}")
+    _save("vectorbt_ma", close, pairs, ref, vectorbt.__version__)
+    _save("vectorbt_ties", ties_close(), ties_grid(), vectorbt_metrics(ties_close(), ties_grid()),
+          vectorbt.__version__)
     sys.path.insert(0, ROOT)
     from flowsim.finance import ma_crossover_sweep
     ours = ma_crossover_sweep(close, pairs)
