@@ -18,7 +18,7 @@ on a laptop or in a container add ``--allow-run-as-root --oversubscribe`` (or
 set ``OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe``).
 
-Faults.  Every collective of a run is one ``allgather`` that carries, with the
+Faults.  Every collective of a run is one allgather that carries, with the
 rows, an ok/error flag.  A rank whose chunk raises sends its error and
 traceback instead of rows, so every rank learns of the failure in the *same*
 collective and raises: no rank waits forever.  The other ranks raise only after
@@ -36,10 +36,13 @@ A caught error is an ordinary exception on every rank.
 """
 import logging
 import os
+import pickle
 import socket
 import sys
 import time
 import traceback
+
+import numpy as np
 
 from .. import checkpoint as ckpt
 from .._tf import tf
@@ -151,6 +154,7 @@ class MPIFlow(Flow):
         MPI = _mpi()
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        _wait(self.comm.Ibarrier())            # ranks start apart: wait without spinning
         node = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank, self.local_size = node.Get_rank(), node.Get_size()
         node.Free()
@@ -159,7 +163,7 @@ class MPIFlow(Flow):
         device, self.threads = self._place(device, threads)
         super().__init__(simulation, n_events, seed=seed, events_limit=events_limit,
                          device=device, **flow_kwargs)
-        self._ranks = self.comm.allgather({"config": self.config(), "device": self.device,
+        self._ranks = _allgather(self.comm, {"config": self.config(), "device": self.device,
                                            "host": socket.gethostname(),
                                            "threads": self.threads})
         mismatch = [r for r, info in enumerate(self._ranks)
@@ -199,7 +203,7 @@ class MPIFlow(Flow):
 
     # -- hooks of Flow ---------------------------------------------------------------
     def _agree(self, value):
-        return self.comm.bcast(value, root=0)
+        return _allgather(self.comm, value)[0]
 
     def _is_root(self):
         return self.rank == 0
@@ -301,7 +305,7 @@ class MPIFlow(Flow):
         when any rank passed an exception ``own``.
         """
         error = None if own is None else _describe(own, self.rank)
-        replies = self.comm.allgather((error, payload))
+        replies = _allgather(self.comm, (error, payload))
         failures = [e for e, _ in replies if e is not None]
         if not failures:
             return [p for _, p in replies]
@@ -348,6 +352,38 @@ class MPIFlow(Flow):
 
 
 # -- helpers ------------------------------------------------------------------------------
+def _wait(request):
+    """Complete a non-blocking MPI request, sleeping between tests.
+
+    Blocking MPI collectives busy-poll: a rank that finished its share would
+    spin at 100 % CPU and take cycles from the ranks still computing whenever
+    ranks outnumber free cores (oversubscribed or shared machines).  Sleeping
+    costs at most a couple of milliseconds of latency per collective.
+    """
+    delay = 1e-5
+    while not request.Test():
+        time.sleep(delay)
+        delay = min(2 * delay, 2e-3)
+
+
+def _allgather(comm, obj):
+    """``comm.allgather(obj)`` (pickled objects, rank order) that waits by sleeping."""
+    if comm.Get_size() == 1:
+        return [pickle.loads(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))]
+    MPI = _mpi()
+    data = np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8)
+    sizes = np.zeros(comm.Get_size(), dtype=np.int64)
+    _wait(comm.Iallgather(np.array([data.size], dtype=np.int64), sizes))
+    if sizes.max() >= 2**31:
+        raise OverflowError(f"MPIFlow: a rank sent {int(sizes.max())} bytes in one "
+                            f"collective; use fewer blocks per iteration (larger block_size)")
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    received = np.empty(int(sizes.sum()), dtype=np.uint8)
+    _wait(comm.Iallgatherv(data, [received, sizes.astype(np.int32),
+                                  offsets.astype(np.int32), MPI.BYTE]))
+    return [pickle.loads(received[o:o + n].tobytes()) for o, n in zip(offsets, sizes)]
+
+
 def _check_schedule(schedule):
     schedule = "static" if schedule is None else schedule
     if schedule not in SCHEDULES:
