@@ -197,6 +197,10 @@ class Flow:
             saved = self._load_checkpoint(checkpoint)
             if saved is not None:
                 records, elapsed = self._resume(checkpoint, saved, config)
+                if len(records) > n_iter:       # the checkpoint ran further: report n_iter
+                    logger.info("checkpoint has %d iterations; reporting the first %d",
+                                len(records), n_iter)
+                    records = records[:n_iter]
         self.timeline = []
         self._t0 = time.perf_counter()
         remaining = max(n_iter - len(records), 0)
@@ -230,6 +234,10 @@ class Flow:
         for r in records:
             r["value"] = np.asarray(r["value"], dtype=np.float64)
             r["error"] = np.asarray(r["error"], dtype=np.float64)
+            for h in r.get("histograms", {}).values():      # JSON lists -> arrays again
+                for k in ("edges", "values", "errors"):
+                    if k in h:
+                        h[k] = np.asarray(h[k], dtype=np.float64)
         logger.info("resuming from %s after %d iteration(s)", path, len(records))
         return records, elapsed
 

@@ -432,6 +432,27 @@ def test_checkpoint_resume_gives_the_same_bits(tmp_path):
     assert fingerprint(again) == fingerprint(whole) and again.timeline == []
 
 
+def test_checkpoint_resume_with_histograms_vectors_and_skip(tmp_path, vector_sim):
+    path = tmp_path / "h.ckpt"
+
+    def flow():
+        return flowsim.Flow(vector_sim, N, seed=3, block_size=BS, quiet=True)
+
+    whole = flow().run(4, skip=1)
+    flow().run(2, checkpoint=path)
+    resumed = flow().run(4, checkpoint=path, skip=1)
+    assert fingerprint(resumed) == fingerprint(whole)
+    for name, h in whole.histograms.items():
+        assert resumed.histograms[name]["values"].tobytes() == h["values"].tobytes()
+    rec = resumed.iterations[0]
+    assert isinstance(rec["value"], np.ndarray) and rec["value"].shape == (3,)
+    assert isinstance(rec["histograms"]["sum_obs"]["values"], np.ndarray)
+    # asking for fewer iterations than the checkpoint holds reports the first ones
+    short = flow().run(2, checkpoint=path)
+    assert len(short.iterations) == 2
+    assert fingerprint(short) == fingerprint(flow().run(2))
+
+
 @pytest.mark.parametrize("change, message", [
     ({"seed": 18}, r"seed: checkpoint has 17, this run has 18"),
     ({"n": 2000}, r"n_events: checkpoint has 3000, this run has 2000"),
