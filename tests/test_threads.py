@@ -204,7 +204,8 @@ print("RESULT " + json.dumps(out, default=str))
 
 
 def _start(args, env=None):
-    full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
+    # GPUs hidden: these tests are about logical CPU devices (same rounding).
+    full_env = dict(os.environ, PYTHONPATH=ROOT, CUDA_VISIBLE_DEVICES="", **(env or {}))
     return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=full_env, cwd=ROOT)
 

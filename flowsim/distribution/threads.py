@@ -75,8 +75,8 @@ def thread_settings(n_workers, n_gpu_workers, cores=None):
 def configure_threads(n_workers, n_gpu_workers):
     """Apply :func:`thread_settings` if TensorFlow has not initialised yet.
 
-    Returns the ``(intra, inter)`` in force, or None if TensorFlow was already
-    running (its settings stay) .
+    Returns the ``(intra, inter)`` in force afterwards (0: TensorFlow's own
+    default, i.e. TensorFlow was already running and its settings stay).
     """
     threading_cfg = tf().config.threading
     intra, inter = thread_settings(n_workers, n_gpu_workers)
@@ -87,7 +87,6 @@ def configure_threads(n_workers, n_gpu_workers):
             threading_cfg.set_inter_op_parallelism_threads(inter)
     except RuntimeError:
         logger.debug("TensorFlow already initialised; thread settings left as they are")
-        return None
     return (threading_cfg.get_intra_op_parallelism_threads(),
             threading_cfg.get_inter_op_parallelism_threads())
 
@@ -99,7 +98,7 @@ def _planned_gpu_workers(devices):
         return n_gpu, None
     if isinstance(devices, int) and not isinstance(devices, bool):
         return min(devices, n_gpu), devices
-    names = list(devices)
+    names = [devices] if isinstance(devices, str) else list(devices)
     return sum(str(d).upper().split("device:")[-1].startswith("GPU") for d in names), len(names)
 
 
