@@ -16,6 +16,7 @@ from .. import rng
 from .._tf import tf
 from ..reduce import block_sum
 from ..simulation import Simulation
+from . import fastmath
 from .models import GBM, Heston
 from .payoffs import AsianCall, Payoff
 
@@ -52,7 +53,7 @@ def inverse_normal(u):
     r = q * q
     central = _horner(_ACKLAM_A, r) * q / _horner(_ACKLAM_B, r)
     m = t.minimum(u, 1 - u)
-    s = t.sqrt(-2 * t.math.log(m))
+    s = t.sqrt(-2 * fastmath.log(m))
     tail = _horner(_ACKLAM_C, s) / _horner(_ACKLAM_D, s)
     tail = t.where(u < 0.5, tail, -tail)
     return t.where(m < 0.02425, tail, central)
