@@ -49,13 +49,17 @@ def probe_components(integrand, dim, name="integrand"):
     t = tf()
     if not callable(integrand):
         raise TypeError(f"{name} must be callable, got {integrand!r}")
-    spec = t.TensorSpec([None, dim], t.float64)
-    try:
-        out = t.function(integrand).get_concrete_function(spec).structured_outputs
-    except Exception as exc:
-        raise TypeError(f"{name} must be TensorFlow-traceable on x of shape [n, {dim}]: "
-                        f"tracing it failed with {type(exc).__name__}: {exc}") from exc
-    return _components(out, dim, name, t.float64)
+    first = None
+    for dtype in (t.float64, t.float32):     # a float32-only integrand is fine in float32 Flows
+        spec = t.TensorSpec([None, dim], dtype)
+        try:
+            out = t.function(integrand).get_concrete_function(spec).structured_outputs
+        except Exception as exc:  # noqa: BLE001 - reported below with the float64 attempt
+            first = first or exc
+            continue
+        return _components(out, dim, name, dtype)
+    raise TypeError(f"{name} must be TensorFlow-traceable on x of shape [n, {dim}]: "
+                    f"tracing it failed with {type(first).__name__}: {first}") from first
 
 
 def _components(out, dim, name, dtype):

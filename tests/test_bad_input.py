@@ -125,6 +125,15 @@ def test_integrand_ignoring_dtype_is_caught_under_float32():
         run(f64, dtype="float32")
 
 
+def test_float32_only_integrand_works_in_float32():
+    def f32(x):
+        return x[:, 0] * tf().constant(2.0, tf().float32)
+    r = run(f32, dtype="float32")
+    assert abs(r.value - 1.0) < 5 * r.error
+    with pytest.raises(TypeError, match="float32 that does not match type float64"):
+        run(f32)
+
+
 def test_integrand_not_callable():
     with pytest.raises(TypeError, match="integrand must be callable, got 3"):
         flowsim.Plain(3, 2)
