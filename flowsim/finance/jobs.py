@@ -5,11 +5,18 @@ run`` options (``--backend``, ``--dtype``, ``--events``, ``--seed``,
 ``--events-limit``, ``--json``) and the job prints its own table.
 """
 import json
+import sys
 import time
 
 import numpy as np
 
 from .sweep import METRICS
+
+
+def _is_root():
+    """False on MPI ranks other than 0 (only rank 0 prints)."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    return mpi is None or mpi.COMM_WORLD.Get_rank() == 0
 
 
 def default_grid(n_bars):
@@ -70,8 +77,9 @@ class BacktestJob:
         kwargs = {}
         if getattr(args, "events_limit", None):
             kwargs["events_limit"] = args.events_limit
+        out = print if _is_root() else (lambda *a, **k: None)
         backtest_report(load_bars(self.path), top=self.top, backend=args.backend,
-                        dtype=args.dtype, as_json=args.json, **kwargs)
+                        dtype=args.dtype, as_json=args.json, out=out, **kwargs)
         return 0
 
 
@@ -98,6 +106,8 @@ class HestonCallJob:
         n_paths = args.events + args.events % 2
         result = price(model, EuropeanCall(self.K, self.T), n_paths, self.n_steps,
                        seed=args.seed, backend=args.backend, **kwargs)
+        if not _is_root():
+            return 0
         try:
             exact = model.european(self.K, self.T)
         except ImportError:

@@ -419,8 +419,10 @@ def ma_crossover_sweep(close, pairs, annualization=252, dtype="float64", backend
         ``None`` (one device), ``"threads"``, ``"mpi"`` or ``"spark"``.
     **flow_kwargs
         ``block_size`` (rows per block, default <= 256), ``events_limit``,
-        ``device``, ``jit_compile``... (see :class:`flowsim.Flow`).  None of them
-        changes the bits.
+        ``device``... (see :class:`flowsim.Flow`): rows are independent, so the
+        backend, ``block_size`` and ``events_limit`` never change the bits.
+        ``jit_compile`` is off here (XLA takes ~10 s to compile this kernel and
+        is no faster on CPU); turning it on may change the last bits.
 
     Returns a :class:`pandas.DataFrame` with columns ``fast, slow, total_return,
     sharpe, max_drawdown, trades``, one row per pair, in order.  ``sharpe`` is
