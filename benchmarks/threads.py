@@ -10,11 +10,14 @@ that load from other processes hits every variant alike:
 
 The integrand is the 8-dim double Gaussian of :mod:`flowsim.examples`.  Every
 variant must give the same bits (checked).  Prints the median per-round ratio
-and its spread.  Usage::
+and its spread, plus the ratio of process CPU time per event (less sensitive to
+other processes' load than wall time: it shows the cost ThreadPoolFlow adds).
+Usage::
 
     python benchmarks/threads.py [--events 2000000] [--rounds 7] [--schedule weighted]
 """
 import argparse
+import resource
 import statistics
 import sys
 import time
@@ -56,14 +59,19 @@ def main(argv=None):
     for flow in flows.values():        # trace on every device; learn speeds
         flow.run(1)
     rates = {name: [] for name in flows}
+    cpu = {name: [] for name in flows}
     bits = {}
     for r in range(args.rounds):
         order = list(flows) if r % 2 == 0 else list(flows)[::-1]
         for name in order:
+            ru0 = resource.getrusage(resource.RUSAGE_SELF)
             start = time.perf_counter()
             res = flows[name].run(args.iters)
             seconds = time.perf_counter() - start
+            ru1 = resource.getrusage(resource.RUSAGE_SELF)
             rates[name].append(res.n_events / seconds)
+            cpu[name].append((ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
+                             / res.n_events)
             bits[name] = (res.value, [it["value"].tobytes() for it in res.iterations])
     same = len({tuple(b[1]) for b in bits.values()}) == 1
     anchor = "Flow (CPU:0)"
@@ -71,11 +79,14 @@ def main(argv=None):
           f"{args.rounds} interleaved rounds; exact {double_gaussian_exact(8):.6f}, "
           f"value {bits[anchor][0]:.6f}; same bits on every variant: {same}; "
           f"TF threads intra-op {intra}, inter-op {inter}")
-    print(f"{'variant':<32} {'median ev/s':>14} {'ratio to Flow':>14} {'min..max ratio':>18}")
+    print(f"{'variant':<32} {'median ev/s':>12} {'ev/s ratio':>11} {'min..max':>15} "
+          f"{'CPU s/Mev':>10} {'CPU ratio':>10}")
     for name in flows:
         ratios = [a / b for a, b in zip(rates[name], rates[anchor])]
-        print(f"{name:<32} {statistics.median(rates[name]):>14,.0f} "
-              f"{statistics.median(ratios):>14.3f} {min(ratios):>8.3f}..{max(ratios):<8.3f}")
+        cpu_ratio = statistics.median([a / b for a, b in zip(cpu[name], cpu[anchor])])
+        print(f"{name:<32} {statistics.median(rates[name]):>12,.0f} "
+              f"{statistics.median(ratios):>11.3f} {min(ratios):>7.3f}..{max(ratios):<6.3f} "
+              f"{1e6 * statistics.median(cpu[name]):>10.3f} {cpu_ratio:>10.3f}")
     one = statistics.median([a / b for a, b in zip(rates["ThreadPoolFlow, 1 device"],
                                                       rates[anchor])])
     two = statistics.median([a / b for a, b in zip(rates["ThreadPoolFlow, 2 logical CPUs"],
