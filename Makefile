@@ -41,7 +41,7 @@ docs: $(VENV)/.installed-docs
 dist:
 	mkdir -p dist
 	rm -f dist/flowsim-*.zip
-	$(BIN)/python -c "import shutil, flowsim; shutil.make_archive('dist/flowsim-' + flowsim.__version__, 'zip', '.', 'flowsim')"
+	$(BIN)/python -c "import re, shutil; v = re.search(r'__version__ = \"([^\"]+)\"', open('flowsim/__init__.py').read()).group(1); shutil.make_archive('dist/flowsim-' + v, 'zip', '.', 'flowsim')"
 
 clean:
 	rm -rf $(VENV) dist docs/_build .pytest_cache

@@ -1,0 +1,399 @@
+"""SparkFlow: the chunks of an iteration as Spark tasks.
+
+Each iteration is one Spark job.  The blocks of the iteration are cut into
+``partitions`` contiguous runs; partition ``p`` is one task that runs its blocks
+through :func:`flowsim.kernel.run_chunk` (in calls of at most ``events_limit``
+events) and returns ``(first_block, rows)`` pairs.  The driver puts the rows in
+block order with :class:`flowsim.blocks.RowCollector`, which refuses a missing
+or repeated block, and adds them exactly as :class:`flowsim.Flow` does: same seed,
+same float64 bits.  Spark places, retries and reports the tasks; a retried task
+recomputes exactly the same blocks (the random numbers of a block depend only on
+seed, iteration and block index), so retries never change the answer.
+
+The :class:`~flowsim.kernel.IterationTask` (the simulation and its adaptive
+state) is serialised with cloudpickle, as Spark pickles functions, and
+broadcast once per iteration.  On executors, each Python worker imports
+TensorFlow once (Spark reuses workers), sets TensorFlow's thread pools to the
+task's cores (``spark.task.cpus``) before TensorFlow initialises, keeps the
+compiled kernel across iterations, and runs on the GPU that Spark assigned to
+the task (``TaskContext.resources()["gpu"]``), else on CPU:0.
+"""
+import atexit
+import base64
+import collections
+import functools
+import json
+import logging
+import os
+import re
+import sys
+import threading
+import time
+import uuid
+import weakref
+
+from ..blocks import RowCollector, check_count
+from ..flow import Flow
+from ..kernel import layout, run_chunk
+from ..log import logger
+
+__all__ = ["SparkFlow", "SparkTaskError"]
+
+_ERROR_TAG = "flowsim-task-error"
+_ERROR_RE = re.compile(re.escape(_ERROR_TAG) + r"\[([A-Za-z0-9+/=]+)\]")
+
+
+class SparkTaskError(RuntimeError):
+    """A Spark job of a :class:`SparkFlow` failed (task error, lost worker, ...)."""
+
+
+class _TaskFailed(SparkTaskError):
+    """A task raised an exception that is not a builtin one (its text is kept)."""
+
+
+class SparkFlow(Flow):
+    """Run a :class:`~flowsim.simulation.Simulation` as Spark tasks.
+
+    Takes every keyword of :class:`flowsim.Flow` (same meaning, same bits for
+    the same seed), plus:
+
+    Parameters
+    ----------
+    spark : None, str, SparkSession or SparkContext
+        Where to run.  Default None: the active Spark session if there is one
+        (e.g. the one ``spark-submit`` configured, or one you built), else a
+        new session from Spark's configuration -- the master given to
+        ``spark-submit``, or ``local[*]`` when there is none.  A session this
+        SparkFlow starts is stopped by :meth:`close` (or ``with``, or at
+        interpreter exit).  A string is a master URL (``"local[2]"``,
+        ``"spark://host:7077"``); SparkFlow starts that session and stops it
+        likewise.  A ``SparkSession`` or ``SparkContext`` you pass is used as
+        is and never stopped.  Caveat: one process has one SparkContext; a
+        master URL different from the running context's is an error.
+    partitions : int or None
+        Spark tasks per iteration (contiguous runs of blocks).  Default: the
+        context's ``defaultParallelism`` (its total cores), never more than
+        the number of blocks.  More partitions balance uneven executors and
+        make a retry cheaper, at a fixed cost per task.  Does not change the
+        result.
+    events_limit : int or None
+        Most events one task hands to TensorFlow in one call (default 10**6);
+        a task runs its blocks in several calls if needed.  Does not change
+        the result.
+    device : str or None
+        Default None: the GPU Spark assigned to the task (``gpu`` resource in
+        ``TaskContext.resources()``), else ``CPU:0``.  A device name such as
+        ``"CPU:0"`` forces that device on every executor.  It is not checked
+        on the driver (executors may differ from it).
+    quiet : bool
+        For sessions SparkFlow starts: ``True`` turns Spark's console progress
+        bar off (``spark.ui.showConsoleProgress``).  flowsim's own progress
+        bar is never shown with Spark; Spark's reports the tasks.
+
+    Executors need flowsim, TensorFlow and the integrand's module: ship
+    flowsim with ``spark-submit --py-files dist/flowsim-X.zip`` (``make
+    dist``) or install it on the workers.  Integrands defined in ``__main__``
+    travel by value (cloudpickle); integrands in other modules by reference.
+    The Python of the executors is ``PYSPARK_PYTHON``; for a local master
+    SparkFlow sets it to the driver's Python when it is unset.
+    """
+
+    backend = "spark"
+
+    def __init__(self, simulation, n_events, seed=None, spark=None, partitions=None,
+                 quiet=False, **flow_kwargs):
+        if partitions is not None:
+            partitions = check_count("partitions", partitions)
+        super().__init__(simulation, n_events, seed=seed, quiet=True, **flow_kwargs)
+        self.partitions = partitions
+        self._show_progress = not quiet
+        self._token = _token(simulation)
+        self._owned = False
+        self.spark = None
+        self.spark, self._owned = _session(spark, self._show_progress)
+        if self._owned:
+            atexit.register(self.close)
+
+    # -- session ----------------------------------------------------------------
+    @property
+    def sc(self):
+        """The SparkContext this flow submits to."""
+        return self.spark.sparkContext
+
+    def close(self):
+        """Stop the Spark session if this SparkFlow started it (idempotent)."""
+        if self._owned and self.spark is not None:
+            self._owned = False
+            try:
+                self.spark.stop()
+            finally:
+                atexit.unregister(self.close)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- hooks of Flow --------------------------------------------------------------
+    def _resolve_device(self, device):
+        if device is None:
+            return None
+        if not isinstance(device, str):
+            raise TypeError(f"device must be None or a string like 'CPU:0' or 'GPU:1', "
+                            f"got {device!r}")
+        name = device.split("device:")[-1].upper()
+        kind, _, index = name.partition(":")
+        if kind not in ("CPU", "GPU") or not index.isdigit():
+            raise ValueError(f"device must look like 'CPU:0' or 'GPU:1', got {device!r}")
+        return name
+
+    def devices(self):
+        seen = sorted({r["device"] for r in self.timeline})
+        if seen:
+            return seen
+        master = self.sc.master if self.spark is not None else "?"
+        return [f"spark {master}: {self.device or 'assigned GPU else CPU:0'}"]
+
+    def _chunks(self, grid):
+        """Contiguous near-equal runs of blocks, one per Spark task."""
+        n = self.partitions or max(1, int(self.sc.defaultParallelism))
+        n = min(n, grid.n_blocks)
+        base, extra = divmod(grid.n_blocks, n)
+        out, first = [], 0
+        for p in range(n):
+            size = base + (p < extra)
+            out.append((first, size))
+            first += size
+        return out
+
+    def _execute(self, task, grid):
+        from pyspark import cloudpickle
+        if self.spark is None or self.sc._jsc is None:
+            raise RuntimeError("SparkFlow: the Spark session is stopped")
+        _, width = layout(task.simulation)
+        chunks = self._chunks(grid)
+        per_call = max(1, self.events_limit // grid.block_size)
+        sc = self.sc
+        payload = sc.broadcast(cloudpickle.dumps(task))
+        name = type(task.simulation).__name__
+        sc.setJobDescription(f"flowsim {name} iteration {task.iteration + 1}: "
+                             f"{grid.n_blocks} blocks in {len(chunks)} tasks")
+        fn = functools.partial(_run_partition, payload, self._token, uuid.uuid4().hex,
+                               per_call, self.device)
+        offset = time.perf_counter() - time.time()
+        try:
+            out = sc.parallelize(chunks, len(chunks)).mapPartitionsWithIndex(fn).collect()
+        except Exception as exc:
+            error = _driver_error(exc, task.iteration)
+            if type(error) is SparkTaskError:
+                raise error from exc      # Spark's own failure: keep its report
+            raise error from None         # the task's exception, with its own text
+        finally:
+            sc.setJobDescription(None)
+            try:
+                payload.destroy()
+            except Exception:  # the context may be gone after a fatal error
+                pass
+        rows = RowCollector(grid.n_blocks, width)
+        for first, block_rows, start, end, label in out:
+            rows.add(first, block_rows)
+            self._record(task, label, first, len(block_rows), start + offset, end + offset)
+        return rows.result()
+
+    def _meta(self):
+        meta = super()._meta()
+        if self.spark is not None:
+            meta["spark_master"] = self.sc.master
+            meta["partitions"] = len(self._chunks(self.grid))
+        return meta
+
+
+#: Driver side: simulation object -> token naming it on executors, where each
+#: Python worker keeps the simulation (and its compiled kernels) under the
+#: token across iterations and across SparkFlows of the same object.
+_TOKENS = weakref.WeakKeyDictionary()
+
+
+def _token(simulation):
+    try:
+        return _TOKENS.setdefault(simulation, uuid.uuid4().hex)
+    except TypeError:  # not weak-referenceable or not hashable
+        return uuid.uuid4().hex
+
+
+def _session(spark, show_progress):
+    """``(SparkSession, owned)`` for the ``spark=`` argument of SparkFlow."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+    if isinstance(spark, SparkSession):
+        return spark, False
+    if isinstance(spark, SparkContext):
+        return SparkSession(spark), False
+    if spark is not None and not isinstance(spark, str):
+        raise TypeError(f"spark must be None, a master URL string, a SparkSession or a "
+                        f"SparkContext, got {type(spark).__name__}")
+    running = SparkContext._active_spark_context
+    if running is not None:
+        if spark is not None and running.master != spark:
+            raise ValueError(f"spark={spark!r}: this process already runs a SparkContext "
+                             f"with master {running.master!r} (one per process); pass that "
+                             f"session, or stop it first")
+        active = SparkSession.getActiveSession()
+        return (active if active is not None else SparkSession(running)), False
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # Under spark-submit: the JVM exists and holds --master, --conf, ...
+        SparkContext._ensure_initialized()
+    conf = SparkConf()
+    master = spark or conf.get("spark.master", "local[*]")
+    if master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    builder = SparkSession.builder.master(master)
+    if not conf.contains("spark.app.name"):
+        builder = builder.appName("flowsim")
+    if not conf.contains("spark.ui.showConsoleProgress"):
+        builder = builder.config("spark.ui.showConsoleProgress",
+                                 "true" if show_progress else "false")
+    return builder.getOrCreate(), True
+
+
+# -- driver side: errors ----------------------------------------------------------
+def _driver_error(exc, iteration):
+    """The exception to raise for a failed Spark job: the task's own when we can."""
+    text = str(exc)
+    found = _ERROR_RE.findall(text)
+    if found:
+        info = json.loads(base64.b64decode(found[-1]).decode())
+        where = (f"[Spark task: partition {info['partition']}, attempt {info['attempt']}, "
+                 f"blocks {info['blocks']}, iteration {iteration + 1}, host {info['host']}]")
+        message = info["message"].rstrip()
+        sep = "\n" if "\n" in message else " "
+        cls = _builtin_exception(info["module"], info["type"])
+        if cls is not None:
+            try:
+                return cls(f"{message}{sep}{where}")
+            except Exception:
+                pass
+        return _TaskFailed(f"{info['module']}.{info['type']}: {message}{sep}{where}")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    reason = next((line for line in lines if "Job aborted" in line or "SparkException" in line),
+                  lines[0] if lines else type(exc).__name__)
+    crashed = next((line for line in lines if "exited unexpectedly" in line
+                    or "ExecutorLostFailure" in line), "")
+    detail = f" ({crashed[:300]})" if crashed and crashed not in reason else ""
+    return SparkTaskError(f"the Spark job of iteration {iteration + 1} failed; no partial "
+                          f"result is used: {reason[:600]}{detail}")
+
+
+def _builtin_exception(module, name):
+    if module != "builtins":
+        return None
+    import builtins
+    cls = getattr(builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        return cls
+    return None
+
+
+# -- executor side ------------------------------------------------------------------
+#: Per Python worker: whether TF is set up, the latest task by job key, and
+#: the last few simulations (with their compiled kernels) by token.
+_WORKER = {"ready": False, "tasks": {}, "sims": collections.OrderedDict()}
+_KEEP_SIMS = 8
+_WORKER_LOCK = threading.Lock()
+
+
+def _setup_worker(ctx):
+    """Once per Python worker: quiet logs, TF threads = the task's cores."""
+    if _WORKER["ready"]:
+        return
+    logging.getLogger("flowsim").setLevel(logging.WARNING)
+    cpus = max(1, int(ctx.cpus()))
+    from .._tf import tf
+    t = tf()
+    try:
+        t.config.threading.set_intra_op_parallelism_threads(cpus)
+        t.config.threading.set_inter_op_parallelism_threads(cpus)
+    except RuntimeError:  # TensorFlow already initialised in this process
+        pass
+    gpus = t.config.list_physical_devices("GPU")
+    if gpus:
+        try:
+            if "gpu" in ctx.resources():
+                for g in gpus:  # workers of one executor may share a GPU
+                    t.config.experimental.set_memory_growth(g, True)
+            else:  # Spark gave this task no GPU: leave the GPUs to other tasks
+                t.config.set_visible_devices([], "GPU")
+        except RuntimeError:
+            pass
+    _WORKER["ready"] = True
+
+
+def task_device(requested, resources, logical):
+    """Device for a task: ``requested``, else the GPU Spark assigned, else CPU:0.
+
+    ``resources`` is ``TaskContext.resources()`` (name -> object with
+    ``addresses``); ``logical`` the TF device names of this worker.  Spark's
+    GPU address is the physical index: used as ``GPU:<address>`` when TF sees
+    it, or the only GPU TF sees (a cluster manager that isolates GPUs).
+    """
+    if requested:
+        return requested
+    gpu = resources.get("gpu") if resources else None
+    addresses = list(getattr(gpu, "addresses", None) or [])
+    gpus = [d for d in logical if d.startswith("GPU:")]
+    if addresses and gpus:
+        name = f"GPU:{addresses[0]}"
+        if name in gpus:
+            return name
+        if len(gpus) == 1:
+            return gpus[0]
+        raise RuntimeError(f"Spark assigned GPU {addresses[0]!r} but this worker sees "
+                           f"{', '.join(gpus)}")
+    return "CPU:0"
+
+
+def _worker_task(payload, token, job):
+    import pickle
+    with _WORKER_LOCK:
+        task = _WORKER["tasks"].get(job)
+        if task is None:
+            task = pickle.loads(payload.value)
+            sims = _WORKER["sims"]
+            cached = sims.get(token)
+            if cached is not None and type(cached) is type(task.simulation):
+                task.simulation = cached  # keeps its compiled kernel: no retrace
+                sims.move_to_end(token)
+            else:
+                sims[token] = task.simulation
+                while len(sims) > _KEEP_SIMS:
+                    sims.popitem(last=False)
+            _WORKER["tasks"] = {job: task}
+    return task
+
+
+def _run_partition(payload, token, job, per_call, requested, index, chunks):
+    from pyspark import TaskContext
+    ctx = TaskContext.get()
+    chunks = list(chunks)
+    blocks = (f"{chunks[0][0]}..{chunks[-1][0] + chunks[-1][1] - 1}" if chunks else "none")
+    try:
+        _setup_worker(ctx)
+        task = _worker_task(payload, token, job)
+        from .._tf import logical_devices
+        device = task_device(requested, ctx.resources(), logical_devices())
+        label = f"{os.uname().nodename}:{os.getpid()}/{device}"
+        out = []
+        for first, n in chunks:
+            for b in range(first, first + n, per_call):
+                k = min(per_call, first + n - b)
+                start = time.time()
+                rows = run_chunk(task, b, k, device)
+                out.append((b, rows, start, time.time(), label))
+        return out
+    except Exception as exc:
+        info = {"module": type(exc).__module__, "type": type(exc).__qualname__,
+                "message": str(exc), "partition": index, "attempt": ctx.attemptNumber(),
+                "blocks": blocks, "host": os.uname().nodename}
+        tag = base64.b64encode(json.dumps(info).encode()).decode()
+        raise RuntimeError(f"{type(exc).__name__}: {exc}\n{_ERROR_TAG}[{tag}]") from exc

@@ -1,0 +1,497 @@
+"""SparkFlow: real Spark jobs on a local[2] session and on a standalone cluster.
+
+One SparkContext per process, so the in-process tests run in file order:
+local[2] (module session), then ``local[2,2]`` (a session SparkFlow owns, with
+retries), then a driver on the standalone master + worker that a fixture starts
+on 127.0.0.1 with ``spark-class`` and kills afterwards.  ``spark-submit`` runs of
+the example are subprocesses with timeouts.  References are ``flowsim.Flow`` in
+this process; results are compared bit for bit (``tobytes``).
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.spark
+
+pyspark = pytest.importorskip("pyspark", reason="needs flowsim[spark] (pyspark)")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("no java (Spark needs Java 17)", allow_module_level=True)
+
+import flowsim  # noqa: E402
+from pyspark import cloudpickle  # noqa: E402
+
+from flowsim.distribution import SparkFlow  # noqa: E402
+from flowsim.distribution.spark import task_device  # noqa: E402
+from flowsim.examples import double_gaussian  # noqa: E402
+
+# Classes below travel to executors by value (executors cannot import tests/).
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+#: pip's pyspark is a whole Spark: bin/spark-class, bin/spark-submit, jars/.
+SPARK_HOME = os.path.dirname(pyspark.__file__)
+#: Short-lived JVMs: the C1 compiler only and the serial GC start faster on 2 cores.
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SPARK_ENV = {"SPARK_HOME": SPARK_HOME, "PYSPARK_PYTHON": sys.executable,
+             "SPARK_LOCAL_IP": "127.0.0.1"}
+CONF = {"spark.driver.memory": "1g", "spark.executor.memory": "1g",
+        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": FAST_JVM, "spark.executor.extraJavaOptions": FAST_JVM}
+TIMEOUT = 240
+CASE = {"dim": 4, "n_events": 100_000, "block_size": 4096, "events_limit": 20_000, "seed": 2024}
+
+
+def bits(x):
+    return np.ascontiguousarray(np.asarray(x, dtype=np.float64)).tobytes()
+
+
+def assert_same_bits(a, b):
+    assert len(a.iterations) == len(b.iterations)
+    for ra, rb in zip(a.iterations, b.iterations):
+        assert bits(ra["value"]) == bits(rb["value"]), (ra["value"], rb["value"])
+        assert bits(ra["error"]) == bits(rb["error"]), (ra["error"], rb["error"])
+    assert bits(a.value) == bits(b.value) and bits(a.error) == bits(b.error)
+
+
+def reference(sim, n_iter, **kw):
+    kw = {**{k: CASE[k] for k in ("n_events", "block_size", "events_limit", "seed")}, **kw}
+    return flowsim.Flow(sim, **kw).run(n_iter)
+
+
+def plain():
+    return flowsim.Plain(double_gaussian, CASE["dim"])
+
+
+#: Shared by most tests: Flow compiles its kernel once, and every Python worker
+#: keeps the kernel it compiled for this object across SparkFlows.
+PLAIN = plain()
+
+
+@pytest.fixture(scope="module")
+def plain_ref():
+    """Flow's result for PLAIN, 2 iterations of CASE: the bits every backend must give."""
+    return reference(PLAIN, 2)
+
+
+def spark_flow(sim, spark, **kw):
+    kw = {**{k: CASE[k] for k in ("n_events", "block_size", "events_limit", "seed")}, **kw}
+    return SparkFlow(sim, spark=spark, quiet=True, **kw)
+
+
+class Broken(flowsim.Plain):
+    """Fails when its kernel is traced, i.e. only on executors."""
+
+    def block(self, u, valid, state):
+        raise ValueError("deliberately broken integrand kernel")
+
+
+class FailsOnce(flowsim.Plain):
+    """Plain whose executor copy fails once, in partition 0, attempt 0.
+
+    ``mode="raise"`` raises; ``mode="hang"`` writes its pid to ``marker.pid``
+    and sleeps (the test kills the Python worker meanwhile).  ``marker.done``
+    makes it happen only once per test.
+    """
+
+    def __init__(self, mode, marker, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.mode, self.marker = mode, marker
+
+    def __setstate__(self, d):
+        super().__setstate__(d)
+        if self.mode is None:
+            return
+        from pyspark import TaskContext
+        ctx = TaskContext.get()
+        if ctx is None or ctx.partitionId() != 0 or ctx.attemptNumber() != 0:
+            return
+        try:
+            os.close(os.open(self.marker + ".done", os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return
+        if self.mode == "raise":
+            raise RuntimeError("injected task failure (first attempt)")
+        with open(self.marker + ".pid.tmp", "w") as fh:
+            fh.write(str(os.getpid()))
+        os.rename(self.marker + ".pid.tmp", self.marker + ".pid")
+        time.sleep(TIMEOUT)
+
+
+# -- no Spark needed ------------------------------------------------------------------
+class _Res:
+    def __init__(self, *addresses):
+        self.addresses = list(addresses)
+
+
+def test_task_device_follows_spark_resources():
+    assert task_device(None, {}, ["CPU:0"]) == "CPU:0"
+    assert task_device(None, {"gpu": _Res("1")}, ["GPU:0", "GPU:1", "CPU:0"]) == "GPU:1"
+    # A cluster manager that isolates GPUs: the task sees only its own.
+    assert task_device(None, {"gpu": _Res("3")}, ["GPU:0", "CPU:0"]) == "GPU:0"
+    assert task_device(None, {"gpu": _Res("0")}, ["CPU:0"]) == "CPU:0"
+    assert task_device("CPU:0", {"gpu": _Res("0")}, ["GPU:0", "CPU:0"]) == "CPU:0"
+    with pytest.raises(RuntimeError, match="assigned GPU '5'"):
+        task_device(None, {"gpu": _Res("5")}, ["GPU:0", "GPU:1", "CPU:0"])
+
+
+# -- fixtures ---------------------------------------------------------------------------
+class Sessions:
+    """The process's one SparkContext: switch master in test order, stop at the end."""
+
+    def __init__(self):
+        self.current = None
+
+    def get(self, master, **conf):
+        from pyspark.sql import SparkSession
+        if self.current is not None and self.current.sparkContext._jsc is not None \
+                and self.current.sparkContext.master == master:
+            return self.current
+        self.stop()
+        builder = SparkSession.builder.master(master).appName("flowsim-tests")
+        for k, v in {**CONF, **conf}.items():
+            builder = builder.config(k, v)
+        self.current = builder.getOrCreate()
+        return self.current
+
+    def stop(self):
+        from pyspark import SparkContext
+        if SparkContext._active_spark_context is not None:
+            SparkContext._active_spark_context.stop()
+        self.current = None
+
+
+@pytest.fixture(scope="module")
+def sessions():
+    saved = {k: os.environ.get(k) for k in SPARK_ENV}
+    os.environ.update(SPARK_ENV)
+    s = Sessions()
+    yield s
+    s.stop()
+    _shutdown_gateway()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _shutdown_gateway():
+    """Stop the JVM pyspark launched for this process (it outlives sc.stop())."""
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait(timeout=30)
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
+@pytest.fixture(scope="module")
+def local(sessions):
+    return sessions.get("local[2]")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _master_state(ui_port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as r:
+        return json.loads(r.read().decode())
+
+
+class Cluster:
+    """A standalone master and one worker (2 cores) on 127.0.0.1, in the background."""
+
+    def __init__(self, tmp):
+        self.tmp = str(tmp)
+        self.port, self.ui = _free_port(), _free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+        os.makedirs(os.path.join(self.tmp, "conf"), exist_ok=True)
+        self.env = dict(os.environ, **SPARK_ENV, SPARK_CONF_DIR=os.path.join(self.tmp, "conf"),
+                        SPARK_WORKER_DIR=os.path.join(self.tmp, "work"),
+                        SPARK_LOCAL_DIRS=os.path.join(self.tmp, "local"),
+                        SPARK_LOG_DIR=os.path.join(self.tmp, "logs"),
+                        SPARK_DAEMON_MEMORY="512m", SPARK_DAEMON_JAVA_OPTS=FAST_JVM)
+        self.procs, self.error = [], None
+        self._thread = threading.Thread(target=self._start, daemon=True)
+        self._thread.start()
+
+    def _spawn(self, name, *args):
+        log = open(os.path.join(self.tmp, f"{name}.log"), "w")
+        cmd = ["bash", os.path.join(SPARK_HOME, "bin", "spark-class"), *args]
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                cwd=self.tmp, start_new_session=True)
+        self.procs.append(proc)
+
+    def _start(self):
+        try:
+            self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                        "--port", str(self.port), "--webui-port", str(self.ui))
+            self._wait(lambda: _master_state(self.ui), "master")
+            self._spawn("worker", "org.apache.spark.deploy.worker.Worker", self.url,
+                        "--host", "127.0.0.1", "--webui-port", str(_free_port()),
+                        "--cores", "2", "--memory", "2g")
+            self._wait(lambda: _master_state(self.ui)["aliveworkers"] >= 1 or None, "worker")
+        except Exception as exc:  # reported by wait()
+            self.error = exc
+
+    def _wait(self, probe, what, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in self.procs):
+                raise RuntimeError(f"spark {what} exited: {self.logs()}")
+            try:
+                if probe():
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError(f"spark {what} not up after {timeout} s: {self.logs()}")
+
+    def wait(self):
+        self._thread.join(TIMEOUT + 30)
+        if self.error is not None or self._thread.is_alive():
+            pytest.fail(f"standalone cluster did not start: {self.error}")
+        return self.url
+
+    def logs(self):
+        out = []
+        for name in ("master", "worker"):
+            path = os.path.join(self.tmp, f"{name}.log")
+            if os.path.exists(path):
+                out.append(f"--- {name}.log ---\n" + open(path).read()[-2000:])
+        return "\n".join(out)
+
+    def stop(self):
+        for p in reversed(self.procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in reversed(self.procs):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster_start(tmp_path_factory):
+    """Starts master + worker at module start (they boot while local tests run)."""
+    c = Cluster(tmp_path_factory.mktemp("spark-cluster"))
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(cluster_start):
+    return cluster_start.wait()
+
+
+@pytest.fixture(scope="module")
+def dist_zip():
+    """``make dist``: the zip that --py-files ships to executors."""
+    subprocess.run(["make", "-s", "dist", f"VENV={sys.prefix}"], cwd=ROOT, check=True,
+                   timeout=TIMEOUT, capture_output=True)
+    zips = sorted(f for f in os.listdir(os.path.join(ROOT, "dist")) if f.endswith(".zip"))
+    assert zips == [f"flowsim-{flowsim.__version__}.zip"]
+    return os.path.join(ROOT, "dist", zips[0])
+
+
+def spark_submit(master, *args, py_files=None):
+    cmd = ["bash", os.path.join(SPARK_HOME, "bin", "spark-submit"), "--master", master,
+           "--driver-memory", "1g", "--driver-java-options", FAST_JVM,
+           "--conf", f"spark.executor.extraJavaOptions={FAST_JVM}",
+           "--conf", "spark.executor.memory=1g", "--conf", "spark.ui.enabled=false",
+           "--conf", "spark.ui.showConsoleProgress=false",
+           "--conf", "spark.driver.host=127.0.0.1"]
+    if py_files:
+        cmd += ["--py-files", py_files]
+    cmd += [os.path.join(ROOT, "examples", "spark_integrate.py"), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT,
+                          env=dict(os.environ, **SPARK_ENV))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout
+
+
+EXAMPLE_ARGS = ["--dim", str(CASE["dim"]), "--events", str(CASE["n_events"]), "--iters", "2",
+                "--seed", str(CASE["seed"]), "--block-size", str(CASE["block_size"]),
+                "--partitions", "3"]
+
+
+def example_bits(result):
+    return "bits: " + " ".join(float(r[k]).hex() for r in result.iterations
+                               for k in ("value", "error"))
+
+
+# -- local[2] ----------------------------------------------------------------------------
+def test_plain_same_bits_as_flow(local, plain_ref):
+    for partitions in (None, 5):
+        flow = spark_flow(PLAIN, local, partitions=partitions)
+        res = flow.run(2)
+        assert_same_bits(res, plain_ref)
+        assert not flow._owned
+        assert res.meta["partitions"] == (partitions or 2)    # default: the 2 cores
+    assert res.meta["backend"] == "spark" and res.meta["spark_master"] == "local[2]"
+    # 5 tasks of 5 blocks, each run in TF calls of <= events_limit events (4 blocks).
+    last = [r for r in flow.timeline if r["iteration"] == 1]
+    assert sorted(r["first_block"] for r in last) == [0, 4, 5, 9, 10, 14, 15, 19, 20, 24]
+
+
+@pytest.mark.parametrize("name", ["Vegas", "VegasPlus"])
+def test_adaptive_same_bits_as_flow(local, name):
+    try:
+        cls = getattr(flowsim, name)
+    except (AttributeError, ImportError) as exc:
+        pytest.skip(f"flowsim.{name} is not importable yet: {exc}")
+    ref_sim, sim = cls(double_gaussian, CASE["dim"]), cls(double_gaussian, CASE["dim"])
+    ref = reference(ref_sim, 3)
+    res = spark_flow(sim, local, partitions=3).run(3)
+    assert_same_bits(res, ref)
+    ref_state, state = ref_sim.get_state(), sim.get_state()
+    assert sorted(state) == sorted(ref_state)
+    for k in state:
+        assert bits(state[k]) == bits(ref_state[k]), k
+
+
+def test_integrate_backend_spark_uses_the_active_session(local):
+    kw = dict(f=double_gaussian, dim=CASE["dim"], n_events=50_000, n_iter=2, seed=5,
+              block_size=2048)
+    res = flowsim.integrate(backend="spark", quiet=True, **kw)
+    assert_same_bits(res, flowsim.integrate(**kw))
+    assert local.sparkContext._jsc is not None            # a given session is not stopped
+    flow = SparkFlow(PLAIN, 1000, seed=1, spark="local[2]")   # the running context, as is
+    assert flow.sc is local.sparkContext and not flow._owned
+    with pytest.raises(ValueError, match=r"already runs a SparkContext with master 'local\[2\]'"):
+        SparkFlow(PLAIN, 1000, seed=1, spark="local[3]")
+
+
+def _worker_facts(sc):
+    """Per Python worker: pid, TF intra-op threads, flowsim log level, kernel traces."""
+    def facts(_):
+        import logging
+        from flowsim.distribution import spark as S
+        from flowsim.kernel import trace_counts
+        threads = None
+        if S._WORKER["ready"]:
+            from flowsim._tf import tf
+            threads = tf().config.threading.get_intra_op_parallelism_threads()
+        yield os.getpid(), (threads, logging.getLogger("flowsim").level,
+                            sum(trace_counts.values()))
+    return dict(sc.parallelize(range(4), 4).mapPartitions(facts).collect())
+
+
+def test_executors_reuse_workers_threads_and_kernels(local):
+    flow = spark_flow(PLAIN, local, partitions=2)
+    flow.run(1)
+    before = _worker_facts(local.sparkContext)
+    flow.run(3)
+    after = _worker_facts(local.sparkContext)
+    pids = {int(r["device"].split(":")[1].split("/")[0]) for r in flow.timeline}
+    assert len(pids) <= 2                     # local[2]: one Python worker per core, reused
+    checked = pids & set(before) & set(after)
+    assert checked, (pids, before, after)
+    for pid in checked:
+        threads, level, traces = after[pid]
+        assert threads == 1                   # spark.task.cpus of local[2]
+        assert level == 30                    # logging.WARNING: flowsim quiet on executors
+        assert traces == before[pid][2]       # 3 more iterations, no retrace
+
+
+def test_task_error_surfaces_with_original_text(local):
+    flow = spark_flow(Broken(double_gaussian, CASE["dim"]), local)
+    with pytest.raises(ValueError, match=r"deliberately broken integrand kernel\s+"
+                                         r"\[Spark task: partition \d, attempt 0") as info:
+        flow.run(1)
+    assert info.value.__cause__ is None and "flowsim-task-error" not in str(info.value)
+
+
+def test_partial_results_are_refused(local, monkeypatch):
+    flow = spark_flow(PLAIN, local, partitions=3)
+    chunks = flow._chunks(flow.grid)
+    monkeypatch.setattr(flow, "_chunks", lambda grid: chunks[:-1])
+    with pytest.raises(RuntimeError, match=r"missing blocks \[%d, " % chunks[-1][0]):
+        flow.run(1)
+    monkeypatch.setattr(flow, "_chunks", lambda grid: chunks + chunks[:1])
+    with pytest.raises(RuntimeError, match=r"blocks received twice \[0, 1, "):
+        flow.run(1)
+
+
+def test_spark_submit_example_local(plain_ref):
+    out = spark_submit("local[2]", *EXAMPLE_ARGS)
+    assert "spark master: local[2]" in out
+    assert example_bits(plain_ref) in out
+
+
+# -- standalone cluster ----------------------------------------------------------------------
+#: One object for both fault tests: the cluster's Python workers compile it once.
+FAULTY = FailsOnce(None, None, double_gaussian, CASE["dim"])
+
+
+@pytest.fixture(scope="module")
+def on_cluster(sessions, cluster):
+    """A driver in this process on the standalone cluster; tasks are tried twice."""
+    return sessions.get(cluster, **{"spark.task.maxFailures": "2"})
+
+
+def test_injected_task_failure_is_retried_with_same_bits(on_cluster, tmp_path, plain_ref):
+    FAULTY.mode, FAULTY.marker = "raise", str(tmp_path / "fail")
+    flow = spark_flow(FAULTY, on_cluster, partitions=3)
+    res = flow.run(2)
+    assert os.path.exists(FAULTY.marker + ".done")            # the failure happened
+    assert_same_bits(res, plain_ref)
+    assert res.meta["spark_master"] == on_cluster.sparkContext.master
+
+
+def test_worker_killed_mid_job_gives_same_bits(on_cluster, tmp_path, plain_ref):
+    FAULTY.mode, FAULTY.marker = "hang", str(tmp_path / "kill")
+    killed = []
+
+    def killer():
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and not os.path.exists(FAULTY.marker + ".pid"):
+            time.sleep(0.1)
+        if os.path.exists(FAULTY.marker + ".pid"):
+            pid = int(open(FAULTY.marker + ".pid").read())
+            os.kill(pid, signal.SIGKILL)       # a Python worker, mid-job
+            killed.append(pid)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    flow = spark_flow(FAULTY, on_cluster, partitions=4)
+    res = flow.run(2)
+    thread.join(5)
+    assert killed, "the Python worker was never killed"
+    assert not any(f":{killed[0]}/" in r["device"] for r in flow.timeline)
+    assert_same_bits(res, plain_ref)
+
+
+def test_spark_submit_example_standalone_with_py_files(sessions, cluster, dist_zip, plain_ref):
+    sessions.stop()                          # frees the worker's cores for this application
+    out = spark_submit(cluster, *EXAMPLE_ARGS, py_files=dist_zip)
+    assert f"spark master: {cluster}" in out
+    where = next(line for line in out.splitlines() if line.startswith("executors import"))
+    assert os.path.basename(dist_zip) in where, where      # executors used the shipped zip
+    assert example_bits(plain_ref) in out
