@@ -53,7 +53,7 @@ def test_block_grid_covers_every_event_once(n, q):
     assert grid.events_in(grid.n_blocks, 3) == 0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.integers(1, 10**7), st.integers(1, 64), st.integers(1, 10**8))
 def test_chunk_plan_is_contiguous_and_within_limit(n, q, extra):
     grid = BlockGrid(n, q * BLOCK_QUANTUM)
@@ -125,7 +125,7 @@ def test_reduce_rows_order_matters_and_is_fixed():
     assert reduce_rows(rows[::-1])[0] == 1e16 + 2
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.integers(1, 30), st.data())
 def test_row_collector_any_arrival_order(n_blocks, data):
     rows = np.arange(n_blocks * 2, dtype=np.float64).reshape(n_blocks, 2)
