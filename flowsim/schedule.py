@@ -89,8 +89,9 @@ def guided_chunk(remaining, workers, chunk=1):
     return min(remaining, max(-(-remaining // workers), chunk))
 
 
-def weighted_chunk(remaining, speed, total_speed, chunk=1, factor=FACTOR):
+def weighted_chunk(remaining, speed, total_speed, chunk=1, factor=None):
     """Weighted factoring: ``min(remaining, max(ceil(remaining*speed/(factor*S)), chunk))``."""
+    factor = FACTOR if factor is None else factor
     return min(remaining, max(math.ceil(remaining * speed / (factor * total_speed)), chunk))
 
 
