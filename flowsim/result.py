@@ -18,6 +18,16 @@ def _jsonable(x):
     return x
 
 
+def _finite_or_none(x):
+    if isinstance(x, dict):
+        return {k: _finite_or_none(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite_or_none(v) for v in x]
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x
+
+
 def _scalar_or_array(a):
     a = np.asarray(a, dtype=np.float64)
     return float(a.reshape(())) if a.size == 1 else a
@@ -103,7 +113,8 @@ class Result:
         })
 
     def to_json(self, **kwargs):
-        return json.dumps(self.to_dict(), **kwargs)
+        """Strict JSON of :meth:`to_dict`: NaN/Inf (e.g. ``chi2_dof`` of one iteration) -> null."""
+        return json.dumps(_finite_or_none(self.to_dict()), allow_nan=False, **kwargs)
 
     def __repr__(self):
         return (f"Result(value={self.value!r}, error={self.error!r}, "

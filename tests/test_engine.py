@@ -523,6 +523,15 @@ def test_result_to_dict_json_round_trip_and_str(vector_sim):
                           quiet=True).run(2)
     assert isinstance(scalar.value, float) and isinstance(scalar.chi2_dof, float)
     assert json.loads(scalar.to_json())["value"] == scalar.value
+    # one iteration: chi2/dof is NaN, written as null so strict JSON parsers accept it
+    one = flowsim.Flow(flowsim.Plain(first_coord, 1), 1000, seed=2, block_size=128,
+                       quiet=True).run(1)
+    assert np.isnan(one.chi2_dof) and np.isnan(one.to_dict()["chi2_dof"])
+
+    def refuse(constant):
+        raise ValueError(f"non-standard JSON constant {constant}")
+
+    assert json.loads(one.to_json(), parse_constant=refuse)["chi2_dof"] is None
     assert f"result = {scalar.value:.12g} +/- {scalar.error:.4g}" in str(scalar)
 
 
