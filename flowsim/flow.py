@@ -274,7 +274,8 @@ class Flow:
             raise FloatingPointError(
                 f"{type(self.simulation).__name__}: the integrand gave {total} NaN/Inf "
                 f"value(s) in iteration {iteration + 1}, first in block {b} (events "
-                f"{b * self.grid.block_size}..{(b + 1) * self.grid.block_size - 1}); "
+                f"{b * self.grid.block_size}.."
+                f"{min((b + 1) * self.grid.block_size, self.n_events) - 1}); "
                 f"pass nonfinite='drop' to count them and treat them as 0")
         logger.warning("iteration %d: dropped %d NaN/Inf value(s)", iteration + 1, total)
 

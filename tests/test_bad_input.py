@@ -151,6 +151,11 @@ def test_nan_integrand_raises_with_iteration_and_block():
                        match=r"Plain: the integrand gave 1000 NaN/Inf value\(s\) in iteration 1,"
                              r" first in block 0 \(events 0\.\.127\); pass nonfinite='drop'"):
         run(nan_everywhere)
+    last = flowsim.Flow(flowsim.Plain(nan_everywhere, 2), 100, seed=1, block_size=128,
+                        jit_compile=False, quiet=True)
+    with pytest.raises(FloatingPointError, match=r"gave 100 NaN/Inf .* first in block 0 "
+                                                 r"\(events 0\.\.99\)"):
+        last.run(1)
     r = run(nan_everywhere, nonfinite="drop")
     assert r.iterations[0]["nonfinite"] == 1000 and r.value == 0.0
 
