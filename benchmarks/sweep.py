@@ -90,6 +90,10 @@ def main(argv=None):
     ours = ma_crossover_sweep(close, pairs)
     first = time.perf_counter() - start
     t64, c64, ours = best_time(lambda: ma_crossover_sweep(close, pairs), args.repeat)
+    ma_crossover_sweep(close, pairs, jit_compile=True)
+    tj, cj, oursj = best_time(lambda: ma_crossover_sweep(close, pairs, jit_compile=True),
+                              args.repeat)
+    assert all(np.max(np.abs(oursj[c] - ours[c])) <= 1e-12 for c in COLUMNS)
     ma_crossover_sweep(close, pairs, dtype="float32")
     t32, c32, ours32 = best_time(lambda: ma_crossover_sweep(close, pairs, dtype="float32"),
                             args.repeat)
@@ -105,6 +109,8 @@ def main(argv=None):
     print(f"MA crossover sweep: {n:,} pairs x {len(close):,} bars (best of {args.repeat}, warm)")
     print(f"  flowsim float64 {t64:8.3f} s  {n / t64:10,.0f} combos/s   (first call {first:.1f} s, "
           f"with tracing)")
+    print(f"  flowsim float64 {tj:8.3f} s  {n / tj:10,.0f} combos/s   (jit_compile=True: "
+          f"whole kernel through XLA)")
     print(f"  flowsim float32 {t32:8.3f} s  {n / t32:10,.0f} combos/s")
     print(f"  vectorbt        {tv:8.3f} s  {n / tv:10,.0f} combos/s   (first run {vbt_first:.1f} s, "
           f"with numba compile)")
@@ -112,8 +118,10 @@ def main(argv=None):
           f"({args.backtrader_pairs} pairs, optstrategy, one process)")
     print(f"  ratio flowsim/vectorbt: {tv / t64:.1f}x float64, {tv / t32:.1f}x float32 "
           f"(target >= 5x); flowsim/backtrader: {n / t64 / bt_rate:,.0f}x")
-    print(f"  per CPU second (robust to other load): flowsim float64 {c64:.3f} s, vectorbt "
-          f"{cv:.3f} s of CPU -> {cv / c64:.1f}x")
+    print(f"  ratio with jit_compile=True: {tv / tj:.1f}x")
+    print(f"  per CPU second (robust to other load): flowsim float64 {c64:.3f} s "
+          f"({cj:.3f} s with XLA), vectorbt {cv:.3f} s of CPU -> {cv / c64:.1f}x "
+          f"({cv / cj:.1f}x)")
     for col in COLUMNS:
         d64 = np.max(np.abs(ours[col].to_numpy(np.float64) - ref[col]))
         d32 = np.max(np.abs(ours32[col].to_numpy(np.float64) - ref[col]))

@@ -26,39 +26,40 @@ METRICS = ("total_return", "sharpe", "max_drawdown", "trades")
 
 
 # -- metrics of exposure paths (TF, any dtype) ----------------------------------------
-def _worst_drop(level):
-    """``min over s <= t of level[t] - level[s]`` per row (<= 0), by a pairwise tree.
+_XLA_SCAN = {}
 
-    Each node keeps (high, low, worst drop); neighbours combine as
-    ``(max(hi), min(lo), min(wa, wb, lo_b - hi_a))``, so every bar is touched
-    about twice (TF has no running-max scan).  The row is padded to a power of
-    two with neutral nodes (hi=-inf, lo=+inf); shapes stay static (XLA).
-    Returns the worst drop and the row's minimum.
+
+def _equity_scan(r):
+    """Compounded equity of bar returns ``r`` [rows, bars]: final value and worst drawdown.
+
+    ``equity *= 1 + r`` bar by bar, with its running high and the minimum of
+    ``equity / high`` (vectorbt's drawdown quotient), starting from equity 1.
+    TF has no cumulative-max op, so this is a small nested
+    ``tf.function(jit_compile=True)``: XLA turns the loop over bars (each step
+    updating every row) into one native loop, on CPU or GPU, even when the
+    surrounding kernel is not compiled.  Each row sees the same operations in
+    the same order whatever the block of rows, so the bits do not depend on it.
+    Returns ``(equity[-1], min(equity / running high))``.
     """
     t = tf()
-    n = int(level.shape[1])
-    width = 1 << max(n - 1, 0).bit_length()
-    if width > n:
-        pad = t.zeros_like(level[:, :1]) + t.zeros([1, width - n], level.dtype)
-        hi = t.concat([level, pad - math.inf], axis=1)
-        lo = t.concat([level, pad + math.inf], axis=1)
-    else:
-        hi = lo = level
-    worst = None
-    while width > 1:
-        width //= 2
-        hi2 = t.reshape(hi, [-1, width, 2])
-        lo2 = t.reshape(lo, [-1, width, 2])
-        drop = lo2[:, :, 1] - hi2[:, :, 0]
-        if worst is not None:
-            w2 = t.reshape(worst, [-1, width, 2])
-            drop = t.minimum(t.minimum(w2[:, :, 0], w2[:, :, 1]), drop)
-        worst = drop
-        hi = t.maximum(hi2[:, :, 0], hi2[:, :, 1])
-        lo = t.minimum(lo2[:, :, 0], lo2[:, :, 1])
-    if worst is None:
-        worst = t.zeros_like(level)
-    return t.minimum(worst[:, 0], 0), lo[:, 0]
+    fn = _XLA_SCAN.get("fn")
+    if fn is None:
+        def scan(r):
+            cols = t.transpose(r)                                # [bars, rows]
+            n = t.shape(cols)[0]
+            one = t.ones_like(cols[0])
+
+            def body(i, equity, high, worst):
+                equity = equity * (1 + cols[i])
+                high = t.maximum(high, equity)
+                return i + 1, equity, high, t.minimum(worst, equity / high)
+
+            _, equity, _, worst = t.while_loop(lambda i, e, h, w: i < n, body,
+                                               [t.constant(0), one, one, one])
+            return equity, worst
+
+        fn = _XLA_SCAN["fn"] = t.function(scan, jit_compile=True, autograph=False)
+    return fn(r)
 
 
 def backtest_metrics(position, close, annualization=252):
@@ -78,11 +79,9 @@ def backtest_metrics(position, close, annualization=252):
     ``[rows]`` of ``close.dtype``.  Bar returns are ``position[t-1] *
     (close[t] / close[t-1] - 1)`` with the first return 0; Sharpe is
     mean / std(ddof=1) * sqrt(annualization) over all bars (+inf when the std is
-    0, as vectorbt gives); the equity is the compounded returns (kept as a
-    running sum of ``log1p`` returns, so no product scan is needed); the maximum
-    drawdown is ``min(equity / running max - 1)`` (<= 0, the starting equity 1
-    included); a trade starts at each bar where the exposure goes from 0 to > 0
-    (an open position at the end counts).
+    0, as vectorbt gives); the equity compounds the returns from 1; the maximum
+    drawdown is ``min(equity / running max) - 1`` (<= 0); a trade starts at each
+    bar where the exposure goes from 0 to > 0 (an open position at the end counts).
     """
     t = tf()
     dtype = close.dtype
@@ -98,13 +97,11 @@ def backtest_metrics(position, close, annualization=252):
     safe = t.where(std > 0, std, t.ones_like(std))
     sharpe = t.where(std > 0, mean / safe * t.constant(math.sqrt(annualization), dtype),
                      t.fill(t.shape(std), t.constant(math.inf, dtype)))
-    log_equity = t.cumsum(t.math.log1p(r), axis=1)                      # bars 1..n-1
-    worst, low = _worst_drop(log_equity)
-    max_drawdown = t.math.expm1(t.minimum(worst, t.minimum(low, 0)))  # start: equity 1
+    equity, worst = _equity_scan(r)
     was = t.concat([t.zeros_like(position[:, :1]), held], axis=1) > 0
     starts = t.cast((position > 0) & ~was, dtype)
-    return {"total_return": t.math.expm1(log_equity[:, -1]), "sharpe": sharpe,
-            "max_drawdown": max_drawdown, "trades": t.reduce_sum(starts, axis=1)}
+    return {"total_return": equity - 1, "sharpe": sharpe, "max_drawdown": worst - 1,
+            "trades": t.reduce_sum(starts, axis=1)}
 
 
 # -- moving averages and crossovers (TF) ---------------------------------------------
@@ -163,7 +160,10 @@ def crossover_positions(fast, slow, defined):
     sign = t.cast(above, t.int8) - t.cast(below, t.int8)
     ties = t.reduce_any(defined & t.equal(fast, slow))
     sign = t.cond(ties, lambda: _forward_fill_sign(sign), lambda: sign)
-    seen_below = t.cumsum(t.cast(below, t.int32), axis=1) > 0
+    n = int(fast.shape[1])
+    first_below = t.argmax(t.cast(below, t.int8), axis=1, output_type=t.int32)   # 0 if none
+    seen_below = (t.range(n)[None, :] >= first_below[:, None]) & t.reduce_any(below, axis=1,
+                                                                             keepdims=True)
     return t.cast((sign > 0) & seen_below, fast.dtype)
 
 
@@ -273,7 +273,7 @@ def _run_sweep(kernel, params, data, backend, dtype, block_size, flow_kwargs):
     from ..backends import flow_class
     from ..sweep import Sweep, run_sweep
     flow_kwargs = dict(flow_kwargs)
-    # XLA compiles this kernel in ~10 s and is not faster on CPU: off unless asked.
+    # Whole-kernel XLA costs ~6 CPU s to compile per shape: off unless asked.
     flow_kwargs.setdefault("jit_compile", False)
     key = (kernel.positions, kernel.annualization, params.shape, block_size,
            tuple((k, v.shape, v.dtype.str) for k, v in sorted(data.items())))
@@ -421,8 +421,10 @@ def ma_crossover_sweep(close, pairs, annualization=252, dtype="float64", backend
         ``block_size`` (rows per block, default <= 256), ``events_limit``,
         ``device``... (see :class:`flowsim.Flow`): rows are independent, so the
         backend, ``block_size`` and ``events_limit`` never change the bits.
-        ``jit_compile`` is off here (XLA takes ~10 s to compile this kernel and
-        is no faster on CPU); turning it on may change the last bits.
+        ``jit_compile`` is off by default here: XLA fuses the whole kernel
+        (about half the CPU time per sweep) but compiles for ~6 CPU seconds per
+        new shape, which only pays for repeated large sweeps; on, it may change
+        the last bits.  The equity scan is XLA-compiled either way.
 
     Returns a :class:`pandas.DataFrame` with columns ``fast, slow, total_return,
     sharpe, max_drawdown, trades``, one row per pair, in order.  ``sharpe`` is
