@@ -29,7 +29,7 @@ CASES = {
 }
 
 
-def policies(max_chunk, dynamic_chunk):
+def policies(dynamic_chunk):
     return [("static", {}), ("static+weights", {"weights": True}),
             (f"dynamic,{dynamic_chunk}", {"chunk": dynamic_chunk}),
             ("guided", {}), ("weighted", {})]
@@ -38,7 +38,7 @@ def policies(max_chunk, dynamic_chunk):
 def run_case(speeds, blocks, overhead, iterations, dynamic_chunk, max_chunk):
     ideal = blocks / sum(speeds) + overhead
     rows = []
-    for label, opts in policies(max_chunk, dynamic_chunk):
+    for label, opts in policies(dynamic_chunk):
         policy = label.split(",")[0].split("+")[0]
         weights = speeds if opts.get("weights") else None
         runs = simulate(blocks, speeds, policy, chunk=opts.get("chunk"), max_chunk=max_chunk,
