@@ -4,8 +4,9 @@ A strategy is a TF-traceable function ``positions(params, data)`` that maps a
 ``[rows, n_params]`` block of parameter rows and the shared price data to the
 exposure held *after* each bar's close, ``[rows, n_bars]`` in [0, 1].  The
 metrics (total return, Sharpe ratio, maximum drawdown, trade count) are computed
-from the exposure by :func:`backtest_metrics` in the same kernel, and
-:func:`flowsim.sweep` runs the kernel over blocks of rows on any backend.  Rows are
+from the exposure by :func:`backtest_metrics` in the same kernel, and a
+:class:`flowsim.Sweep` (what :func:`flowsim.sweep` builds; here cached per shape so
+repeated sweeps do not retrace) runs it over blocks of rows on any backend.  Rows are
 independent, so the table has the same bits for any ``events_limit``, block size
 or backend.
 
