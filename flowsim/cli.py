@@ -92,6 +92,12 @@ def _run(args):
               "quiet": args.quiet or args.json}
     if args.events_limit is not None:
         kwargs["events_limit"] = args.events_limit
+    if args.block_size is not None:
+        kwargs["block_size"] = args.block_size
+    if args.no_jit:
+        kwargs["jit_compile"] = False
+    if args.rng is not None:
+        kwargs["rng"] = args.rng
     if args.schedule is not None:
         kwargs["schedule"] = args.schedule
     cls = flow_class(args.backend)
@@ -122,6 +128,11 @@ def parser():
     r.add_argument("--iters", type=int, default=5, help="iterations")
     r.add_argument("--seed", type=int, default=None)
     r.add_argument("--events-limit", type=int, default=None)
+    r.add_argument("--block-size", type=int, default=None,
+                   help="events per block, a multiple of 64 (changes the random stream)")
+    r.add_argument("--no-jit", action="store_true", help="do not compile kernels with XLA")
+    r.add_argument("--rng", default=None, choices=["splitmix", "philox"],
+                   help="counter-based generator (default splitmix)")
     r.add_argument("--skip", type=int, default=0, help="warm-up iterations left out")
     r.add_argument("--algorithm", default="plain", help="plain, vegas or vegasplus")
     r.add_argument("--dim", type=int, default=None, help="TARGET is a bare integrand of DIM")
