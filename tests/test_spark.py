@@ -388,6 +388,19 @@ def test_integrate_backend_spark_uses_the_active_session(local):
         SparkFlow(PLAIN, 1000, seed=1, spark="local[3]")
 
 
+def test_cli_backend_spark(local, capsys):
+    from flowsim.cli import main
+    args = ["run", "gaussian8", "--events", "20000", "--iters", "2", "--seed", "3", "--json"]
+    assert main(args + ["--backend", "spark"]) == 0
+    spark = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    flow = json.loads(capsys.readouterr().out)
+    assert spark["meta"]["backend"] == "spark" and spark["meta"]["spark_master"] == "local[2]"
+    pick = lambda d: [(r["value"], r["error"]) for r in d["iterations"]]  # noqa: E731
+    assert pick(spark) == pick(flow)                  # JSON floats round-trip exactly
+    assert (spark["value"], spark["error"]) == (flow["value"], flow["error"])
+
+
 def _worker_facts(sc):
     """Per Python worker: pid, TF intra-op threads, flowsim log level, kernel traces."""
     def facts(_):

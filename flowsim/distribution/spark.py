@@ -303,8 +303,8 @@ _KEEP_SIMS = 8
 _WORKER_LOCK = threading.Lock()
 
 
-def _setup_worker(ctx):
-    """Once per Python worker: quiet logs, TF threads = the task's cores."""
+def _setup_worker(ctx, requested):
+    """Once per Python worker: quiet logs, TF threads = the task's cores, GPUs."""
     if _WORKER["ready"]:
         return
     logging.getLogger("flowsim").setLevel(logging.WARNING)
@@ -317,7 +317,7 @@ def _setup_worker(ctx):
     except RuntimeError:  # TensorFlow already initialised in this process
         pass
     gpus = t.config.list_physical_devices("GPU")
-    if gpus:
+    if gpus and requested is None:
         try:
             if "gpu" in ctx.resources():
                 for g in gpus:  # workers of one executor may share a GPU
@@ -378,7 +378,7 @@ def _run_partition(payload, token, job, per_call, requested, index, chunks):
     chunks = list(chunks)
     blocks = (f"{chunks[0][0]}..{chunks[-1][0] + chunks[-1][1] - 1}" if chunks else "none")
     try:
-        _setup_worker(ctx)
+        _setup_worker(ctx, requested)
         task = _worker_task(payload, token, job)
         from .._tf import logical_devices
         device = task_device(requested, ctx.resources(), logical_devices())
