@@ -154,29 +154,32 @@ class MPIFlow(Flow):
         MPI = _mpi()
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        if self.size > 1:
+            _install_excepthook(self.comm)
         _wait(self.comm.Ibarrier())            # ranks start apart: wait without spinning
         node = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank, self.local_size = node.Get_rank(), node.Get_size()
         node.Free()
-        self.schedule = _check_schedule(schedule)
-        self._ranks = None
-        device, self.threads = self._place(device, threads)
-        super().__init__(simulation, n_events, seed=seed, events_limit=events_limit,
-                         device=device, **flow_kwargs)
-        self._ranks = _allgather(self.comm, {"config": self.config(), "device": self.device,
-                                           "host": socket.gethostname(),
-                                           "threads": self.threads})
-        mismatch = [r for r, info in enumerate(self._ranks)
-                    if info["config"] != self._ranks[0]["config"]]
+        self._ranks, self._throughput = None, None
+        self._warm = [False] * self.size
+        try:        # an error on some ranks reaches the others in the next exchange
+            self.schedule = _check_schedule(schedule)
+            device, self.threads = self._place(device, threads)
+            super().__init__(simulation, n_events, seed=seed, events_limit=events_limit,
+                             device=device, **flow_kwargs)
+            ranks = self._exchange({"config": self.config(), "device": self.device,
+                                    "host": socket.gethostname(), "threads": self.threads})
+        except Exception as exc:
+            if getattr(exc, "_flowsim_agreed", False):
+                raise
+            self._exchange(None, own=exc)
+            raise
+        mismatch = [r for r, info in enumerate(ranks) if info["config"] != ranks[0]["config"]]
         if mismatch:
             raise _agreed(ValueError(
                 f"MPIFlow: every rank must build the same run; rank {mismatch[0]} has "
-                f"{self._ranks[mismatch[0]]['config']}, rank 0 has "
-                f"{self._ranks[0]['config']}"), self.rank)
-        self._throughput = None
-        self._warm = [False] * self.size
-        if self.size > 1:
-            _install_excepthook(self.comm)
+                f"{ranks[mismatch[0]]['config']}, rank 0 has {ranks[0]['config']}"), self.rank)
+        self._ranks = ranks
 
     # -- placement -----------------------------------------------------------------
     def _place(self, device, threads):
@@ -203,7 +206,7 @@ class MPIFlow(Flow):
 
     # -- hooks of Flow ---------------------------------------------------------------
     def _agree(self, value):
-        return _allgather(self.comm, value)[0]
+        return self._exchange(value)[0]
 
     def _is_root(self):
         return self.rank == 0
