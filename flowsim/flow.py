@@ -99,6 +99,7 @@ class Flow:
         self.device = self._resolve_device(device)
         self.seed = check_seed(self._agree(secrets.randbits(62) if seed is None else seed))
         self.timeline = []
+        self._next_iteration = 0
         self._t0 = None
         self._bar = None
 
@@ -175,7 +176,11 @@ class Flow:
         Parameters
         ----------
         n_iter : int
-            Iterations in total, counting any already in ``checkpoint``.
+            Iterations to run.  With ``checkpoint``, iterations in total,
+            counting those already in the checkpoint.  Without, a second call
+            on the same Flow continues where the first stopped (next iteration
+            numbers, so fresh random numbers, and the adapted state): ``run(1)``
+            then ``run(4)`` gives the bits of ``run(5)``'s last four iterations.
         checkpoint : path or None
             Write the state here after every iteration (only the root process
             writes).  If the file exists and was made by the same configuration
@@ -190,6 +195,7 @@ class Flow:
         if skip >= n_iter:
             raise ValueError(f"skip ({skip}) must be smaller than n_iter ({n_iter})")
         records, elapsed = [], 0.0
+        first = 0 if checkpoint is not None else self._next_iteration
         config = self.config()
         if checkpoint is not None:
             if self._is_root():
@@ -211,8 +217,9 @@ class Flow:
             self._bar = tqdm(total=remaining * self.n_events, unit="ev", unit_scale=True,
                              desc=type(self.simulation).__name__, leave=False)
         try:
-            for iteration in range(len(records), n_iter):
+            for iteration in range(first + len(records), first + n_iter):
                 records.append(self._iterate(iteration))
+                self._next_iteration = iteration + 1
                 if checkpoint is not None and self._is_root():
                     ckpt.save(checkpoint, config, _jsonable(records),
                               elapsed + time.perf_counter() - self._t0,

@@ -574,3 +574,25 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, tty, quiet, shown):
     assert len(bars) == int(shown)
     if shown:
         assert bars[0].total == bars[0].n == 3 * N and bars[0].closed
+
+
+def test_second_run_continues_the_stream():
+    """run(1) then run(3) on one Flow equals the last three iterations of run(4)."""
+    import flowsim
+    import tensorflow as tf
+
+    def f(x):
+        return tf.reduce_sum(x * x, axis=1)
+
+    def make():
+        return flowsim.Flow(flowsim.Plain(f, 2), n_events=4096, seed=11, block_size=1024,
+                            quiet=True)
+
+    whole = make().run(4)
+    flow = make()
+    first = flow.run(1)
+    rest = flow.run(3)
+    assert first.iterations[0]["value"].tobytes() == whole.iterations[0]["value"].tobytes()
+    assert [r["iteration"] for r in rest.iterations] == [2, 3, 4]
+    assert [np.asarray(r["value"]).tobytes() for r in rest.iterations] == \
+        [np.asarray(r["value"]).tobytes() for r in whole.iterations[1:]]
