@@ -25,14 +25,17 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 venv: $(VENV)/.installed
 
+# The flagship job: VEGAS+ on the 8-dim double Gaussian, 1 warm-up + 5 iterations.
 demo: $(VENV)/.installed
-	$(BIN)/flowsim run gaussian8 --events 2000000 --iters 5 --seed 7 --quiet
+	$(BIN)/flowsim run gaussian8 --algorithm vegasplus --events 2000000 --iters 6 --skip 1 --seed 7 --quiet
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest tests
 
+# Each prints ratios against anchors measured in the same run (not timed tests).
+BENCHMARKS := plain vegas threads schedule_sim mpi spark sweep paths
 bench: $(VENV)/.installed-bench
-	$(BIN)/python benchmarks/plain.py
+	set -e; for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(BIN)/python benchmarks/$$b.py; done
 
 docs: $(VENV)/.installed-docs
 	$(BIN)/sphinx-build -W -b html docs docs/_build/html
