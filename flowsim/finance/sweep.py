@@ -410,7 +410,7 @@ def ma_crossover_sweep(close, pairs, annualization=252, dtype="float64", backend
         (running sums are split into a float32 (hi, lo) pair), so a crossing
         decision differs from float64 only where the two averages agree to
         ~1e-7 relative.  On the 1,590-pair test grid (2,520 bars) 1,586 pairs
-        agree with float64 within 1e-5 x (1 + |value|) in every metric; 4 pairs
+        agree with float64 within 1e-5 x (1 + abs(value)) in every metric; 4 pairs
         whose averages come within 1e-7 of each other at a crossing fill one bar
         apart, and differ by up to 0.055 in total return, 0.0097 in Sharpe,
         0.0025 in drawdown and 1 trade (asserted in tests/test_finance.py;
