@@ -35,7 +35,8 @@ def worker(args):
     from flowsim.examples import double_gaussian
 
     sim = flowsim.Plain(double_gaussian, 8)
-    flow = MPIFlow(sim, n_events=args.events, seed=11, threads=1, quiet=True)
+    flow = MPIFlow(sim, n_events=args.events, seed=11, threads=1, quiet=True,
+                   schedule=args.schedule)
     flow.run(1)                                          # compile
     before = resource.getrusage(resource.RUSAGE_SELF)
     result = flow.run(args.iters)
@@ -51,7 +52,7 @@ def worker(args):
 
 def launch(n, args):
     cmd = [MPIRUN, "-n", str(n), sys.executable, os.path.abspath(__file__), "--worker",
-           "--events", str(args.events), "--iters", str(args.iters)]
+           "--events", str(args.events), "--iters", str(args.iters), "--schedule", args.schedule]
     env = dict(os.environ, PYTHONPATH=ROOT, **MPI_ENV)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     if proc.returncode != 0:
@@ -64,6 +65,7 @@ def main(argv=None):
     p.add_argument("--events", type=int, default=10_000_000, help="events per iteration")
     p.add_argument("--iters", type=int, default=3, help="timed iterations per job")
     p.add_argument("--repeat", type=int, default=2, help="alternating jobs per side")
+    p.add_argument("--schedule", default="static", help="MPIFlow schedule: static or weighted")
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -83,7 +85,8 @@ def main(argv=None):
     cores = {n: best[n]["cores_used"] for n in runs}
     best = {n: best[n]["events_per_second"] for n in runs}
     bits = {r["bits"] for n in runs for r in runs[n]}
-    print(f"MPIFlow, plain MC, 8-dim double Gaussian, {args.events:,} events/iteration")
+    print(f"MPIFlow ({args.schedule} schedule), plain MC, 8-dim double Gaussian, "
+          f"{args.events:,} events/iteration")
     print(f"1 rank  x 1 TF thread: {best[1]:,.0f} events/s")
     print(f"2 ranks x 1 TF thread: {best[2]:,.0f} events/s")
     print(f"ratio: {best[2] / best[1]:.2f}x (target >= 1.8x)")

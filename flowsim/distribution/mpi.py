@@ -361,12 +361,12 @@ def _wait(request):
     Blocking MPI collectives busy-poll: a rank that finished its share would
     spin at 100 % CPU and take cycles from the ranks still computing whenever
     ranks outnumber free cores (oversubscribed or shared machines).  Sleeping
-    costs at most a couple of milliseconds of latency per collective.
+    costs well under a millisecond of latency per collective.
     """
     delay = 1e-5
     while not request.Test():
         time.sleep(delay)
-        delay = min(2 * delay, 2e-3)
+        delay = min(2 * delay, 5e-4)
 
 
 def _allgather(comm, obj):
