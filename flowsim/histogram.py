@@ -66,3 +66,13 @@ class Histogram:
         mean = s / n_events
         var = np.maximum(s2 / n_events - mean ** 2, 0.0) / max(n_events - 1, 1)
         return {"edges": self.edges, "values": mean, "errors": np.sqrt(var)}
+
+
+def estimate_record(value, error, components, histograms, totals, n_events):
+    """An iteration's estimate dict: scalars for a ``[n]`` integrand, plus histograms."""
+    if components == 0:
+        value, error = value[0], error[0]
+    est = {"value": value, "error": error}
+    if histograms:
+        est["histograms"] = {h.name: h.estimate(totals, n_events) for h in histograms}
+    return est

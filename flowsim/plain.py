@@ -3,7 +3,7 @@ import numpy as np
 
 from ._tf import tf
 from .domain import Domain, evaluate, probe_components
-from .histogram import Histogram
+from .histogram import Histogram, estimate_record
 from .reduce import block_sum
 from .simulation import Simulation
 from .stats import mean_and_error
@@ -81,12 +81,8 @@ class Plain(Simulation):
 
     def estimate(self, totals, n_events):
         value, error = mean_and_error(totals["sum"], totals["sum2"], n_events)
-        if self.components == 0:
-            value, error = value[0], error[0]
-        est = {"value": value, "error": error}
-        if self.histograms:
-            est["histograms"] = {h.name: h.estimate(totals, n_events) for h in self.histograms}
-        return est
+        return estimate_record(value, error, self.components, self.histograms, totals,
+                               n_events)
 
     def config(self):
         return {"class": "Plain", "dim": self.dim, "limits": self.domain.limits.tolist(),

@@ -17,7 +17,7 @@ import numpy as np
 
 from ._tf import tf
 from .domain import Domain, evaluate, probe_components
-from .histogram import Histogram
+from .histogram import Histogram, estimate_record
 from .reduce import block_sum, segment_block_sum
 from .simulation import Simulation
 from .stats import mean_and_error
@@ -342,12 +342,8 @@ class Vegas(Simulation):
 
     def estimate(self, totals, n_events):
         value, error = mean_and_error(totals["sum"], totals["sum2"], n_events)
-        if self.components == 0:
-            value, error = value[0], error[0]
-        est = {"value": value, "error": error}
-        if self.histograms:
-            est["histograms"] = {h.name: h.estimate(totals, n_events) for h in self.histograms}
-        return est
+        return estimate_record(value, error, self.components, self.histograms, totals,
+                               n_events)
 
     def adapt(self, totals, n_events):
         if self.frozen or self.alpha == 0:

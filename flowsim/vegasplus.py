@@ -17,6 +17,7 @@ import numpy as np
 
 from ._tf import tf
 from .blocks import check_count
+from .histogram import estimate_record
 from .reduce import block_sum, segment_block_sum
 from .vegas import Vegas, check_fraction
 
@@ -252,12 +253,8 @@ class VegasPlus(Vegas):
         mean, var, counts = self._hcube_stats(totals, n_events)
         value = mean.sum(axis=0)
         error = np.sqrt((var / counts).sum(axis=0))
-        if self.components == 0:
-            value, error = value[0], error[0]
-        est = {"value": value, "error": error}
-        if self.histograms:
-            est["histograms"] = {h.name: h.estimate(totals, n_events) for h in self.histograms}
-        return est
+        return estimate_record(value, error, self.components, self.histograms, totals,
+                               n_events)
 
     def adapt(self, totals, n_events):
         if self.frozen:
