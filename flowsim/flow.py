@@ -4,7 +4,6 @@ Subclasses in :mod:`flowsim.distribution` change only where chunks go, by
 overriding :meth:`Flow._execute` (and :meth:`Flow._agree` / :meth:`Flow._is_root`
 for multi-process backends).  No Flow knows an algorithm.
 """
-import math
 import secrets
 import sys
 import time
@@ -12,7 +11,7 @@ import time
 import numpy as np
 
 from . import checkpoint as ckpt
-from ._tf import resolve_device, tf
+from ._tf import resolve_device
 from .blocks import BlockGrid, RowCollector, check_count, default_block_size
 from .kernel import IterationTask, KernelSpec, check_seed, layout, run_chunk, unpack
 from .log import logger

@@ -1,5 +1,4 @@
 """Plain Monte Carlo: uniform points in the box, mean of the integrand times volume."""
-import numpy as np
 
 from ._tf import tf
 from .domain import Domain, evaluate, probe_components
@@ -52,8 +51,13 @@ class Plain(Simulation):
     def components(self):
         """0 for a scalar integrand, k for one returning ``[n, k]``."""
         if self._components is None:
-            self._components = probe_components(self.integrand, self.dim)
+            k = probe_components(self.integrand, self.dim)
+            self._check_components(k)
+            self._components = k
         return self._components
+
+    def _check_components(self, k):
+        """Subclasses refuse component counts they cannot use (raise ValueError)."""
 
     def accumulators(self):
         k = max(self.components, 1)

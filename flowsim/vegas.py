@@ -16,11 +16,9 @@ import os
 import numpy as np
 
 from ._tf import tf
-from .domain import Domain, evaluate, probe_components
-from .histogram import Histogram, estimate_record
+from .domain import evaluate
+from .plain import Plain
 from .reduce import block_sum, segment_block_sum
-from .simulation import Simulation
-from .stats import mean_and_error
 
 #: Keeps empty increments from collapsing to zero width (as in ``vegas``).
 TINY = 1e-300
@@ -81,7 +79,7 @@ def smooth_and_regrid(edges, sum_f, n_f, alpha):
     return new
 
 
-class Vegas(Simulation):
+class Vegas(Plain):
     """VEGAS adaptive Monte Carlo integration of ``integrand`` over ``limits``.
 
     Parameters
@@ -128,25 +126,13 @@ class Vegas(Simulation):
 
     def __init__(self, integrand, dim, limits=None, n_bins=50, alpha=1.5, train=0,
                  histograms=(), grid=None):
-        self.domain = Domain(dim, limits)
-        self.dim = self.domain.dim
-        if not callable(integrand):
-            raise TypeError(f"integrand must be callable, got {integrand!r}")
-        self.integrand = integrand
+        super().__init__(integrand, dim, limits=limits, histograms=histograms)
         self.n_bins = check_n_bins(n_bins)
         self.alpha = check_fraction("alpha", alpha, 0.0)
         if not (train == "norm" or (isinstance(train, (int, np.integer))
                                      and not isinstance(train, bool) and train >= 0)):
             raise ValueError(f"train must be a component index >= 0 or 'norm', got {train!r}")
         self.train = train if train == "norm" else int(train)
-        self.histograms = list(histograms)
-        for h in self.histograms:
-            if not isinstance(h, Histogram):
-                raise TypeError(f"histograms must be flowsim.Histogram objects, got {h!r}")
-        names = [h.name for h in self.histograms]
-        if len(set(names)) != len(names):
-            raise ValueError(f"histograms must have unique names, got {names}")
-        self._components = None
         self.frozen = False
         self.edges = np.tile(np.linspace(0.0, 1.0, self.n_bins + 1), (self.dim, 1))
         if grid is not None:
@@ -156,16 +142,10 @@ class Vegas(Simulation):
                 self.set_edges(grid)
 
     # -- the map -------------------------------------------------------------------
-    @property
-    def components(self):
-        """0 for a scalar integrand, k for one returning ``[n, k]``."""
-        if self._components is None:
-            k = probe_components(self.integrand, self.dim)
-            if self.train != "norm" and self.train >= max(k, 1):
-                raise ValueError(f"train={self.train} but the integrand has "
-                                 f"{max(k, 1)} component(s)")
-            self._components = k
-        return self._components
+    def _check_components(self, k):
+        if self.train != "norm" and self.train >= max(k, 1):
+            raise ValueError(f"train={self.train} but the integrand has "
+                             f"{max(k, 1)} component(s)")
 
     def set_edges(self, edges):
         """Replace the map by ``edges`` ``[dim, n_bins+1]`` (fractions of each axis)."""
@@ -267,12 +247,8 @@ class Vegas(Simulation):
 
     # -- the Simulation contract ---------------------------------------------------
     def accumulators(self):
-        k = max(self.components, 1)
-        acc = {"sum": (k,), "sum2": (k,), "nonfinite": (),
-               "train_f2": (self.dim * self.n_bins,), "train_n": (self.dim * self.n_bins,)}
-        for h in self.histograms:
-            acc.update(h.accumulators())
-        return acc
+        return {**super().accumulators(), "train_f2": (self.dim * self.n_bins,),
+                "train_n": (self.dim * self.n_bins,)}
 
     def state(self):
         left = self.edges[:, :-1].reshape(-1)
@@ -339,11 +315,6 @@ class Vegas(Simulation):
         for h in self.histograms:
             out.update(h.block(x, v[:, h.component]))
         return out
-
-    def estimate(self, totals, n_events):
-        value, error = mean_and_error(totals["sum"], totals["sum2"], n_events)
-        return estimate_record(value, error, self.components, self.histograms, totals,
-                               n_events)
 
     def adapt(self, totals, n_events):
         if self.frozen or self.alpha == 0:

@@ -35,7 +35,6 @@ import weakref
 from ..blocks import RowCollector, check_count
 from ..flow import Flow
 from ..kernel import layout, run_chunk
-from ..log import logger
 
 __all__ = ["SparkFlow", "SparkTaskError"]
 

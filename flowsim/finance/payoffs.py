@@ -72,7 +72,18 @@ class EuropeanPut(Payoff):
         return t.maximum(self.K - t.exp(x), 0)
 
 
+@dataclass(frozen=True)
 class _Fixings(Payoff):
+    """Payoffs on ``n_fixings`` equally spaced fixings up to ``T``."""
+
+    K: float
+    T: float
+    n_fixings: int
+
+    def __post_init__(self):
+        _check_kt(self)
+        _positive_int("n_fixings", self.n_fixings)
+
     def check(self, n_steps):
         if n_steps % self.n_fixings:
             raise ValueError(f"n_steps ({n_steps}) must be a multiple of n_fixings "
@@ -98,14 +109,6 @@ class AsianCall(_Fixings):
     which cuts the error several-fold; under other models it prices plainly.
     """
 
-    K: float
-    T: float
-    n_fixings: int
-
-    def __post_init__(self):
-        _check_kt(self)
-        _positive_int("n_fixings", self.n_fixings)
-
     @staticmethod
     def _term(x):
         return tf().exp(x)
@@ -126,14 +129,6 @@ class GeometricAsianCall(_Fixings):
     Closed form under GBM (:meth:`flowsim.finance.GBM.geometric_asian`): the
     control variate of :class:`AsianCall` and a test of the path machinery.
     """
-
-    K: float
-    T: float
-    n_fixings: int
-
-    def __post_init__(self):
-        _check_kt(self)
-        _positive_int("n_fixings", self.n_fixings)
 
     @staticmethod
     def _term(x):
