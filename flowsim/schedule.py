@@ -16,15 +16,23 @@ never the bits of the result.  Four policies (OpenMP's names, libgomp's rules):
     libgomp: next chunk = ``max(ceil(remaining / P), chunk)`` whole blocks
     (never more than what remains or the worker's cap).
 ``"weighted"``
-    Weighted factoring: a worker of measured speed ``s_i`` gets
-    ``max(ceil(remaining * s_i / (2 * S)), chunk)`` blocks, ``S`` the summed
-    speed, so each batch hands out half of what remains in proportion to
-    speed.  Speeds are learned from finished chunks (and carried over
-    iterations through :class:`Throughput`); a worker of unknown speed gets a
-    probe chunk of ``chunk`` blocks.  Better than plain factoring: a worker
-    *declines* work when the busy workers will finish everything left before
-    it could finish even one chunk (a CPU beside GPUs at the end of an
-    iteration), so a slow device never holds up the fast ones.
+    Weighted factoring (Hummel et al.): a worker gets ``1/x`` of its *fair
+    share* of what remains, never less than ``chunk`` blocks.  The fair share
+    is what it would run if all workers, busy ones from the moment their chunk
+    in flight ends, finished the rest together at their measured speeds; so a
+    batch splits the remaining work in proportion to speed whatever order the
+    workers ask in.  ``x`` is factoring's batch ratio
+    ``1 + b² + b·sqrt(b² + 2)``, ``b = P·cv / (2·sqrt(R))``, from the measured
+    coefficient of variation ``cv`` of a block's run time: steady devices
+    (small ``cv``) get nearly all the work in one batch, like ``static`` with
+    the right weights; noisy ones smaller batches.  Until ``cv`` is measured,
+    ``x = 2`` (half of the rest per batch).  Speeds and ``cv`` are learned
+    from finished chunks and carried over iterations through
+    :class:`Throughput`; a worker of unknown speed gets a probe chunk of
+    ``chunk`` blocks.  A worker *declines* work when the busy workers will
+    finish everything left before it could finish even one chunk (a CPU beside
+    GPUs at the end of an iteration), so a slow device never holds up the fast
+    ones.
 
 :class:`Scheduler` is the state machine a runner asks (``next`` / ``done``),
 driven by the caller's clock so that it is deterministic;
@@ -38,7 +46,8 @@ import math
 from dataclasses import dataclass
 
 POLICIES = ("static", "dynamic", "guided", "weighted")
-#: Weighted factoring hands out 1/FACTOR of the remaining work per batch.
+#: Weighted factoring's batch ratio before the run-time spread is measured
+#: (half of the remaining work per batch), and its largest value.
 FACTOR = 2
 
 
@@ -89,44 +98,128 @@ def guided_chunk(remaining, workers, chunk=1):
     return min(remaining, max(-(-remaining // workers), chunk))
 
 
-def weighted_chunk(remaining, speed, total_speed, chunk=1, factor=None):
-    """Weighted factoring: ``min(remaining, max(ceil(remaining*speed/(factor*S)), chunk))``."""
-    factor = FACTOR if factor is None else factor
-    return min(remaining, max(math.ceil(remaining * speed / (factor * total_speed)), chunk))
+def factoring_ratio(remaining, workers, cv):
+    """Factoring's batch ratio ``x`` (a batch hands out ``remaining / x``).
+
+    Hummel, Schonberg and Flynn (1992): ``x = 1 + b² + b·sqrt(b² + 2)`` with
+    ``b = workers·cv / (2·sqrt(remaining))``, ``cv`` the coefficient of
+    variation of one block's run time; ``cv=None`` (not measured yet) gives
+    :data:`FACTOR`, and ``x`` never exceeds it.
+    """
+    if cv is None:
+        return FACTOR
+    b = workers * cv / (2.0 * math.sqrt(max(remaining, 1)))
+    return min(float(FACTOR), 1.0 + b * b + b * math.sqrt(b * b + 2.0))
+
+
+def fair_share(remaining, speeds, free, now=0.0):
+    """Blocks each worker would run if all finished ``remaining`` together.
+
+    ``speeds[w]`` in blocks per second, ``free[w]`` the time worker ``w`` is
+    free (busy workers: the end of their chunk in flight).  Water-filling:
+    finds the common end ``T`` with ``sum(s_w * max(0, T - free_w)) ==
+    remaining`` and returns ``[s_w * max(0, T - max(free_w, now))]``.
+    """
+    free = [max(f, now) for f in free]
+    order = sorted(range(len(speeds)), key=lambda w: free[w])
+    rate = done = 0.0
+    end = now
+    for i, w in enumerate(order):
+        rate += speeds[w]
+        nxt = free[order[i + 1]] if i + 1 < len(order) else math.inf
+        if done + rate * (nxt - free[w]) >= remaining:
+            end = free[w] + (remaining - done) / rate
+            break
+        done += rate * (nxt - free[w])
+    return [s * max(0.0, end - f) for s, f in zip(speeds, free)]
 
 
 class Throughput:
-    """Measured speed (blocks per second) of each worker: summed blocks and seconds.
+    """What the chunks measured so far say about each worker.
 
-    ``decayed(f)`` weighs earlier iterations down by ``f`` so that the estimate
-    follows a device whose speed changes, yet starts every iteration informed.
+    Per worker, decayed sums over its chunks (``n`` blocks in ``t`` seconds)
+    give its throughput :meth:`speed` (all blocks over all seconds) and a cost
+    model :meth:`cost`: ``t ≈ a + n·b``, a fixed overhead ``a`` per chunk
+    (launch, copy, Python) plus ``b`` seconds per block, fitted by least
+    squares once chunks of different sizes were measured.  :meth:`cv` is the
+    coefficient of variation of one block's time, pooled over workers: a
+    chunk adds ``(t - a - n·b)² / (n·b²)``, its squared deviation from the
+    model before it was added (if blocks vary independently, the variance of
+    ``t`` is ``n·(cv·b)²``).  ``decayed(f)`` weighs earlier iterations down by
+    ``f`` so that the estimates follow a device whose speed changes, yet start
+    every iteration informed.
     """
 
-    def __init__(self, workers, blocks=None, seconds=None):
-        self.blocks = list(blocks) if blocks is not None else [0.0] * workers
-        self.seconds = list(seconds) if seconds is not None else [0.0] * workers
+    def __init__(self, workers):
+        self.chunks = [0.0] * workers
+        self.blocks = [0.0] * workers
+        self.seconds = [0.0] * workers
+        self.blocks2 = [0.0] * workers          # sum of n^2
+        self.cross = [0.0] * workers            # sum of n*t
+        self.spread, self.samples = 0.0, 0.0
 
     @classmethod
     def known(cls, speeds):
-        """Exact speeds (as if measured over one unit of time each)."""
-        return cls(len(speeds), [float(s) for s in speeds], [1.0] * len(speeds))
+        """Exact speeds and no overhead (as if measured over one unit of time each)."""
+        tp = cls(len(speeds))
+        tp.blocks = [float(s) for s in speeds]
+        tp.seconds = [1.0] * len(speeds)
+        return tp
 
     def add(self, worker, blocks, seconds):
-        if seconds > 0:
-            self.blocks[worker] += blocks
-            self.seconds[worker] += seconds
+        """Record a chunk of ``blocks`` blocks that ran ``seconds`` on ``worker``."""
+        if not (seconds > 0 and blocks > 0):
+            return
+        model = self.cost(worker)
+        if model is not None:
+            a, b = model
+            self.spread += (seconds - a - blocks * b) ** 2 / (blocks * b * b)
+            self.samples += 1
+        self.chunks[worker] += 1
+        self.blocks[worker] += blocks
+        self.seconds[worker] += seconds
+        self.blocks2[worker] += blocks * blocks
+        self.cross[worker] += blocks * seconds
 
     def speed(self, worker):
-        """Blocks per second, or None before any measurement."""
+        """Blocks per second, overhead included, or None before any measurement."""
         s = self.seconds[worker]
         return self.blocks[worker] / s if s > 0 and self.blocks[worker] > 0 else None
 
+    def cost(self, worker):
+        """``(a, b)``: seconds per chunk and per block on ``worker``, or None unmeasured.
+
+        Before two chunk sizes were measured (or when the fit is not
+        physical: ``a < 0`` or ``b <= 0``) ``a = 0`` and ``b = 1 / speed``.
+        """
+        speed = self.speed(worker)
+        if speed is None:
+            return None
+        c, n, t = self.chunks[worker], self.blocks[worker], self.seconds[worker]
+        nn, nt = self.blocks2[worker], self.cross[worker]
+        det = c * nn - n * n
+        if c >= 2 and det > 1e-9 * c * nn:
+            b = (c * nt - n * t) / det
+            a = (t - b * n) / c
+            if b > 0 and a >= 0:
+                return a, b
+        return 0.0, 1.0 / speed
+
+    def cv(self):
+        """Coefficient of variation of a block's time, or None before one sample per worker."""
+        if self.samples < max(2, len(self.blocks)):
+            return None
+        return math.sqrt(self.spread / self.samples)
+
     def decayed(self, factor=0.5):
-        return Throughput(len(self.blocks), [b * factor for b in self.blocks],
-                          [s * factor for s in self.seconds])
+        out = Throughput(len(self.blocks))
+        for name in ("chunks", "blocks", "seconds", "blocks2", "cross"):
+            setattr(out, name, [v * factor for v in getattr(self, name)])
+        out.spread, out.samples = self.spread * factor, self.samples * factor
+        return out
 
     def __repr__(self):
-        return f"Throughput({[self.speed(w) for w in range(len(self.blocks))]})"
+        return f"Throughput({[self.cost(w) for w in range(len(self.blocks))]})"
 
 
 class Scheduler:
@@ -229,27 +322,30 @@ class Scheduler:
         if self.workers == 1:
             return min(r, cap)
         tp = self.throughput
-        speeds = [tp.speed(w) for w in range(self.workers)]
-        mine = speeds[worker]
-        if mine is None:                           # probe an unmeasured worker
+        costs = [tp.cost(w) for w in range(self.workers)]
+        if costs[worker] is None:                  # probe an unmeasured worker
             return min(r, self.chunk, cap)
-        known = [s for s in speeds if s is not None]
-        guess = sum(known) / len(known)            # unmeasured ones: assume average
-        total = sum(s if s is not None else guess for s in speeds)
-        if self._decline(worker, now, speeds, r):
+        known = [c for c in costs if c is not None]
+        guess = (sum(a for a, _ in known) / len(known),     # unmeasured ones: the average
+                 sum(b for _, b in known) / len(known))
+        costs = [c or guess for c in costs]
+        # when each worker could start on new work: after its chunk in flight and
+        # one more chunk overhead
+        free = [(now if w == worker or run is None else max(now, run[0] + a + run[1] * b)) + a
+                for w, (run, (a, b)) in enumerate(zip(self.busy, costs))]
+        if self._decline(worker, costs, free, r):
             return None
-        return min(weighted_chunk(r, mine, total, self.chunk), cap)
+        share = fair_share(r, [1.0 / b for _, b in costs], free, now)[worker]
+        x = factoring_ratio(r, self.workers, tp.cv())
+        return min(r, cap, max(math.floor(share / x + 1e-9), self.chunk))
 
-    def _decline(self, worker, now, speeds, remaining):
+    def _decline(self, worker, costs, free, remaining):
         """Whether the busy workers finish ``remaining`` before ``worker`` ends a chunk."""
-        smallest = min(self.chunk, remaining)
-        finish = now + smallest / speeds[worker]
+        finish = free[worker] + min(self.chunk, remaining) * costs[worker][1]
         capacity = 0.0
         for w, run in enumerate(self.busy):
-            if w == worker or run is None or speeds[w] is None:
-                continue
-            free = max(now, run[0] + run[1] / speeds[w])
-            capacity += speeds[w] * max(0.0, finish - free)
+            if w != worker and run is not None:
+                capacity += max(0.0, finish - free[w]) / costs[w][1]
         return capacity >= remaining
 
     def done(self, worker, blocks, seconds, now=None, measured=True):

@@ -71,12 +71,8 @@ def test_weighted_first_batch_in_proportion_to_speed():
     speeds = [4.0, 2.0, 1.0, 1.0]
     sched = S.Scheduler("weighted", 800, 4, throughput=S.Throughput.known(speeds))
     got = [sched.next(w, 0.0)[1] for w in range(4)]
-    # worker w gets ceil(R * s_w / (2 S)) of what remains when it asks.
-    remaining, expect = 800, []
-    for s in speeds:
-        expect.append(math.ceil(remaining * s / (2 * sum(speeds))))
-        remaining -= expect[-1]
-    assert got == expect == [200, 75, 33, 31]
+    # spread not measured yet: each gets half its share of the 800, whatever the order
+    assert got == [math.floor(800 * s / (2 * sum(speeds))) for s in speeds] == [200, 100, 50, 50]
 
 
 def test_weighted_probes_unknown_workers_then_learns():
@@ -85,11 +81,57 @@ def test_weighted_probes_unknown_workers_then_learns():
     sched.done(0, 2, 1.0)            # 2 blocks/s
     sched.done(1, 2, 4.0)            # 0.5 blocks/s
     assert sched.throughput.speed(0) == 2.0 and sched.throughput.speed(1) == 0.5
-    assert sched.next(0, 1.0) == (4, math.ceil(996 * 2.0 / (2 * 2.5)))
+    assert sched.next(0, 1.0) == (4, math.floor(996 * 2.0 / (2 * 2.5)))
     # compiling chunks (measured=False) stay out of the estimate
     sched.done(0, 400, 1e6, measured=False)
     assert sched.throughput.speed(0) == 2.0
 
+
+def test_weighted_share_counts_the_work_in_flight():
+    sched = S.Scheduler("weighted", 100, 2, throughput=S.Throughput.known([1.0, 1.0]))
+    assert sched.next(0, 0.0) == (0, 25)       # half of its share of 100
+    # worker 1 asks at t=10 with 75 left: alone until worker 0 is free at t=25
+    # (15 blocks), then 60 shared: both would end at t=55, a share of 45
+    assert sched.next(1, 10.0) == (25, 45 // 2)
+
+
+def test_factoring_ratio():
+    assert S.factoring_ratio(100, 4, None) == S.FACTOR
+    assert S.factoring_ratio(100, 4, 0.0) == 1.0
+    # Hummel's x: more workers, more spread or less work left: smaller batches
+    x = S.factoring_ratio(100, 4, 0.2)
+    assert 1.0 < x < S.factoring_ratio(100, 8, 0.2) < S.FACTOR
+    assert x < S.factoring_ratio(10, 4, 0.2)
+    b = 4 * 0.2 / (2 * 10)
+    assert x == pytest.approx(1 + b * b + b * math.sqrt(b * b + 2))
+    assert S.factoring_ratio(1, 16, 5.0) == S.FACTOR
+
+
+def test_fair_share_water_fills_around_busy_workers():
+    assert S.fair_share(30, [1.0, 2.0], [0.0, 0.0]) == [10.0, 20.0]
+    # worker 1 busy until t=20: worker 0 alone until then, then both
+    assert S.fair_share(30, [1.0, 1.0], [0.0, 20.0]) == [25.0, 5.0]
+    assert S.fair_share(10, [1.0, 1.0], [0.0, 20.0]) == [10.0, 0.0]
+    assert S.fair_share(0, [1.0, 1.0], [5.0, 0.0], now=5.0) == [0.0, 0.0]
+
+
+@settings(max_examples=80, deadline=None)
+@given(remaining=st.floats(0, 1e4), speeds=st.lists(st.floats(0.01, 10), min_size=1,
+                                                    max_size=6), data=st.data())
+def test_fair_share_adds_up(remaining, speeds, data):
+    free = data.draw(st.lists(st.floats(0, 100), min_size=len(speeds), max_size=len(speeds)))
+    shares = S.fair_share(remaining, speeds, free)
+    assert sum(shares) == pytest.approx(remaining, rel=1e-9, abs=1e-9)
+    assert all(s >= 0 for s in shares)
+
+
+def test_steady_workers_get_one_big_chunk_once_the_spread_is_known():
+    runs = S.simulate(1000, [1.0, 0.5], "weighted", overhead=0.0, iterations=3, known=False)
+    # iteration 1 probes and halves; later ones know the spread is ~0 and cut
+    # nearly static shares (x ~ 1): one chunk each plus a small tail
+    assert len(runs[0]) > 6
+    assert len(runs[2]) <= 4
+    assert S.makespan(runs[2]) <= 1.01 * 1000 / 1.5
 
 def test_weighted_declines_a_slow_worker_at_the_end():
     speeds = [1.0] * 8 + [1 / 50]
@@ -123,7 +165,21 @@ def test_learned_speeds_carry_over_iterations():
     first = [c for c in runs[1] if c.start == 0.0]
     # iteration 2 starts with the learned 4:1 ratio instead of probe chunks
     by = {c.worker: c.blocks for c in first}
-    assert by[0] == math.ceil(300 * 1.0 / (2 * 1.25)) and by[1] > 1
+    assert by[0] >= 300 * 1.0 / (2 * 1.25) and by[1] > 1
+    assert by[0] / by[1] == pytest.approx(4.0, rel=0.1)
+
+
+def test_throughput_spread():
+    tp = S.Throughput(2)
+    tp.add(0, 10, 1.0)                        # 10 blocks/s
+    tp.add(1, 10, 1.0)
+    assert tp.cv() is None                     # no second chunk yet
+    tp.add(0, 10, 1.0)
+    tp.add(1, 10, 1.0)
+    assert tp.cv() == 0.0
+    tp.add(0, 4, 0.6)                          # 6 block-times where 4 were expected
+    assert tp.cv() == pytest.approx(math.sqrt((2 ** 2 / 4) / 3))
+    assert tp.decayed(0.5).cv() is None        # 1.5 samples left: not enough
 
 
 def test_throughput_decay():
