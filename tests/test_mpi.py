@@ -64,8 +64,8 @@ def summary(result, sim):
             "state": {k: bits(v) for k, v in sorted(sim.get_state().items())},
             "json": result.to_json(sort_keys=True)}
 
-inject = False
-if spec.get("fail_rank") is not None:
+inject, slow = False, {"rank": spec.get("slow_rank"), "algorithm": None}
+if spec.get("fail_rank") is not None or slow["rank"] is not None:
     import flowsim.flow
     real = flowsim.flow.run_chunk
     def run_chunk(task, first, n, device):
@@ -73,6 +73,9 @@ if spec.get("fail_rank") is not None:
             with open(spec["fail_stamp"], "w") as fh:
                 fh.write(repr(time.time()))
             raise RuntimeError("injected failure on rank %d" % flow.rank)
+        if slow["rank"] == flow.rank and task.iteration == 1 and slow["algorithm"]:
+            slow["algorithm"] = None           # once per run: a straggler in iteration 2
+            time.sleep(0.5)
         return real(task, first, n, device)
     flowsim.flow.run_chunk = run_chunk
 
@@ -92,6 +95,7 @@ for kind in spec["kinds"]:                        # MPIFlow first: it sets TF th
         flow = cls(sim, n_events=c["n_events"], seed=c["seed"], block_size=c["block_size"],
                    events_limit=c["events_limit"], **extra)
         out["ranks"] = getattr(flow, "size", 1)
+        slow["algorithm"] = name
         try:    # a broken algorithm fails its own test only (raised on every rank alike)
             result = flow.run(c["iters"])
         except Exception as exc:
@@ -172,8 +176,9 @@ def reference(tmp):
 def jobs(tmp):
     """``jobs(n)``: the job on ``n`` ranks, run once.
 
-    TensorFlow start-up dominates these tests, so jobs do double duty: the
-    2-rank job ends with a run in which rank 1 raises mid-run (after rank 0
+    TensorFlow start-up dominates these tests, so jobs do double duty: in the
+    2-rank job rank 1 is late (0.5 s) in iteration 2 of every algorithm, and
+    the job ends with a run in which rank 1 raises mid-run (after rank 0
     checkpointed iteration 1); the 3-rank job uses the weighted schedule and
     also reruns that checkpoint.
     """
@@ -184,7 +189,7 @@ def jobs(tmp):
             extra = {}
             if n == 2:
                 extra = dict(fail_rank=1, fail_iteration=1, fail_stamp=str(tmp / "failed-at"),
-                             checkpoint=str(tmp / "run.ckpt.npz"))
+                             checkpoint=str(tmp / "run.ckpt.npz"), slow_rank=1)
             if n == 3:
                 get(2)
                 extra = dict(schedule="weighted", resume=str(tmp / "run.ckpt.npz"))
@@ -243,6 +248,25 @@ def test_plain_same_bits_as_flow(jobs, reference, n):
     assert {c["device"].split("/")[0] for c in result["timeline"]} == \
         {f"rank{r}" for r in range(n)}
     assert result["meta"]["devices"] == ", ".join(f"rank{r}/CPU:0" for r in range(n))
+
+
+def test_early_rank_runs_ahead_only_when_the_state_is_steady(jobs, reference):
+    """2 ranks, rank 1 late in iteration 2: rank 0 computes its share of iteration 3
+    meanwhile for Plain (steady state) -- Flow's bits all the same -- and never for
+    Vegas/VegasPlus, whose grid changes every iteration."""
+    _, ranks, _ = jobs(2)
+    _check(ranks, reference, 2, "plain")
+    timeline = json.loads(ranks[0]["mpi/plain"]["json"])["timeline"]
+    ahead = [c for c in timeline if c.get("ahead")]
+    assert ahead, "rank 0 waited for rank 1 without working ahead"
+    assert {(c["device"], c["iteration"]) for c in ahead} == {("rank0/CPU:0", 2)}
+    share = [c for c in timeline if c["device"] == "rank0/CPU:0" and c["iteration"] == 2]
+    assert sorted(b for c in share for b in range(c["first_block"],
+                                                  c["first_block"] + c["blocks"])) == \
+        list(range(10)), "rank 0's share of iteration 3, each block once"
+    for name in ALGORITHMS[1:]:
+        timeline = json.loads(ranks[0][f"mpi/{name}"]["json"])["timeline"]
+        assert not any(c.get("ahead") for c in timeline), name
 
 
 @pytest.mark.parametrize("name", ["vegas", "vegasplus"])

@@ -46,9 +46,10 @@ import numpy as np
 
 from .. import checkpoint as ckpt
 from .._tf import tf
+from .. import flow as flow_mod
 from ..blocks import RowCollector
 from ..flow import Flow
-from ..kernel import layout
+from ..kernel import IterationTask, layout
 from ..log import logger
 from ..result import Result
 
@@ -131,6 +132,17 @@ class MPIFlow(Flow):
         left out), for ranks of unequal speed (GPU and CPU ranks, busy nodes).
         The split never changes the bits.  There is no ``"dynamic"``: it
         would need a work queue that every rank polls.
+    run_ahead : bool
+        Default True: a rank that finished its share of an iteration early
+        computes its share of the *next* iteration while it waits for the
+        others, when that work cannot be wasted: the simulation's state did
+        not change over the last iteration (plain Monte Carlo, sweeps; never
+        while a VEGAS grid adapts) and this node has a core free for every
+        rank's threads (not oversubscribed, so the early rank takes no cycles
+        from the late ones).  It works in steps of about ``AHEAD_STEP``
+        seconds and checks the collective between steps.  The rows are those
+        of the next iteration (block-indexed randomness), so the bits never
+        change; the early blocks show in the timeline with ``"ahead": True``.
     **flow_kwargs
         Every other keyword of :class:`flowsim.Flow` (``dtype``,
         ``block_size``, ``jit_compile``, ``rng``, ``nonfinite``, ``quiet``...),
@@ -150,7 +162,7 @@ class MPIFlow(Flow):
     backend = "mpi"
 
     def __init__(self, simulation, n_events, seed=None, events_limit=None, device=None, *,
-                 comm=None, threads=None, schedule=None, **flow_kwargs):
+                 comm=None, threads=None, schedule=None, run_ahead=True, **flow_kwargs):
         MPI = _mpi()
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
@@ -162,6 +174,8 @@ class MPIFlow(Flow):
         node.Free()
         self._ranks, self._throughput = None, None
         self._warm = [False] * self.size
+        self.run_ahead = bool(run_ahead)
+        self._ahead, self._last_state, self._last_iteration = None, None, -1
         try:        # an error on some ranks reaches the others in the next exchange
             self.schedule = _check_schedule(schedule)
             device, self.threads = self._place(device, threads)
@@ -243,16 +257,19 @@ class MPIFlow(Flow):
     def _execute(self, task, grid):
         _, width = layout(task.simulation)
         mark = len(self.timeline)
+        ahead = self._ahead if self._ahead is not None and self._ahead.serves(task) else None
+        self._ahead = None
         parts, own = [], None
         try:
             for first, n in self._chunks(grid):
-                parts.append((first, self._run_chunk(task, first, n, self.device)))
+                parts.append((first, self._run_share(task, first, n, ahead)))
         except Exception as exc:  # noqa: BLE001 - every rank learns of it below
             own, parts = exc, None
-        mine = self.timeline[mark:]
+        mine = (ahead.timeline if ahead is not None else []) + self.timeline[mark:]
         del self.timeline[mark:]
+        idle = self._plan_ahead(task, grid) if own is None else None
         replies = self._exchange({"iteration": task.iteration, "parts": parts,
-                                  "timeline": mine}, own=own)
+                                  "timeline": mine}, own=own, idle=idle)
         iterations = {reply["iteration"] for reply in replies}
         if len(iterations) != 1:
             raise _agreed(RuntimeError(
@@ -269,6 +286,50 @@ class MPIFlow(Flow):
         self._measure(replies)
         return rows.result()
 
+    def _run_share(self, task, first, n, ahead):
+        """Rows of blocks ``first..first+n-1``: those computed ahead, the rest now."""
+        done = ahead.rows if ahead is not None else {}
+        out, b = [], first
+        while b < first + n:
+            if b in done:
+                out.append(done[b][None, :])
+                if self._bar is not None:
+                    self._bar.update(self.grid.events_in(b, 1))
+                b += 1
+                continue
+            end = b
+            while end < first + n and end not in done:
+                end += 1
+            out.append(self._run_chunk(task, b, end - b, self.device))
+            b = end
+        return out[0] if len(out) == 1 else np.concatenate(out)
+
+    def _plan_ahead(self, task, grid):
+        """The ``idle`` step for this iteration's exchange, or None (see ``run_ahead``)."""
+        steady = self._last_state is not None and _same_state(self._last_state, task.state)
+        self._last_state = task.state
+        if not (self.run_ahead and steady and self.size > 1
+                and task.iteration < self._last_iteration and self._spare_cores()):
+            return None
+        ahead = _Ahead(IterationTask(task.simulation, task.spec, task.seed, task.iteration + 1,
+                                     task.n_events, task.state),
+                       [b for first, n in self._chunks(grid) for b in range(first, first + n)],
+                       self.device, self._t0, self._block_seconds(task.iteration))
+        self._ahead = ahead
+        return ahead.step
+
+    def _spare_cores(self):
+        """Whether every rank on this node has its own cores (or a GPU)."""
+        if (self.device or "").upper().startswith("GPU"):
+            return True
+        return self.local_size * (self.threads or 1) <= (os.cpu_count() or 1)
+
+    def _block_seconds(self, iteration):
+        """Seconds per block of this rank's chunks in ``iteration`` (for the step size)."""
+        chunks = [c for c in self.timeline if c["iteration"] == iteration]
+        blocks = sum(c["blocks"] for c in chunks)
+        return sum(c["end"] - c["start"] for c in chunks) / blocks if blocks else None
+
     # -- the loop ------------------------------------------------------------------------
     def run(self, n_iter, checkpoint=None, skip=0):
         """Run ``n_iter`` iterations on every rank; every rank returns the same Result.
@@ -283,6 +344,10 @@ class MPIFlow(Flow):
         if self.rank != 0:
             muted = _Mute()
             logger.addFilter(muted)
+        # the last iteration of this call: nothing is computed ahead past it
+        first = 0 if checkpoint is not None else self._next_iteration
+        self._last_iteration = first + n_iter - 1 if isinstance(n_iter, int) else -1
+        self._ahead = None
         try:
             try:
                 result = super().run(n_iter, checkpoint=checkpoint, skip=skip)
@@ -301,14 +366,15 @@ class MPIFlow(Flow):
             if muted is not None:
                 logger.removeFilter(muted)
 
-    def _exchange(self, payload, own=None):
+    def _exchange(self, payload, own=None, idle=None):
         """The one collective of a run: allgather ``(error, payload)`` from every rank.
 
         Returns every rank's payload in rank order, or raises on every rank
-        when any rank passed an exception ``own``.
+        when any rank passed an exception ``own``.  ``idle()`` is called while
+        waiting for the other ranks (see :func:`_wait`).
         """
         error = None if own is None else _describe(own, self.rank)
-        replies = _allgather(self.comm, (error, payload))
+        replies = _allgather(self.comm, (error, payload), idle=idle)
         failures = [e for e, _ in replies if e is not None]
         if not failures:
             return [p for _, p in replies]
@@ -355,28 +421,91 @@ class MPIFlow(Flow):
 
 
 # -- helpers ------------------------------------------------------------------------------
-def _wait(request):
-    """Complete a non-blocking MPI request, sleeping between tests.
+#: Seconds of work a rank does ahead between two tests of the collective.
+AHEAD_STEP = 0.01
+
+
+class _Ahead:
+    """This rank's share of the next iteration, computed while the others finish."""
+
+    def __init__(self, task, blocks, device, t0, block_seconds):
+        self.task, self.pending, self.device, self.t0 = task, blocks, device, t0
+        self.per_step = max(1, int(AHEAD_STEP / block_seconds)) if block_seconds else 1
+        self.rows, self.timeline = {}, []
+
+    def serves(self, task):
+        """Whether these rows belong to ``task`` (same iteration, same state)."""
+        return (task.iteration == self.task.iteration and task.seed == self.task.seed
+                and task.spec == self.task.spec and task.n_events == self.task.n_events
+                and _same_state(task.state, self.task.state))
+
+    def step(self):
+        """Run the next few blocks; False when there is nothing (more) to do."""
+        if not self.pending:
+            return False
+        first, n = self.pending[0], 1
+        while n < min(self.per_step, len(self.pending)) and self.pending[n] == first + n:
+            n += 1
+        start = time.perf_counter()
+        try:        # Flow's run_chunk, looked up now (tests replace it)
+            rows = flow_mod.run_chunk(self.task, first, n, self.device)
+        except Exception:  # noqa: BLE001 - the iteration proper will raise it
+            self.pending = []
+            return False
+        end = time.perf_counter()
+        del self.pending[:n]
+        for i in range(n):
+            self.rows[first + i] = rows[i]
+        self.timeline.append({"iteration": self.task.iteration, "device": self.device,
+                              "first_block": first, "blocks": n, "start": start - self.t0,
+                              "end": end - self.t0, "ahead": True})
+        return True
+
+
+def _same_state(a, b):
+    """Bitwise equality of two simulation states (dicts of arrays)."""
+    if a is b:
+        return True
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        x, y = np.asarray(a[k]), np.asarray(b[k])
+        if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            return False
+    return True
+
+
+def _wait(request, idle=None):
+    """Complete a non-blocking MPI request, sleeping (or working) between tests.
 
     Blocking MPI collectives busy-poll: a rank that finished its share would
     spin at 100 % CPU and take cycles from the ranks still computing whenever
     ranks outnumber free cores (oversubscribed or shared machines).  Sleeping
-    costs well under a millisecond of latency per collective.
+    costs well under a millisecond of latency per collective.  ``idle()``, if
+    given, is called instead of sleeping until it returns False (no more work).
     """
     delay = 1e-5
     while not request.Test():
+        if idle is not None:
+            if idle():
+                continue
+            idle = None
         time.sleep(delay)
         delay = min(2 * delay, 5e-4)
 
 
-def _allgather(comm, obj):
-    """``comm.allgather(obj)`` (pickled objects, rank order) that waits by sleeping."""
+def _allgather(comm, obj, idle=None):
+    """``comm.allgather(obj)`` (pickled objects, rank order) that waits by sleeping.
+
+    ``idle`` runs only while the sizes are exchanged, i.e. until every rank has
+    arrived; after that the data follows at once.
+    """
     if comm.Get_size() == 1:
         return [pickle.loads(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))]
     MPI = _mpi()
     data = np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8)
     sizes = np.zeros(comm.Get_size(), dtype=np.int64)
-    _wait(comm.Iallgather(np.array([data.size], dtype=np.int64), sizes))
+    _wait(comm.Iallgather(np.array([data.size], dtype=np.int64), sizes), idle)
     if sizes.max() >= 2**31:
         raise OverflowError(f"MPIFlow: a rank sent {int(sizes.max())} bytes in one "
                             f"collective; use fewer blocks per iteration (larger block_size)")
@@ -393,11 +522,6 @@ def _check_schedule(schedule):
         raise ValueError(f"MPIFlow: schedule must be one of {', '.join(map(repr, SCHEDULES))}, "
                          f"got {schedule!r} (dynamic and guided need a shared work queue; "
                          f"use backend 'scheduled' within one machine)")
-    if schedule == "weighted":
-        try:
-            from .. import schedule as _  # noqa: F401
-        except ImportError as exc:
-            raise ValueError("MPIFlow: schedule='weighted' needs flowsim.schedule") from exc
     return schedule
 
 
