@@ -402,17 +402,23 @@ def test_cli_backend_spark(local, capsys):
 
 
 def _worker_facts(sc):
-    """Per Python worker: pid, TF intra-op threads, flowsim log level, kernel traces."""
+    """Per Python worker: pid, TF intra-op threads, flowsim log level, kernel traces,
+    objects frozen out of the garbage collector and the seconds of a full collection."""
     def facts(_):
+        import gc
         import logging
+        import time
         from flowsim.distribution import spark as S
         from flowsim.kernel import trace_counts
         threads = None
         if S._WORKER["ready"]:
             from flowsim._tf import tf
             threads = tf().config.threading.get_intra_op_parallelism_threads()
+        start = time.perf_counter()
+        gc.collect()
         yield os.getpid(), (threads, logging.getLogger("flowsim").level,
-                            sum(trace_counts.values()))
+                            sum(trace_counts.values()), gc.get_freeze_count(),
+                            time.perf_counter() - start)
     return dict(sc.parallelize(range(4), 4).mapPartitions(facts).collect())
 
 
@@ -427,10 +433,14 @@ def test_executors_reuse_workers_threads_and_kernels(local):
     checked = pids & set(before) & set(after)
     assert checked, (pids, before, after)
     for pid in checked:
-        threads, level, traces = after[pid]
+        threads, level, traces, frozen, collect = after[pid]
         assert threads == 1                   # spark.task.cpus of local[2]
         assert level == 30                    # logging.WARNING: flowsim quiet on executors
         assert traces == before[pid][2]       # 3 more iterations, no retrace
+        # TensorFlow and the kernel are frozen out of the collection PySpark runs
+        # after every task (0.24 s per task on 2 cores when they are not)
+        assert frozen > 100_000, frozen
+        assert collect < 0.1, collect
 
 
 def test_task_error_surfaces_with_original_text(local):

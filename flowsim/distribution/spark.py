@@ -11,17 +11,29 @@ recomputes exactly the same blocks (the random numbers of a block depend only on
 seed, iteration and block index), so retries never change the answer.
 
 The :class:`~flowsim.kernel.IterationTask` (the simulation and its adaptive
-state) is serialised with cloudpickle, as Spark pickles functions, and
+state) is serialised with cloudpickle, as Spark pickles functions; up to
+``INLINE_TASK_BYTES`` it travels in the job's closure, above that it is
 broadcast once per iteration.  On executors, each Python worker imports
 TensorFlow once (Spark reuses workers), sets TensorFlow's thread pools to the
 task's cores (``spark.task.cpus``) before TensorFlow initialises, keeps the
 compiled kernel across iterations, and runs on the GPU that Spark assigned to
 the task (``TaskContext.resources()["gpu"]``), else on CPU:0.
+
+PySpark's worker daemon runs a full ``gc.collect()`` after every task of a
+reused worker.  With TensorFlow and a compiled kernel loaded that is some
+400,000 objects and took 0.24 s per task on a 2-core machine -- most of
+SparkFlow's fixed cost per iteration.  So after a task that imported
+TensorFlow or compiled a kernel, the worker collects once and then
+``gc.freeze()``-s what is there (long-lived: modules, graphs, kernels); later
+collections only look at objects made since.  Cyclic garbage of those objects
+is not collected (e.g. a kernel dropped from the worker's cache of
+``_KEEP_SIMS`` simulations): a bounded leak per distinct simulation.
 """
 import atexit
 import base64
 import collections
 import functools
+import gc
 import json
 import logging
 import os
@@ -34,9 +46,13 @@ import weakref
 
 from ..blocks import RowCollector, check_count
 from ..flow import Flow
-from ..kernel import layout, run_chunk
+from ..kernel import layout, run_chunk, trace_counts
 
 __all__ = ["SparkFlow", "SparkTaskError"]
+
+#: Iteration tasks (simulation + state, pickled) up to this size travel inside
+#: the Spark job's closure; larger ones are broadcast (once per executor).
+INLINE_TASK_BYTES = 1 << 16
 
 _ERROR_TAG = "flowsim-task-error"
 _ERROR_RE = re.compile(re.escape(_ERROR_TAG) + r"\[([A-Za-z0-9+/=]+)\]")
@@ -174,7 +190,9 @@ class SparkFlow(Flow):
         chunks = self._chunks(grid)
         per_call = max(1, self.events_limit // grid.block_size)
         sc = self.sc
-        payload = sc.broadcast(cloudpickle.dumps(task))
+        payload = cloudpickle.dumps(task)
+        if len(payload) > INLINE_TASK_BYTES:       # large state: ship once per executor
+            payload = sc.broadcast(payload)
         name = type(task.simulation).__name__
         sc.setJobDescription(f"flowsim {name} iteration {task.iteration + 1}: "
                              f"{grid.n_blocks} blocks in {len(chunks)} tasks")
@@ -191,7 +209,8 @@ class SparkFlow(Flow):
         finally:
             sc.setJobDescription(None)
             try:
-                payload.destroy()
+                if not isinstance(payload, bytes):
+                    payload.destroy()
             except Exception:  # the context may be gone after a fatal error
                 pass
         rows = RowCollector(grid.n_blocks, width)
@@ -297,7 +316,7 @@ def _builtin_exception(module, name):
 # -- executor side ------------------------------------------------------------------
 #: Per Python worker: whether TF is set up, the latest task by job key, and
 #: the last few simulations (with their compiled kernels) by token.
-_WORKER = {"ready": False, "tasks": {}, "sims": collections.OrderedDict()}
+_WORKER = {"ready": False, "frozen": False, "tasks": {}, "sims": collections.OrderedDict()}
 _KEEP_SIMS = 8
 _WORKER_LOCK = threading.Lock()
 
@@ -326,6 +345,13 @@ def _setup_worker(ctx, requested):
         except RuntimeError:
             pass
     _WORKER["ready"] = True
+
+
+def _freeze():
+    """Collect once, then keep what is left out of later collections (see module doc)."""
+    gc.collect()
+    gc.freeze()
+    _WORKER["frozen"] = True
 
 
 def task_device(requested, resources, logical):
@@ -357,7 +383,7 @@ def _worker_task(payload, token, job):
     with _WORKER_LOCK:
         task = _WORKER["tasks"].get(job)
         if task is None:
-            task = pickle.loads(payload.value)
+            task = pickle.loads(payload if isinstance(payload, bytes) else payload.value)
             sims = _WORKER["sims"]
             cached = sims.get(token)
             if cached is not None and type(cached) is type(task.simulation):
@@ -383,12 +409,15 @@ def _run_partition(payload, token, job, per_call, requested, index, chunks):
         device = task_device(requested, ctx.resources(), logical_devices())
         label = f"{os.uname().nodename}:{os.getpid()}/{device}"
         out = []
+        traces = sum(trace_counts.values())
         for first, n in chunks:
             for b in range(first, first + n, per_call):
                 k = min(per_call, first + n - b)
                 start = time.time()
                 rows = run_chunk(task, b, k, device)
                 out.append((b, rows, start, time.time(), label))
+        if not _WORKER["frozen"] or sum(trace_counts.values()) != traces:
+            _freeze()
         return out
     except Exception as exc:
         info = {"module": type(exc).__module__, "type": type(exc).__qualname__,
