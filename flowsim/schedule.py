@@ -325,6 +325,7 @@ class Scheduler:
         costs = [tp.cost(w) for w in range(self.workers)]
         if costs[worker] is None:                  # probe an unmeasured worker
             return min(r, self.chunk, cap)
+        measured = [c is not None for c in costs]
         known = [c for c in costs if c is not None]
         guess = (sum(a for a, _ in known) / len(known),     # unmeasured ones: the average
                  sum(b for _, b in known) / len(known))
@@ -333,18 +334,22 @@ class Scheduler:
         # one more chunk overhead
         free = [(now if w == worker or run is None else max(now, run[0] + a + run[1] * b)) + a
                 for w, (run, (a, b)) in enumerate(zip(self.busy, costs))]
-        if self._decline(worker, costs, free, r):
+        if self._decline(worker, costs, free, r, measured):
             return None
         share = fair_share(r, [1.0 / b for _, b in costs], free, now)[worker]
         x = factoring_ratio(r, self.workers, tp.cv())
         return min(r, cap, max(math.floor(share / x + 1e-9), self.chunk))
 
-    def _decline(self, worker, costs, free, remaining):
-        """Whether the busy workers finish ``remaining`` before ``worker`` ends a chunk."""
+    def _decline(self, worker, costs, free, remaining, measured):
+        """Whether the busy workers finish ``remaining`` before ``worker`` ends a chunk.
+
+        Only measured workers count: a probe in flight on a device of unknown
+        speed (guessed average) may be a slow one that is far from done.
+        """
         finish = free[worker] + min(self.chunk, remaining) * costs[worker][1]
         capacity = 0.0
         for w, run in enumerate(self.busy):
-            if w != worker and run is not None:
+            if w != worker and run is not None and measured[w]:
                 capacity += max(0.0, finish - free[w]) / costs[w][1]
         return capacity >= remaining
 

@@ -144,6 +144,16 @@ def test_weighted_declines_a_slow_worker_at_the_end():
     assert S.makespan(run) <= 1.02 * 4000 / sum(speeds)
 
 
+def test_weighted_never_declines_in_favour_of_an_unmeasured_probe():
+    # cold start: the slow device's 1-block probe (50 time units) is still in
+    # flight when the fast ones reach the last block; they must not leave it
+    # to the probe's guessed (average) speed
+    speeds = [1.0] * 8 + [1 / 50]
+    run = S.simulate(200, speeds, "weighted", known=False)[0]
+    assert [c.blocks for c in run if c.worker == 8] == [1]
+    assert S.makespan(run) == pytest.approx(50.0)       # the probe itself, no second one
+
+
 @pytest.mark.parametrize("speeds", [[1.0] * 8 + [1 / 50], [1, 1, 0.6, 0.6, 1 / 50]])
 def test_weighted_within_five_percent_of_ideal_learning_from_scratch(speeds):
     ideal = 1536 / sum(speeds) + 0.5
