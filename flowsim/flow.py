@@ -13,7 +13,7 @@ import numpy as np
 from . import checkpoint as ckpt
 from ._tf import resolve_device
 from .blocks import BlockGrid, RowCollector, check_count, default_block_size
-from .kernel import IterationTask, KernelSpec, check_seed, layout, run_chunk, unpack
+from .kernel import IterationTask, KernelSpec, check_seed, layout, run_chunk, same_state, unpack
 from .log import logger
 from .result import Result, _jsonable
 
@@ -99,6 +99,8 @@ class Flow:
         self.seed = check_seed(self._agree(secrets.randbits(62) if seed is None else seed))
         self.timeline = []
         self._next_iteration = 0
+        self._last_iteration = -1     # of the current run() call
+        self._last_state = None       # of the last task executed
         self._t0 = None
         self._bar = None
 
@@ -135,6 +137,17 @@ class Flow:
             rows.add(first, self._run_chunk(task, first, n, self.device))
         return rows.result()
 
+    def _steady(self, task):
+        """Whether ``task`` has the state of the previous task run (call once per task).
+
+        A simulation whose state stays put (plain Monte Carlo, sweeps, paths)
+        has its next iterations' rows determined already: backends may compute
+        them ahead, up to ``self._last_iteration``, the last of this ``run``.
+        """
+        steady = self._last_state is not None and same_state(self._last_state, task.state)
+        self._last_state = task.state
+        return steady
+
     def _run_chunk(self, task, first, n, device):
         """Run one chunk, recording it in the timeline and the progress bar."""
         start = time.perf_counter()
@@ -160,8 +173,9 @@ class Flow:
     def task(self, iteration):
         """The picklable description of iteration ``iteration``."""
         self.simulation.prepare(self.n_events)
+        # a copy: adapt() may change the simulation's arrays in place
         return IterationTask(self.simulation, self.spec, self.seed, iteration,
-                             self.n_events, {k: np.asarray(v) for k, v in
+                             self.n_events, {k: np.array(v) for k, v in
                                              self.simulation.state().items()})
 
     def run_blocks(self, iteration=0):
@@ -195,6 +209,7 @@ class Flow:
             raise ValueError(f"skip ({skip}) must be smaller than n_iter ({n_iter})")
         records, elapsed = [], 0.0
         first = 0 if checkpoint is not None else self._next_iteration
+        self._last_iteration = first + n_iter - 1
         config = self.config()
         if checkpoint is not None:
             if self._is_root():
@@ -224,6 +239,7 @@ class Flow:
                               elapsed + time.perf_counter() - self._t0,
                               self.simulation.get_state())
         finally:
+            self._last_iteration = -1
             if self._bar is not None:
                 self._bar.close()
                 self._bar = None

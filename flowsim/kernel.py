@@ -68,6 +68,30 @@ class IterationTask:
         d["_tensors"] = {}
         return d
 
+    def at(self, iteration):
+        """The same run at another ``iteration``, with this task's state (and tensors)."""
+        return IterationTask(self.simulation, self.spec, self.seed, iteration, self.n_events,
+                             self.state, self._tensors)
+
+    def same_run(self, other):
+        """Whether ``other`` computes the same rows (iteration, seed, spec, state alike)."""
+        return (self.iteration == other.iteration and self.seed == other.seed
+                and self.spec == other.spec and self.n_events == other.n_events
+                and same_state(self.state, other.state))
+
+
+def same_state(a, b):
+    """Bitwise equality of two simulation states (dicts of arrays)."""
+    if a is b:
+        return True
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        x, y = np.asarray(a[k]), np.asarray(b[k])
+        if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            return False
+    return True
+
 
 def layout(simulation):
     """``[(name, shape, start, stop)]`` of the accumulators in a row, and the width."""

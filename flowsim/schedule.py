@@ -116,9 +116,10 @@ def fair_share(remaining, speeds, free, now=0.0):
     """Blocks each worker would run if all finished ``remaining`` together.
 
     ``speeds[w]`` in blocks per second, ``free[w]`` the time worker ``w`` is
-    free (busy workers: the end of their chunk in flight).  Water-filling:
-    finds the common end ``T`` with ``sum(s_w * max(0, T - free_w)) ==
-    remaining`` and returns ``[s_w * max(0, T - max(free_w, now))]``.
+    free (busy workers: the end of their chunk in flight), raised to ``now``
+    if earlier: ``f_w = max(free[w], now)``.  Water-filling: finds the common
+    end ``T`` with ``sum(s_w * max(0, T - f_w)) == remaining`` and returns
+    ``[s_w * max(0, T - f_w)]``.
     """
     free = [max(f, now) for f in free]
     order = sorted(range(len(speeds)), key=lambda w: free[w])
@@ -171,7 +172,7 @@ class Throughput:
         if not (seconds > 0 and blocks > 0):
             return
         model = self.cost(worker)
-        if model is not None:
+        if model is not None and self.chunks[worker] >= 2:   # fitted: overhead apart
             a, b = model
             self.spread += (seconds - a - blocks * b) ** 2 / (blocks * b * b)
             self.samples += 1
@@ -206,7 +207,11 @@ class Throughput:
         return 0.0, 1.0 / speed
 
     def cv(self):
-        """Coefficient of variation of a block's time, or None before one sample per worker."""
+        """Coefficient of variation of a block's time, pooled over workers.
+
+        None until ``max(2, workers)`` chunks were compared with a fitted cost
+        model (a worker's third chunk on).
+        """
         if self.samples < max(2, len(self.blocks)):
             return None
         return math.sqrt(self.spread / self.samples)

@@ -181,15 +181,26 @@ def test_learned_speeds_carry_over_iterations():
 
 def test_throughput_spread():
     tp = S.Throughput(2)
-    tp.add(0, 10, 1.0)                        # 10 blocks/s
-    tp.add(1, 10, 1.0)
-    assert tp.cv() is None                     # no second chunk yet
+    for w in (0, 1):
+        tp.add(w, 10, 1.0)                    # 0.1 s per block, no overhead
+        tp.add(w, 20, 2.0)
+        assert tp.cost(w) == pytest.approx((0.0, 0.1))
+    assert tp.cv() is None                     # fitted, not yet tested against a chunk
     tp.add(0, 10, 1.0)
     tp.add(1, 10, 1.0)
     assert tp.cv() == 0.0
     tp.add(0, 4, 0.6)                          # 6 block-times where 4 were expected
-    assert tp.cv() == pytest.approx(math.sqrt((2 ** 2 / 4) / 3))
+    assert tp.cv() == pytest.approx(math.sqrt((0.2 ** 2 / (4 * 0.1 ** 2)) / 3))
     assert tp.decayed(0.5).cv() is None        # 1.5 samples left: not enough
+
+
+def test_throughput_fits_the_overhead():
+    tp = S.Throughput(1)
+    for n in (1, 5, 10, 3):
+        tp.add(0, n, 0.5 + 2.0 * n)            # 0.5 s per chunk, 2 s per block
+    a, b = tp.cost(0)
+    assert a == pytest.approx(0.5) and b == pytest.approx(2.0)
+    assert tp.cv() == pytest.approx(0.0, abs=1e-9)
 
 
 def test_throughput_decay():

@@ -360,6 +360,48 @@ def test_plain_same_bits_as_flow(local, plain_ref):
     assert sorted(r["first_block"] for r in last) == [0, 4, 5, 9, 10, 14, 15, 19, 20, 24]
 
 
+def _jobs(sc):
+    return len(sc.statusTracker().getJobIdsForGroup())
+
+
+def test_large_tasks_are_broadcast(local, plain_ref, monkeypatch):
+    """Tasks above INLINE_TASK_BYTES travel as a broadcast (VEGAS+ states can be large)."""
+    from flowsim.distribution import spark as S
+    made = []
+    real = type(local.sparkContext).broadcast
+    monkeypatch.setattr(S, "INLINE_TASK_BYTES", 0)
+    monkeypatch.setattr(type(local.sparkContext), "broadcast",
+                        lambda sc, value: made.append(len(value)) or real(sc, value))
+    res = spark_flow(PLAIN, local, partitions=2, run_ahead=False).run(2)
+    assert len(made) == 2 and all(size > 0 for size in made)
+    assert_same_bits(res, plain_ref)
+
+
+def test_steady_iterations_share_a_spark_job(local):
+    """Plain's state never changes: after iteration 1, one job runs the rest of the
+    run (run_ahead); with run_ahead=False one job per iteration; same bits."""
+    sc = local.sparkContext
+    ref = reference(PLAIN, 4)
+    for run_ahead, jobs in ((True, 2), (False, 4)):
+        flow = spark_flow(PLAIN, local, partitions=3, run_ahead=run_ahead)
+        before = _jobs(sc)
+        res = flow.run(4)
+        assert _jobs(sc) - before == jobs, run_ahead
+        assert_same_bits(res, ref)
+        assert sorted({r["iteration"] for r in res.timeline}) == [0, 1, 2, 3]
+    # a second run() continues the stream; it knows the state is steady already
+    before = _jobs(sc)
+    res = flow.run(2)
+    assert _jobs(sc) - before == 2                      # run_ahead=False: job per iteration
+    more = spark_flow(PLAIN, local, partitions=3)
+    more.run(1)
+    before = _jobs(sc)
+    res = more.run(3)
+    assert _jobs(sc) - before == 1                      # steady since the first run()
+    assert [(bits(r["value"]), bits(r["error"])) for r in res.iterations] == \
+        [(bits(r["value"]), bits(r["error"])) for r in ref.iterations[1:]]
+
+
 @pytest.mark.parametrize("name", ["Vegas", "VegasPlus"])
 def test_adaptive_same_bits_as_flow(local, name):
     try:

@@ -302,10 +302,10 @@ def test_tensorflow_error_in_kernel_is_reraised(runs):
 
 
 def test_thread_settings(runs):
-    out = result(runs, 2)               # 2 logical CPUs: the cores split between them
-    assert out["threads"] == out["chosen"] == [max(1, out["cores"] // 2), 2]
+    out = result(runs, 2)               # 2 logical CPUs: one thread per core in all
+    assert out["threads"] == out["chosen"] == [max(1, out["cores"] - 1), 2]
     out = result(runs, 4)               # FLOWSIM_INTER_OP_THREADS=3 overrides
-    assert out["threads"] == out["chosen"] == [max(1, out["cores"] // 4), 3]
+    assert out["threads"] == out["chosen"] == [max(1, out["cores"] - 3), 3]
 
 
 def test_thread_settings_rule():
@@ -314,8 +314,9 @@ def test_thread_settings_rule():
     assert thread_settings(9, 8, cores=16) == (8, 9)    # one core per GPU left free
     assert thread_settings(4, 4, cores=16) == (16, 4)   # GPUs only: CPU pool untouched
     assert thread_settings(2, 0, cores=2) == (1, 2)     # 2 logical CPUs: a core each
-    assert thread_settings(4, 0, cores=16) == (4, 4)
+    assert thread_settings(4, 0, cores=16) == (13, 4)   # shared pool + 3 calling threads
     assert thread_settings(4, 0, cores=2) == (1, 4)
+    assert thread_settings(10, 8, cores=16) == (7, 10)  # 8 GPUs + 2 logical CPUs
 
 
 def test_integrate_backend_threads(runs):

@@ -49,7 +49,7 @@ from .._tf import tf
 from .. import flow as flow_mod
 from ..blocks import RowCollector
 from ..flow import Flow
-from ..kernel import IterationTask, layout
+from ..kernel import layout
 from ..log import logger
 from ..result import Result
 
@@ -175,7 +175,7 @@ class MPIFlow(Flow):
         self._ranks, self._throughput = None, None
         self._warm = [False] * self.size
         self.run_ahead = bool(run_ahead)
-        self._ahead, self._last_state, self._last_iteration = None, None, -1
+        self._ahead = None
         try:        # an error on some ranks reaches the others in the next exchange
             self.schedule = _check_schedule(schedule)
             device, self.threads = self._place(device, threads)
@@ -267,7 +267,7 @@ class MPIFlow(Flow):
             own, parts = exc, None
         mine = (ahead.timeline if ahead is not None else []) + self.timeline[mark:]
         del self.timeline[mark:]
-        idle = self._plan_ahead(task, grid) if own is None else None
+        idle = self._plan_ahead(task, grid, mine) if own is None else None
         replies = self._exchange({"iteration": task.iteration, "parts": parts,
                                   "timeline": mine}, own=own, idle=idle)
         iterations = {reply["iteration"] for reply in replies}
@@ -304,17 +304,18 @@ class MPIFlow(Flow):
             b = end
         return out[0] if len(out) == 1 else np.concatenate(out)
 
-    def _plan_ahead(self, task, grid):
-        """The ``idle`` step for this iteration's exchange, or None (see ``run_ahead``)."""
-        steady = self._last_state is not None and _same_state(self._last_state, task.state)
-        self._last_state = task.state
-        if not (self.run_ahead and steady and self.size > 1
-                and task.iteration < self._last_iteration and self._spare_cores()):
+    def _plan_ahead(self, task, grid, mine):
+        """The ``idle`` step for this iteration's exchange, or None (see ``run_ahead``).
+
+        ``mine``: this rank's timeline entries of the iteration (for the step size).
+        """
+        if not (self.run_ahead and self.size > 1 and self._spare_cores()):
             return None
-        ahead = _Ahead(IterationTask(task.simulation, task.spec, task.seed, task.iteration + 1,
-                                     task.n_events, task.state),
+        if not self._steady(task) or task.iteration >= self._last_iteration:
+            return None
+        ahead = _Ahead(task.at(task.iteration + 1),
                        [b for first, n in self._chunks(grid) for b in range(first, first + n)],
-                       self.device, self._t0, self._block_seconds(task.iteration))
+                       self.device, self._t0, _block_seconds(mine))
         self._ahead = ahead
         return ahead.step
 
@@ -323,12 +324,6 @@ class MPIFlow(Flow):
         if (self.device or "").upper().startswith("GPU"):
             return True
         return self.local_size * (self.threads or 1) <= (os.cpu_count() or 1)
-
-    def _block_seconds(self, iteration):
-        """Seconds per block of this rank's chunks in ``iteration`` (for the step size)."""
-        chunks = [c for c in self.timeline if c["iteration"] == iteration]
-        blocks = sum(c["blocks"] for c in chunks)
-        return sum(c["end"] - c["start"] for c in chunks) / blocks if blocks else None
 
     # -- the loop ------------------------------------------------------------------------
     def run(self, n_iter, checkpoint=None, skip=0):
@@ -344,9 +339,6 @@ class MPIFlow(Flow):
         if self.rank != 0:
             muted = _Mute()
             logger.addFilter(muted)
-        # the last iteration of this call: nothing is computed ahead past it
-        first = 0 if checkpoint is not None else self._next_iteration
-        self._last_iteration = first + n_iter - 1 if isinstance(n_iter, int) else -1
         self._ahead = None
         try:
             try:
@@ -398,7 +390,8 @@ class MPIFlow(Flow):
                 if not self._warm[r]:               # first chunk of a rank: compiling
                     self._warm[r] = True
                     continue
-                tp.add(r, entry["blocks"], entry["end"] - entry["start"])
+                if not entry.get("ahead"):          # small steps in idle time: not a speed
+                    tp.add(r, entry["blocks"], entry["end"] - entry["start"])
         self._throughput = tp
 
     def _weights(self):
@@ -435,9 +428,7 @@ class _Ahead:
 
     def serves(self, task):
         """Whether these rows belong to ``task`` (same iteration, same state)."""
-        return (task.iteration == self.task.iteration and task.seed == self.task.seed
-                and task.spec == self.task.spec and task.n_events == self.task.n_events
-                and _same_state(task.state, self.task.state))
+        return self.task.same_run(task)
 
     def step(self):
         """Run the next few blocks; False when there is nothing (more) to do."""
@@ -462,17 +453,10 @@ class _Ahead:
         return True
 
 
-def _same_state(a, b):
-    """Bitwise equality of two simulation states (dicts of arrays)."""
-    if a is b:
-        return True
-    if a.keys() != b.keys():
-        return False
-    for k in a:
-        x, y = np.asarray(a[k]), np.asarray(b[k])
-        if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
-            return False
-    return True
+def _block_seconds(chunks):
+    """Seconds per block over timeline entries ``chunks``, or None."""
+    blocks = sum(c["blocks"] for c in chunks)
+    return sum(c["end"] - c["start"] for c in chunks) / blocks if blocks else None
 
 
 def _wait(request, idle=None):

@@ -14,11 +14,12 @@ TensorFlow runs the CPU kernels of *all* logical CPU devices on one shared
 intra-op pool, and feeds every device from one inter-op pool.  Before
 TensorFlow initialises, the first ThreadPoolFlow/ScheduledFlow sets:
 
-- intra-op threads = (cores − GPU workers) // CPU workers: CPU kernels leave
-  one core per GPU free to launch that GPU's kernels, and ``k`` logical CPU
-  devices (:func:`flowsim.set_virtual_cpus`) each get ``1/k`` of the rest, so
-  their kernels do not fight over the same cores (GPUs only, or one CPU
-  device and no GPU: every core, TensorFlow's default);
+- intra-op threads = cores − GPU workers − (CPU workers − 1), at least 1:
+  CPU kernels leave one core per GPU free to launch that GPU's kernels, and
+  with ``k`` logical CPU devices (:func:`flowsim.set_virtual_cpus`) the
+  calling thread of each of the other ``k − 1`` devices runs kernels too, so
+  the shared pool plus those threads make one thread per core (GPUs only, or
+  one CPU device and no GPU: every core, TensorFlow's default);
 - inter-op threads = max(2, workers), one op executor per device worker.
 
 Measured on 2 cores with CPU:0 split in two (``benchmarks/threads.py``):
@@ -70,7 +71,7 @@ def thread_settings(n_workers, n_gpu_workers, cores=None):
     """
     cores = cores or _cores()
     cpu_workers = n_workers - n_gpu_workers
-    intra = max(1, (cores - n_gpu_workers) // cpu_workers) if cpu_workers else cores
+    intra = max(1, cores - n_gpu_workers - (cpu_workers - 1)) if cpu_workers else cores
     inter = max(2, n_workers)
     intra = int(os.environ.get("FLOWSIM_INTRA_OP_THREADS", intra))
     inter = int(os.environ.get("FLOWSIM_INTER_OP_THREADS", inter))
