@@ -143,6 +143,10 @@ class MPIFlow(Flow):
         seconds and checks the collective between steps.  The rows are those
         of the next iteration (block-indexed randomness), so the bits never
         change; the early blocks show in the timeline with ``"ahead": True``.
+        Caveat: under ``schedule="weighted"`` the next share can move by a
+        few blocks; early blocks that fall outside it are recomputed by the
+        rank that owns them (idle time lost, never bits), and stay in the
+        timeline.
     **flow_kwargs
         Every other keyword of :class:`flowsim.Flow` (``dtype``,
         ``block_size``, ``jit_compile``, ``rng``, ``nonfinite``, ``quiet``...),
