@@ -1,11 +1,44 @@
 """Plain Monte Carlo: uniform points in the box, mean of the integrand times volume."""
 
+import numpy as np
+
 from ._tf import tf
+from .blocks import reduce_rows
 from .domain import Domain, evaluate, probe_components
 from .histogram import Histogram, estimate_record
+from .kernel import layout
 from .reduce import block_sum
 from .simulation import Simulation
 from .stats import mean_and_error
+
+
+def moments(values, valid):
+    """Accumulators of samples ``values [n, k]`` (rows outside ``valid`` are 0).
+
+    ``sum``, ``count`` and ``m2``: the sum of squared deviations from the
+    *block's own* mean.  Centring in the block keeps the variance exact when
+    the mean dwarfs the spread (``sum2/n - mean²`` cancels to 0 for
+    ``f = 1e8 + x``); :meth:`Plain.combine` pools the blocks.
+    """
+    t = tf()
+    w = t.cast(valid, t.float64)[:, None]
+    count = block_sum(w[:, 0])
+    total = block_sum(values * w)
+    dev = (values - total / t.maximum(count, 1.0)) * w
+    return {"sum": total, "m2": block_sum(dev * dev), "count": count}
+
+
+def pool_moments(sums, m2s, counts):
+    """Sum, pooled ``m2`` and count of blocks given per block (Chan et al.).
+
+    ``m2 = sum_b m2_b + n_b (mean_b - mean)²``, added in block order (the same
+    bits from the same rows on every backend).
+    """
+    n = reduce_rows(counts[:, None])[0]
+    total = reduce_rows(sums)
+    mean = total / max(n, 1.0)
+    spread = (sums / np.maximum(counts, 1.0)[:, None] - mean) ** 2 * counts[:, None]
+    return total, reduce_rows(m2s) + reduce_rows(spread), n
 
 
 class Plain(Simulation):
@@ -27,8 +60,9 @@ class Plain(Simulation):
         the histogram says otherwise).
 
     The estimate of one iteration is ``V * mean(f)`` with error
-    ``V * std(f) / sqrt(n - 1)``; iterations are combined by inverse-variance
-    weights.  Plain MC error falls as ``1/sqrt(n)`` whatever the integrand; for
+    ``V * std(f) / sqrt(n - 1)`` (the variance from deviations about each
+    block's mean, pooled: exact even when the mean dwarfs the spread);
+    iterations are combined by inverse-variance weights.  Plain MC error falls as ``1/sqrt(n)`` whatever the integrand; for
     peaked integrands use :class:`flowsim.Vegas`.
     """
 
@@ -61,7 +95,7 @@ class Plain(Simulation):
 
     def accumulators(self):
         k = max(self.components, 1)
-        acc = {"sum": (k,), "sum2": (k,), "nonfinite": ()}
+        acc = {"sum": (k,), "m2": (k,), "count": (), "nonfinite": ()}
         for h in self.histograms:
             if h.component >= k:
                 raise ValueError(f"histogram {h.name!r} is weighted by integrand component "
@@ -77,14 +111,23 @@ class Plain(Simulation):
         finite = t.reduce_all(t.math.is_finite(f), axis=1)
         keep = finite & valid
         f = t.where(keep[:, None], f, t.zeros_like(f))
-        out = {"sum": block_sum(f), "sum2": block_sum(f * f),
+        out = {**moments(f, valid),
                "nonfinite": block_sum(t.cast(valid & ~finite, t.float64))}
         for h in self.histograms:
             out.update(h.block(x, f[:, h.component]))
         return out
 
+    def combine(self, rows, n_events):
+        """Rows added in block order, but ``m2`` pooled about the overall mean."""
+        totals = super().combine(rows, n_events)
+        cols = {name: (a, b) for name, _, a, b in layout(self)[0]}
+        if "m2" in cols:
+            (s0, s1), (m0, m1), (c0, _) = cols["sum"], cols["m2"], cols["count"]
+            _, totals[m0:m1], _ = pool_moments(rows[:, s0:s1], rows[:, m0:m1], rows[:, c0])
+        return totals
+
     def estimate(self, totals, n_events):
-        value, error = mean_and_error(totals["sum"], totals["sum2"], n_events)
+        value, error = mean_and_error(totals["sum"], totals["m2"], n_events)
         return estimate_record(value, error, self.components, self.histograms, totals,
                                n_events)
 

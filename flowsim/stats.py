@@ -33,8 +33,12 @@ def weighted_average(values, errors):
     return mean, err, chi2
 
 
-def mean_and_error(total, total_sq, n):
-    """Mean of ``n`` samples and the standard error of that mean, from sums."""
+def mean_and_error(total, m2, n):
+    """Mean of ``n`` samples and the standard error of that mean.
+
+    ``total`` is the sum of the samples, ``m2`` the sum of their squared
+    deviations from the mean (see :func:`flowsim.plain.moments`).
+    """
     mean = total / n
-    var = np.maximum(total_sq / n - mean * mean, 0.0) / max(n - 1, 1)
+    var = np.maximum(m2, 0.0) / n / max(n - 1, 1)
     return mean, np.sqrt(var)

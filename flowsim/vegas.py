@@ -17,7 +17,7 @@ import numpy as np
 
 from ._tf import tf
 from .domain import evaluate
-from .plain import Plain
+from .plain import Plain, moments
 from .reduce import block_sum, segment_block_sum
 
 #: Keeps empty increments from collapsing to zero width (as in ``vegas``).
@@ -309,7 +309,7 @@ class Vegas(Plain):
         t = tf()
         x, v, keep, bad, ids = self._core(u, valid, state["left"], state["width"])
         f2, nf = self._train(self._training_value(v), ids, keep, state, counts=False)
-        out = {"sum": block_sum(v), "sum2": block_sum(v * v),
+        out = {**moments(v, valid),
                "nonfinite": block_sum(t.cast(bad, t.float64)),
                "train_f2": f2, "train_n": nf}
         for h in self.histograms:

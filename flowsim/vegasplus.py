@@ -191,7 +191,7 @@ class VegasPlus(Vegas):
     def accumulators(self):
         acc = super().accumulators()
         k = max(self.components, 1)
-        del acc["sum"], acc["sum2"]
+        del acc["sum"], acc["m2"], acc["count"]
         acc["hcube"] = (self._need_nstrat(), 2 * k)
         return acc
 

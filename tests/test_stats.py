@@ -1,6 +1,8 @@
 """flowsim.stats: inverse-variance combination, chi^2/dof, the zero-error case."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flowsim.result import Result
 from flowsim.stats import mean_and_error, weighted_average
@@ -70,12 +72,51 @@ def test_weighted_average_rejects_bad_shapes():
 def test_mean_and_error_matches_numpy():
     rng = np.random.default_rng(5)
     x = rng.exponential(size=1000)
-    mean, err = mean_and_error(x.sum(), (x * x).sum(), x.size)
+    mean, err = mean_and_error(x.sum(), ((x - x.mean()) ** 2).sum(), x.size)
     assert mean == pytest.approx(x.mean(), rel=1e-13)
-    assert err == pytest.approx(x.std(ddof=1) / np.sqrt(x.size), rel=1e-10)
-    # Constant samples: error exactly 0, never NaN from a tiny negative variance.
-    mean, err = mean_and_error(3.0 * 10, 9.0 * 10, 10)
+    assert err == pytest.approx(x.std(ddof=1) / np.sqrt(x.size), rel=1e-12)
+    # Constant samples: error exactly 0.
+    mean, err = mean_and_error(3.0 * 10, 0.0, 10)
     assert mean == 3.0 and err == 0.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(offset=st.sampled_from([0.0, 1.0, 1e4, 1e8, -1e12]),
+       sizes=st.lists(st.integers(1, 40), min_size=1, max_size=8), seed=st.integers(0, 99))
+def test_pooled_block_moments_are_exact_whatever_the_offset(offset, sizes, seed):
+    """Blocks centred on their own mean, pooled (Chan): the variance of
+    ``offset + x`` equals that of ``x`` even where sum2/n - mean^2 cancels."""
+    from flowsim.plain import pool_moments
+    rng = np.random.default_rng(seed)
+    blocks = [offset + rng.normal(size=(n, 2)) for n in sizes]
+    sums = np.array([b.sum(axis=0) for b in blocks])
+    m2s = np.array([((b - b.mean(axis=0)) ** 2).sum(axis=0) for b in blocks])
+    counts = np.array([float(len(b)) for b in blocks])
+    total, m2, n = pool_moments(sums, m2s, counts)
+    x = np.concatenate(blocks)
+    assert n == len(x)
+    want = ((x - x.mean(axis=0)) ** 2).sum(axis=0)
+    # samples near the offset carry its rounding (spacing(offset) each); the
+    # sum2/n - mean^2 route loses spacing(offset**2) instead: 2.0 at 1e8
+    atol = 100 * len(x) * max(np.spacing(abs(offset)), 1e-12)
+    np.testing.assert_allclose(m2, want, rtol=1e-6, atol=atol)
+    naive = (x * x).sum(axis=0) - x.sum(axis=0) ** 2 / len(x)
+    if abs(offset) >= 1e8 and len(x) >= 10:
+        assert np.abs(naive - want).max() > 100 * atol      # what this guards against
+
+
+def shifted(x):
+    return 1e8 + x[:, 0]
+
+
+def test_plain_error_survives_a_large_offset():
+    """f = 1e8 + x on [0, 1]: error sqrt(1/12)/sqrt(n), not 0 (sum2/n - mean^2 gave 0)."""
+    import flowsim
+    n = 20_000
+    res = flowsim.Flow(flowsim.Plain(shifted, 1), n, seed=3, block_size=1024,
+                       jit_compile=False, quiet=True).run(1)
+    assert res.value == pytest.approx(1e8 + 0.5, abs=5 * np.sqrt(1 / 12 / n))
+    assert res.error == pytest.approx(np.sqrt(1 / 12 / n), rel=0.03)
 
 
 def test_result_combines_kept_iterations_only():
