@@ -16,6 +16,18 @@ def numpy_double_gaussian(x, a=A):
     return norm * (np.exp(-e1 / (a * a)) + np.exp(-e2 / (a * a)))
 
 
+class Timed:
+    """``with Timed() as t:`` gives ``t.wall`` and ``t.cpu`` (process) seconds."""
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+
 def best_of(fn, repeat=2):
     """Smallest wall time of ``repeat`` calls (the machine is shared and noisy)."""
     times, out = [], None

@@ -17,9 +17,11 @@ Needs the ``bench`` extra (QuantLib).
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import Timed  # noqa: E402
 
 PARAMS = dict(s0=100.0, v0=0.04, kappa=1.5, theta=0.04, xi=0.5, rho=-0.7, r=0.03)
 K, T = 100.0, 1.0
@@ -42,20 +44,19 @@ def quantlib(n_paths, n_steps, seed=42):
     option.setPricingEngine(ql.MCEuropeanHestonEngine(
         proc, "pseudorandom", timeSteps=n_steps, requiredSamples=n_paths, seed=seed,
         antitheticVariate=False))
-    start, cpu = time.perf_counter(), time.process_time()
-    value = option.NPV()
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    with Timed() as tm:
+        value = option.NPV()
     exact = ql.VanillaOption(payoff, ql.EuropeanExercise(expiry))
     exact.setPricingEngine(ql.AnalyticHestonEngine(ql.HestonModel(proc)))
-    return value, option.errorEstimate(), seconds, cpu, exact.NPV()
+    return value, option.errorEstimate(), tm.wall, tm.cpu, exact.NPV()
 
 
 def flowsim_price(n_paths, n_steps, seed):
     from flowsim.finance import EuropeanCall, Heston, price
-    start, cpu = time.perf_counter(), time.process_time()
-    result = price(Heston(**PARAMS), EuropeanCall(K, T), n_paths, n_steps, seed=seed,
-                   antithetic=False)
-    return result, time.perf_counter() - start, time.process_time() - cpu
+    with Timed() as tm:
+        result = price(Heston(**PARAMS), EuropeanCall(K, T), n_paths, n_steps, seed=seed,
+                       antithetic=False)
+    return result, tm.wall, tm.cpu
 
 
 def main(argv=None):

@@ -30,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
+from _common import Timed  # noqa: E402
 from make_vectorbt_reference import COLUMNS, gbm_close, grid, vectorbt_metrics  # noqa: E402
 
 
@@ -37,9 +38,9 @@ def best_time(fn, repeat):
     """(best wall seconds, CPU seconds of that run, output) over ``repeat`` runs."""
     runs, out = [], None
     for _ in range(repeat):
-        start, cpu = time.perf_counter(), time.process_time()
-        out = fn()
-        runs.append((time.perf_counter() - start, time.process_time() - cpu))
+        with Timed() as tm:
+            out = fn()
+        runs.append((tm.wall, tm.cpu))
     wall, cpu = min(runs)
     return wall, cpu, out
 

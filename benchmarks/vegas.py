@@ -20,29 +20,18 @@ import logging
 import math
 import os
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
 
-from _common import A, DIM, numpy_double_gaussian, table  # noqa: E402
+from _common import A, DIM, Timed, numpy_double_gaussian, table  # noqa: E402
 
 # This file is named like Lepage's package: keep its folder off the path so
 # that ``import vegas`` finds the package.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-
-
-class Timed:
-    def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
 
 
 def run_flowsim(cls, n_events, n_iter, seed):
