@@ -106,13 +106,18 @@ def default_device():
     return logical_devices()[0]
 
 
+def device_name(device):
+    """``"/device:GPU:0"``, ``"gpu:0"`` -> ``"GPU:0"`` (syntax only, no check)."""
+    return device.split("device:")[-1].upper()
+
+
 def resolve_device(device):
     """Check a device name against this machine; ``None`` picks the default."""
     if device is None:
         return default_device()
     if not isinstance(device, str):
         raise TypeError(f"device must be a string like 'CPU:0' or 'GPU:1', got {device!r}")
-    name = device.split("device:")[-1].upper()
+    name = device_name(device)
     if name.count(":") != 1:
         raise ValueError(f"device must look like 'CPU:0' or 'GPU:1', got {device!r}")
     available = logical_devices()

@@ -60,11 +60,20 @@ class BlockGrid:
     def n_blocks(self):
         return math.ceil(self.n_events / self.block_size)
 
+    def blocks_per_call(self, events_limit):
+        """Whole blocks in one call of at most ``events_limit`` events (at least 1)."""
+        return max(1, events_limit // self.block_size)
+
     def events_in(self, first_block, n_blocks):
         """Real (unmasked) events in blocks ``first_block .. first_block+n_blocks-1``."""
         start = first_block * self.block_size
         stop = min((first_block + n_blocks) * self.block_size, self.n_events)
         return max(stop - start, 0)
+
+
+def cut(first, n, per):
+    """Blocks ``first .. first+n-1`` as runs ``[(first, n)]`` of at most ``per`` blocks."""
+    return [(b, min(per, first + n - b)) for b in range(first, first + n, per)]
 
 
 def reduce_rows(rows):

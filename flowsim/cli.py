@@ -62,10 +62,17 @@ def load_target(target):
     return obj
 
 
+def _is_job(obj):
+    """A job object that runs itself and prints its own table (``run_cli(args)``)."""
+    from .simulation import Simulation
+    return (hasattr(obj, "run_cli") and not isinstance(obj, type)
+            and not isinstance(obj, Simulation))
+
+
 def _simulation(args):
     from .simulation import Simulation
     obj = load_target(args.target)
-    if isinstance(obj, Simulation) or hasattr(obj, "run_cli"):
+    if isinstance(obj, Simulation) or _is_job(obj):
         return obj
     if args.dim is not None:
         from .algorithms import algorithm_class
@@ -75,8 +82,8 @@ def _simulation(args):
     if "algorithm" in params:
         kwargs["algorithm"] = args.algorithm
     sim = obj(**kwargs)
-    if hasattr(sim, "run_cli") and not isinstance(sim, Simulation):
-        return sim              # a job that runs itself and prints its own table
+    if _is_job(sim):
+        return sim
     if not isinstance(sim, Simulation):
         raise SystemExit(f"flowsim run: {args.target!r} returned {type(sim).__name__}, not a "
                          f"Simulation; for a bare integrand pass --dim N")
@@ -86,7 +93,7 @@ def _simulation(args):
 def _run(args):
     from .backends import flow_class
     sim = _simulation(args)
-    if hasattr(sim, "run_cli"):
+    if _is_job(sim):
         return sim.run_cli(args)
     kwargs = {"n_events": args.events, "seed": args.seed, "dtype": args.dtype,
               "quiet": args.quiet or args.json}

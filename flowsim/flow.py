@@ -12,7 +12,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from ._tf import resolve_device
-from .blocks import BlockGrid, RowCollector, check_count, default_block_size
+from .blocks import BlockGrid, RowCollector, check_count, cut, default_block_size
 from .kernel import IterationTask, KernelSpec, check_seed, layout, run_chunk, same_state, unpack
 from .log import logger
 from .result import Result, _jsonable
@@ -126,8 +126,7 @@ class Flow:
 
     def _chunks(self, grid):
         """Runs of at most ``events_limit`` events: ``[(first_block, n_blocks)]``."""
-        per = max(1, self.events_limit // grid.block_size)
-        return [(b, min(per, grid.n_blocks - b)) for b in range(0, grid.n_blocks, per)]
+        return cut(0, grid.n_blocks, grid.blocks_per_call(self.events_limit))
 
     def _execute(self, task, grid):
         """Run every block of ``task``; return its rows ``[n_blocks, width]``."""

@@ -45,19 +45,12 @@ import heapq
 import math
 from dataclasses import dataclass
 
+from .blocks import check_count
+
 POLICIES = ("static", "dynamic", "guided", "weighted")
 #: Weighted factoring's batch ratio before the run-time spread is measured
 #: (half of the remaining work per batch), and its largest value.
 FACTOR = 2
-
-
-def _count(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
 
 
 def check_policy(policy):
@@ -74,7 +67,7 @@ def static_shares(n_blocks, weights):
     to ``n_blocks`` exactly; equal weights give near-equal parts differing by at
     most one block, the larger ones first (like OpenMP ``static``).
     """
-    n_blocks = _count("n_blocks", n_blocks, minimum=0)
+    n_blocks = check_count("n_blocks", n_blocks, minimum=0)
     weights = [float(w) for w in weights]
     if not weights:
         raise ValueError("static_shares needs at least one weight")
@@ -262,11 +255,11 @@ class Scheduler:
     def __init__(self, policy, n_blocks, workers, chunk=None, max_chunk=None, weights=None,
                  throughput=None, caps=None):
         self.policy = check_policy(policy)
-        self.n_blocks = _count("n_blocks", n_blocks, minimum=0)
-        self.workers = _count("workers", workers)
-        self.max_chunk = math.inf if max_chunk is None else _count("max_chunk", max_chunk)
+        self.n_blocks = check_count("n_blocks", n_blocks, minimum=0)
+        self.workers = check_count("workers", workers)
+        self.max_chunk = math.inf if max_chunk is None else check_count("max_chunk", max_chunk)
         if chunk is not None:
-            chunk = _count("chunk", chunk)
+            chunk = check_count("chunk", chunk)
         if policy == "dynamic":
             chunk = chunk or self.max_chunk
             if chunk == math.inf:
@@ -416,7 +409,7 @@ def simulate(n_blocks, speeds, policy, chunk=None, max_chunk=None, overhead=0.0,
     P = len(speeds)
     tp = Throughput.known(speeds) if known else Throughput(P)
     out = []
-    for _ in range(_count("iterations", iterations)):
+    for _ in range(check_count("iterations", iterations)):
         sched = Scheduler(policy, n_blocks, P, chunk=chunk, max_chunk=max_chunk,
                           weights=weights, throughput=tp)
         done, events, seq, waiting = [], [], 0, []
@@ -460,7 +453,7 @@ def chunks(n_blocks, workers, speeds=None, policy="guided", chunk=None, max_chun
     blocks on worker ``w`` takes ``n / speeds[w]``.  ``weights``: ``static``
     shares (default equal).
     """
-    workers = _count("workers", workers)
+    workers = check_count("workers", workers)
     speeds = [1.0] * workers if speeds is None else list(speeds)
     if len(speeds) != workers:
         raise ValueError(f"speeds has {len(speeds)} entries for {workers} workers")

@@ -47,7 +47,7 @@ import numpy as np
 from .. import checkpoint as ckpt
 from .._tf import tf
 from .. import flow as flow_mod
-from ..blocks import RowCollector
+from ..blocks import RowCollector, cut
 from ..flow import Flow
 from ..kernel import layout
 from ..log import logger
@@ -255,8 +255,7 @@ class MPIFlow(Flow):
     def _chunks(self, grid):
         """This rank's chunks: its share cut into runs of at most ``events_limit``."""
         first, n = self._shares(grid)[self.rank]
-        per = max(1, self.events_limit // grid.block_size)
-        return [(b, min(per, first + n - b)) for b in range(first, first + n, per)]
+        return cut(first, n, grid.blocks_per_call(self.events_limit))
 
     def _execute(self, task, grid):
         _, width = layout(task.simulation)

@@ -45,9 +45,11 @@ import time
 import uuid
 import weakref
 
-from ..blocks import RowCollector, check_count
+from .._tf import device_name
+from ..blocks import RowCollector, check_count, cut
 from ..flow import Flow
 from ..kernel import layout, run_chunk, trace_counts
+from ..schedule import static_shares
 
 __all__ = ["SparkFlow", "SparkTaskError"]
 
@@ -174,7 +176,7 @@ class SparkFlow(Flow):
         if not isinstance(device, str):
             raise TypeError(f"device must be None or a string like 'CPU:0' or 'GPU:1', "
                             f"got {device!r}")
-        name = device.split("device:")[-1].upper()
+        name = device_name(device)
         kind, _, index = name.partition(":")
         if kind not in ("CPU", "GPU") or not index.isdigit():
             raise ValueError(f"device must look like 'CPU:0' or 'GPU:1', got {device!r}")
@@ -190,14 +192,7 @@ class SparkFlow(Flow):
     def _chunks(self, grid):
         """Contiguous near-equal runs of blocks, one per Spark task."""
         n = self.partitions or max(1, int(self.sc.defaultParallelism))
-        n = min(n, grid.n_blocks)
-        base, extra = divmod(grid.n_blocks, n)
-        out, first = [], 0
-        for p in range(n):
-            size = base + (p < extra)
-            out.append((first, size))
-            first += size
-        return out
+        return static_shares(grid.n_blocks, [1.0] * min(n, grid.n_blocks))
 
     def _execute(self, task, grid):
         steady = self._steady(task)
@@ -227,7 +222,7 @@ class SparkFlow(Flow):
             raise RuntimeError("SparkFlow: the Spark session is stopped")
         _, width = layout(task.simulation)
         chunks = self._chunks(grid)
-        per_call = max(1, self.events_limit // grid.block_size)
+        per_call = grid.blocks_per_call(self.events_limit)
         iterations = list(range(task.iteration, task.iteration + count))
         sc = self.sc
         payload = cloudpickle.dumps(task)
@@ -457,12 +452,10 @@ def _run_partition(payload, token, job, per_call, requested, iterations, index, 
         traces = sum(trace_counts.values())
         for iteration in iterations:
             run = task if iteration == task.iteration else task.at(iteration)
-            for first, n in chunks:
-                for b in range(first, first + n, per_call):
-                    k = min(per_call, first + n - b)
-                    start = time.time()
-                    rows = run_chunk(run, b, k, device)
-                    out.append((iteration, b, rows, start, time.time(), label))
+            for b, k in (part for first, n in chunks for part in cut(first, n, per_call)):
+                start = time.time()
+                rows = run_chunk(run, b, k, device)
+                out.append((iteration, b, rows, start, time.time(), label))
         if not _WORKER["frozen"] or sum(trace_counts.values()) != traces:
             _freeze()
         return out

@@ -47,7 +47,7 @@ import time
 
 from .. import schedule as sched_mod
 from .. import _tf
-from .._tf import logical_devices, resolve_device, tf
+from .._tf import device_name, logical_devices, resolve_device, tf
 from ..blocks import RowCollector, check_count
 from ..flow import Flow
 from ..kernel import layout, trace_counts
@@ -105,7 +105,7 @@ def _planned_gpu_workers(devices):
     if isinstance(devices, int) and not isinstance(devices, bool):
         return min(devices, n_gpu), devices
     names = [devices] if isinstance(devices, str) else list(devices)
-    return sum(str(d).upper().split("device:")[-1].startswith("GPU") for d in names), len(names)
+    return sum(device_name(str(d)).startswith("GPU") for d in names), len(names)
 
 
 class _Item:
@@ -222,7 +222,7 @@ class ScheduledFlow(Flow):
     # -- one iteration ---------------------------------------------------------------
     def _execute(self, task, grid):
         _, width = layout(task.simulation)          # also probes the integrand, once
-        per = max(1, self.events_limit // grid.block_size)
+        per = grid.blocks_per_call(self.events_limit)
         caps = [c or per for c in self._caps]
         scheduler = sched_mod.Scheduler(
             self.schedule, grid.n_blocks, len(self._devices), chunk=self.chunk,
