@@ -18,6 +18,19 @@ def _as_structure(out):
     return {"": t.convert_to_tensor(out)}
 
 
+def param_rows(params):
+    """``params`` as a non-empty numeric ``[rows, n_params]`` array (1-D: one column)."""
+    params = np.asarray(params)
+    if params.ndim == 1:
+        params = params[:, None]
+    if params.ndim != 2 or params.shape[0] == 0:
+        raise ValueError(f"params must be a non-empty array of shape [rows, n_params], "
+                         f"got shape {list(params.shape)}")
+    if not np.issubdtype(params.dtype, np.number):
+        raise TypeError(f"params must be numeric, got dtype {params.dtype}")
+    return params
+
+
 class Sweep(Simulation):
     """Evaluate ``kernel(params_rows, data)`` over every row of ``params``.
 
@@ -33,15 +46,7 @@ class Sweep(Simulation):
         if not callable(kernel):
             raise TypeError(f"kernel must be callable, got {kernel!r}")
         self.kernel = kernel
-        params = np.asarray(params)
-        if params.ndim == 1:
-            params = params[:, None]
-        if params.ndim != 2 or params.shape[0] == 0:
-            raise ValueError(f"params must be a non-empty array of shape [rows, n_params], "
-                             f"got shape {list(params.shape)}")
-        if not np.issubdtype(params.dtype, np.number):
-            raise TypeError(f"params must be numeric, got dtype {params.dtype}")
-        self.params = params
+        self.params = param_rows(params)
         self.data = data
         self._outputs = None
         if block_rows is None:
@@ -160,6 +165,22 @@ def run_sweep(flow):
     return sim.split(sim.combine(rows, flow.n_events))
 
 
+def run_rows(sim, backend=None, dtype="float64", events_limit=None, **flow_kwargs):
+    """Outputs of :class:`Sweep` ``sim`` run by a Flow of ``backend``, in row order.
+
+    The Flow uses ``sim.block_rows`` as its block size and, unless
+    ``events_limit`` is given, runs all rows in chunks of up to 10**6.
+    """
+    from .backends import flow_class
+    sim.outputs()
+    cls = flow_class(backend)
+    if events_limit is None:
+        events_limit = max(sim.block_rows, 1_000_000)
+    flow = cls(sim, n_events=sim.n_rows, seed=0, events_limit=events_limit, dtype=dtype,
+               block_size=sim.block_rows, quiet=True, **flow_kwargs)
+    return run_sweep(flow)
+
+
 def sweep(kernel, params, data=None, events_limit=None, backend=None, dtype="float64",
           block_size=None, **flow_kwargs):
     """Evaluate ``kernel(params_chunk, data)`` for every row of ``params``.
@@ -186,7 +207,6 @@ def sweep(kernel, params, data=None, events_limit=None, backend=None, dtype="flo
     Returns numpy arrays in row order: one ``[n_rows]`` / ``[n_rows, k]`` array,
     or a dict of them if the kernel returns a dict.
     """
-    from .backends import flow_class
     from .blocks import BLOCK_QUANTUM
     sim = Sweep(kernel, params, data, block_rows=block_size)
     if block_size is None and events_limit is not None:
@@ -195,10 +215,4 @@ def sweep(kernel, params, data=None, events_limit=None, backend=None, dtype="flo
         if limit < sim.block_rows:
             sim = Sweep(kernel, params, data,
                         block_rows=max(BLOCK_QUANTUM, limit // BLOCK_QUANTUM * BLOCK_QUANTUM))
-    sim.outputs()
-    cls = flow_class(backend)
-    if events_limit is None:
-        events_limit = max(sim.block_rows, 1_000_000)
-    flow = cls(sim, n_events=sim.n_rows, seed=0, events_limit=events_limit, dtype=dtype,
-               block_size=sim.block_rows, quiet=True, **flow_kwargs)
-    return run_sweep(flow)
+    return run_rows(sim, backend, dtype, events_limit, **flow_kwargs)

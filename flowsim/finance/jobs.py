@@ -25,15 +25,19 @@ def default_grid(n_bars):
                      if f < s <= n_bars], dtype=np.int64)
 
 
+def _max_diffs(a, b):
+    """``{metric: max |a - b|}`` of two sweep tables over the same grid."""
+    return {m: float(np.max(np.abs(a[m].to_numpy(np.float64) - b[m].to_numpy(np.float64))))
+            for m in METRICS}
+
+
 def precision_check(close, pairs, table64=None, **kwargs):
     """``(table64, table32, {metric: max |float32 - float64|})`` over the grid."""
     from .sweep import ma_crossover_sweep
     if table64 is None:
         table64 = ma_crossover_sweep(close, pairs, **kwargs)
     table32 = ma_crossover_sweep(close, pairs, dtype="float32", **kwargs)
-    diffs = {m: float(np.max(np.abs(table32[m].to_numpy(np.float64)
-                                    - table64[m].to_numpy(np.float64)))) for m in METRICS}
-    return table64, table32, diffs
+    return table64, table32, _max_diffs(table32, table64)
 
 
 def backtest_report(bars, top=10, backend=None, dtype="float64", out=print, as_json=False,
@@ -47,8 +51,7 @@ def backtest_report(bars, top=10, backend=None, dtype="float64", out=print, as_j
     seconds = time.perf_counter() - start
     other = "float32" if dtype == "float64" else "float64"
     compare = ma_crossover_sweep(close, pairs, dtype=other, backend=backend, **flow_kwargs)
-    diffs = {m: float(np.max(np.abs(table[m].to_numpy(np.float64)
-                                    - compare[m].to_numpy(np.float64)))) for m in METRICS}
+    diffs = _max_diffs(table, compare)
     best = table.sort_values("sharpe", ascending=False).head(top)
     if as_json:
         out(json.dumps({"pairs": len(pairs), "bars": len(close), "seconds": seconds,

@@ -23,6 +23,20 @@ def _number(name, value, low=None, high=None, low_open=False):
     return value
 
 
+#: ``_number`` bounds of a field that must be > 0.
+_POSITIVE = (0, None, True)
+
+
+def _check_fields(obj, **bounds):
+    """Validate (and make float) each named field of frozen dataclass ``obj``.
+
+    ``bounds[name]`` is ``(low, high, low_open)`` for :func:`_number`, ``()`` for
+    any finite number.
+    """
+    for name, bound in bounds.items():
+        object.__setattr__(obj, name, _number(name, getattr(obj, name), *bound))
+
+
 def _norm_cdf(x):
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
@@ -57,10 +71,7 @@ class GBM:
     factors = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "s0", _number("s0", self.s0, 0, low_open=True))
-        object.__setattr__(self, "r", _number("r", self.r))
-        object.__setattr__(self, "sigma", _number("sigma", self.sigma, 0, low_open=True))
-        object.__setattr__(self, "q", _number("q", self.q))
+        _check_fields(self, s0=_POSITIVE, r=(), sigma=_POSITIVE, q=())
 
     # -- the kernel ---------------------------------------------------------------------
     def initial(self, lanes, dtype):
@@ -148,14 +159,8 @@ class Heston:
     factors = 2
 
     def __post_init__(self):
-        object.__setattr__(self, "s0", _number("s0", self.s0, 0, low_open=True))
-        object.__setattr__(self, "v0", _number("v0", self.v0, 0))
-        object.__setattr__(self, "kappa", _number("kappa", self.kappa, 0, low_open=True))
-        object.__setattr__(self, "theta", _number("theta", self.theta, 0, low_open=True))
-        object.__setattr__(self, "xi", _number("xi", self.xi, 0, low_open=True))
-        object.__setattr__(self, "rho", _number("rho", self.rho, -1, 1))
-        object.__setattr__(self, "r", _number("r", self.r))
-        object.__setattr__(self, "q", _number("q", self.q))
+        _check_fields(self, s0=_POSITIVE, v0=(0,), kappa=_POSITIVE, theta=_POSITIVE,
+                      xi=_POSITIVE, rho=(-1, 1), r=(), q=())
 
     def initial(self, lanes, dtype):
         t = tf()

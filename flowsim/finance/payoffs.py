@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from .._tf import tf
-from .models import _number
+from .models import _POSITIVE, _check_fields
 
 
 def _positive_int(name, value):
@@ -37,20 +37,20 @@ class Payoff:
         raise NotImplementedError
 
 
-def _check_kt(payoff):
-    object.__setattr__(payoff, "K", _number("K", payoff.K, 0, low_open=True))
-    object.__setattr__(payoff, "T", _number("T", payoff.T, 0, low_open=True))
-
-
 @dataclass(frozen=True)
-class EuropeanCall(Payoff):
-    """``max(S_T - K, 0)`` at expiry ``T`` (years)."""
+class _Struck(Payoff):
+    """Payoffs with fields strike ``K`` and expiry ``T`` (both > 0)."""
 
     K: float
     T: float
 
     def __post_init__(self):
-        _check_kt(self)
+        _check_fields(self, K=_POSITIVE, T=_POSITIVE)
+
+
+@dataclass(frozen=True)
+class EuropeanCall(_Struck):
+    """``max(S_T - K, 0)`` at expiry ``T`` (years)."""
 
     def value(self, acc, x):
         t = tf()
@@ -58,14 +58,8 @@ class EuropeanCall(Payoff):
 
 
 @dataclass(frozen=True)
-class EuropeanPut(Payoff):
+class EuropeanPut(_Struck):
     """``max(K - S_T, 0)`` at expiry ``T`` (years)."""
-
-    K: float
-    T: float
-
-    def __post_init__(self):
-        _check_kt(self)
 
     def value(self, acc, x):
         t = tf()
@@ -73,15 +67,13 @@ class EuropeanPut(Payoff):
 
 
 @dataclass(frozen=True)
-class _Fixings(Payoff):
+class _Fixings(_Struck):
     """Payoffs on ``n_fixings`` equally spaced fixings up to ``T``."""
 
-    K: float
-    T: float
     n_fixings: int
 
     def __post_init__(self):
-        _check_kt(self)
+        super().__post_init__()
         _positive_int("n_fixings", self.n_fixings)
 
     def check(self, n_steps):
@@ -154,8 +146,7 @@ class UpAndOutCall(Payoff):
     T: float
 
     def __post_init__(self):
-        _check_kt(self)
-        object.__setattr__(self, "barrier", _number("barrier", self.barrier, 0, low_open=True))
+        _check_fields(self, K=_POSITIVE, T=_POSITIVE, barrier=_POSITIVE)
 
     def initial(self, lanes, dtype):
         return (tf().ones([lanes], dtype),)

@@ -271,8 +271,7 @@ def _run_sweep(kernel, params, data, backend, dtype, block_size, flow_kwargs):
     ``params`` and ``data`` (they are tensor arguments), so a cached Sweep gets
     the new arrays and runs without retracing.  Same bits as a fresh one.
     """
-    from ..backends import flow_class
-    from ..sweep import Sweep, run_sweep
+    from ..sweep import Sweep, run_rows
     flow_kwargs = dict(flow_kwargs)
     # Whole-kernel XLA costs ~6 CPU s to compile per shape: off unless asked.
     flow_kwargs.setdefault("jit_compile", False)
@@ -288,12 +287,8 @@ def _run_sweep(kernel, params, data, backend, dtype, block_size, flow_kwargs):
     sim, lock = entry
     with lock:
         sim.params, sim.data = params, data
-        sim.outputs()
-        events_limit = flow_kwargs.pop("events_limit", None) or max(block_size, 1_000_000)
-        flow = flow_class(backend)(sim, n_events=sim.n_rows, seed=0, events_limit=events_limit,
-                                   dtype=dtype, block_size=block_size, quiet=True,
-                                   **flow_kwargs)
-        return run_sweep(flow)
+        events_limit = flow_kwargs.pop("events_limit", None) or None
+        return run_rows(sim, backend, dtype, events_limit, **flow_kwargs)
 
 
 def strategy_sweep(positions, data, params, names=None, annualization=252, dtype="float64",
@@ -336,19 +331,13 @@ def strategy_sweep(positions, data, params, names=None, annualization=252, dtype
     """
     if not callable(positions):
         raise TypeError(f"positions must be a callable positions(params, data), got {positions!r}")
+    from ..sweep import param_rows
     bars = _as_data(data)
-    params = np.asarray(params)
-    if params.ndim == 1:
-        params = params[:, None]
-    if params.ndim != 2 or params.shape[0] == 0:
-        raise ValueError(f"params must be a non-empty [n_rows, n_params] array, "
-                         f"got shape {list(params.shape)}")
+    params = param_rows(params)
     names = [f"p{j}" for j in range(params.shape[1])] if names is None else list(names)
     if len(names) != params.shape[1]:
         raise ValueError(f"names must give one name per params column ({params.shape[1]}), "
                          f"got {names}")
-    if not np.issubdtype(params.dtype, np.number):
-        raise TypeError(f"params must be numeric, got dtype {params.dtype}")
     kernel = StrategyKernel(positions, _check_annualization(annualization))
     if block_size is None:
         from ..blocks import default_block_size
