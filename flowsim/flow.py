@@ -154,10 +154,13 @@ class Flow:
         self._record(task, device, first, n, start, time.perf_counter())
         return out
 
+    def _entry(self, task, device, first, n, start, end, **extra):
+        """A timeline entry; ``start``/``end`` are ``time.perf_counter()`` values."""
+        return {"iteration": task.iteration, "device": device, "first_block": int(first),
+                "blocks": int(n), "start": start - self._t0, "end": end - self._t0, **extra}
+
     def _record(self, task, device, first, n, start, end):
-        self.timeline.append({"iteration": task.iteration, "device": device,
-                              "first_block": int(first), "blocks": int(n),
-                              "start": start - self._t0, "end": end - self._t0})
+        self.timeline.append(self._entry(task, device, first, n, start, end))
         if self._bar is not None:
             self._bar.update(self.grid.events_in(first, n))
 

@@ -318,7 +318,7 @@ class MPIFlow(Flow):
             return None
         ahead = _Ahead(task.at(task.iteration + 1),
                        [b for first, n in self._chunks(grid) for b in range(first, first + n)],
-                       self.device, self._t0, _block_seconds(mine))
+                       self.device, self._entry, _block_seconds(mine))
         self._ahead = ahead
         return ahead.step
 
@@ -424,8 +424,8 @@ AHEAD_STEP = 0.01
 class _Ahead:
     """This rank's share of the next iteration, computed while the others finish."""
 
-    def __init__(self, task, blocks, device, t0, block_seconds):
-        self.task, self.pending, self.device, self.t0 = task, blocks, device, t0
+    def __init__(self, task, blocks, device, entry, block_seconds):
+        self.task, self.pending, self.device, self.entry = task, blocks, device, entry
         self.per_step = max(1, int(AHEAD_STEP / block_seconds)) if block_seconds else 1
         self.rows, self.timeline = {}, []
 
@@ -450,9 +450,8 @@ class _Ahead:
         del self.pending[:n]
         for i in range(n):
             self.rows[first + i] = rows[i]
-        self.timeline.append({"iteration": self.task.iteration, "device": self.device,
-                              "first_block": first, "blocks": n, "start": start - self.t0,
-                              "end": end - self.t0, "ahead": True})
+        self.timeline.append(self.entry(self.task, self.device, first, n, start, end,
+                                        ahead=True))
         return True
 
 

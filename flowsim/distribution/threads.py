@@ -309,10 +309,9 @@ class ScheduledFlow(Flow):
         run.scheduler.failed(w)
         run.scheduler.caps[w] = max(1, min(run.scheduler.caps[w], item.n // 2))
         with self._lock:
-            self.timeline.append({"iteration": task.iteration, "device": device,
-                                  "first_block": int(item.first), "blocks": int(item.n),
-                                  "start": start, "end": end,
-                                  "failed": type(exc).__name__})
+            self.timeline.append(self._entry(task, device, item.first, item.n,
+                                             start + self._t0, end + self._t0,
+                                             failed=type(exc).__name__))
         avoid = set(item.avoid) | {device}
         if item.n == 1 and avoid >= set(self._devices):
             run.error = exc
