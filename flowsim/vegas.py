@@ -246,9 +246,16 @@ class Vegas(Plain):
         self.set_edges(arrays["edges"])
 
     # -- the Simulation contract ---------------------------------------------------
+    #: Whether the training also counts the events of each increment (``train_n``).
+    #: Vegas' ``y`` is uniform, so every increment expects ``n / n_bins`` and the
+    #: counts are not needed; VegasPlus stratifies ``y`` and counts.
+    _count_increments = False
+
     def accumulators(self):
-        return {**super().accumulators(), "train_f2": (self.dim * self.n_bins,),
-                "train_n": (self.dim * self.n_bins,)}
+        acc = {**super().accumulators(), "train_f2": (self.dim * self.n_bins,)}
+        if self._count_increments:
+            acc["train_n"] = (self.dim * self.n_bins,)
+        return acc
 
     def state(self):
         left = self.edges[:, :-1].reshape(-1)
@@ -285,33 +292,34 @@ class Vegas(Plain):
             return t.reduce_sum(v * v, axis=1)
         return t.square(v[:, self.train])
 
-    def _train(self, g, ids, keep, state, counts):
-        """Per-increment sums of ``g`` (and event counts), ``[dim * n_bins]`` each."""
+    def _train(self, g, ids, keep, state):
+        """Per-increment sums of ``g`` (and event counts, if counted), ``[dim * n_bins]``
+        each, as the ``train_f2`` (and ``train_n``) accumulators; zeros when frozen."""
         t = tf()
         m = self.dim * self.n_bins
+        count = self._count_increments
 
         def accumulate():
             flat = t.reshape(t.where(keep[:, None], ids, m), [-1])
             vals = t.reshape(t.broadcast_to(g[:, None], t.shape(ids)), [-1])
-            if not counts:
-                return segment_block_sum(vals, flat, m + 1)[:m], t.zeros([m], t.float64)
+            if not count:
+                return {"train_f2": segment_block_sum(vals, flat, m + 1)[:m]}
             both = t.stack([vals, t.ones_like(vals)], axis=1)
             s = segment_block_sum(both, flat, m + 1)[:m]
-            return s[:, 0], s[:, 1]
+            return {"train_f2": s[:, 0], "train_n": s[:, 1]}
 
         def skip():
             z = t.zeros([m], t.float64)
-            return z, z
+            return {"train_f2": z, "train_n": z} if count else {"train_f2": z}
 
         return t.cond(state["train"], accumulate, skip)
 
     def block(self, u, valid, state):
         t = tf()
         x, v, keep, bad, ids = self._core(u, valid, state["left"], state["width"])
-        f2, nf = self._train(self._training_value(v), ids, keep, state, counts=False)
         out = {**moments(v, valid),
                "nonfinite": block_sum(t.cast(bad, t.float64)),
-               "train_f2": f2, "train_n": nf}
+               **self._train(self._training_value(v), ids, keep, state)}
         for h in self.histograms:
             out.update(h.block(x, v[:, h.component]))
         return out
@@ -320,8 +328,9 @@ class Vegas(Plain):
         if self.frozen or self.alpha == 0:
             return
         shape = (self.dim, self.n_bins)
-        counts = totals["train_n"].reshape(shape)
-        if not counts.any():
+        if self._count_increments:
+            counts = totals["train_n"].reshape(shape)
+        else:
             counts = np.ones(shape)     # uniform y: every increment expects n / n_bins
         self.edges = smooth_and_regrid(self.edges, totals["train_f2"].reshape(shape),
                                        counts, self.alpha)

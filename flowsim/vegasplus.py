@@ -134,6 +134,8 @@ class VegasPlus(Vegas):
     ignores the stratification).  :meth:`sample` draws from the map only.
     """
 
+    _count_increments = True          # y is stratified: the map trains on real counts
+
     def __init__(self, integrand, dim, limits=None, n_bins=50, alpha=0.5, beta=0.75,
                  nstrat=None, max_hcubes=MAX_HCUBES, neval_frac=0.75, train=0,
                  histograms=(), grid=None):
@@ -227,11 +229,10 @@ class VegasPlus(Vegas):
         digits = (t.cast(cube, t.int64)[:, None] // state["stride"]) % state["nstrat"]
         y = (t.cast(digits, u.dtype) + u) / t.cast(state["nstrat"], u.dtype)
         x, v, keep, bad, ids = self._core(y, valid, state["left"], state["width"])
-        f2, nf = self._train(self._training_value(v), ids, keep, state, counts=True)
         seg = t.where(keep, cube, h)
         hc = segment_block_sum(t.concat([v, v * v], axis=1), seg, h + 1)[:h]
         out = {"hcube": hc, "nonfinite": block_sum(t.cast(bad, t.float64)),
-               "train_f2": f2, "train_n": nf}
+               **self._train(self._training_value(v), ids, keep, state)}
         if self.histograms:
             w = v * t.gather(state["hweight"], cube)[:, None]
             for hist in self.histograms:
@@ -267,17 +268,26 @@ class VegasPlus(Vegas):
         self._alloc = None
 
     # -- save / load, checkpoints ----------------------------------------------------
+    def _strata(self):
+        """``nstrat`` and ``sigf`` (none before the hypercubes are chosen)."""
+        if self.nstrat is None:
+            return {}
+        return {"nstrat": self.nstrat.copy(), "sigf": self.sigf.copy()}
+
+    def _set_strata(self, arrays):
+        """Restore what :meth:`_strata` gave; False if ``arrays`` has none."""
+        if "nstrat" not in arrays:
+            return False
+        self._set_nstrat(arrays["nstrat"])
+        self.sigf = np.array(arrays["sigf"], dtype=np.float64)
+        return True
+
     def _grid_arrays(self):
-        arrays = {"edges": self.edges}
-        if self.nstrat is not None:
-            arrays.update({"nstrat": self.nstrat, "sigf": self.sigf})
-        return arrays
+        return {"edges": self.edges, **self._strata()}
 
     def _set_grid_arrays(self, arrays):
         self.set_edges(arrays["edges"])
-        if "nstrat" in arrays:
-            self._set_nstrat(arrays["nstrat"])
-            self.sigf = np.array(arrays["sigf"], dtype=np.float64)
+        self._set_strata(arrays)
 
     def config(self):
         cfg = super().config()
@@ -286,16 +296,11 @@ class VegasPlus(Vegas):
         return cfg
 
     def get_state(self):
-        st = super().get_state()
-        if self.nstrat is not None:
-            st.update({"nstrat": self.nstrat.copy(), "sigf": self.sigf.copy()})
-        return st
+        return {**super().get_state(), **self._strata()}
 
     def set_state(self, state):
         super().set_state(state)
-        if "nstrat" in state:
-            self._set_nstrat(state["nstrat"])
-            self.sigf = np.array(state["sigf"], dtype=np.float64)
-        elif self.nstrat is not None:          # a state from before any iteration
+        if not self._set_strata(state) and self.nstrat is not None:
+            # a state from before any iteration
             self.sigf = np.ones(self.n_hcubes)
         self._alloc = None
