@@ -7,6 +7,7 @@ import numpy as np
 
 
 def _figure(width=8.0, height=4.5):
+    """A headless matplotlib Figure (Agg canvas, constrained layout)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=(width, height), layout="constrained")
