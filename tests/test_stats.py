@@ -100,9 +100,20 @@ def test_pooled_block_moments_are_exact_whatever_the_offset(offset, sizes, seed)
     # sum2/n - mean^2 route loses spacing(offset**2) instead: 2.0 at 1e8
     atol = 100 * len(x) * max(np.spacing(abs(offset)), 1e-12)
     np.testing.assert_allclose(m2, want, rtol=1e-6, atol=atol)
-    naive = (x * x).sum(axis=0) - x.sum(axis=0) ** 2 / len(x)
-    if abs(offset) >= 1e8 and len(x) >= 10:
-        assert np.abs(naive - want).max() > 100 * atol      # what this guards against
+
+
+def test_pooled_moments_where_sum2_cancels():
+    """The case the pooling exists for: 1e8 + x, where sum2 - sum^2/n loses everything."""
+    from flowsim.plain import pool_moments
+    x = 1e8 + np.random.default_rng(0).normal(size=(64, 1))
+    blocks = [x[:32], x[32:]]
+    total, m2, n = pool_moments(np.array([b.sum(axis=0) for b in blocks]),
+                                np.array([((b - b.mean(axis=0)) ** 2).sum(axis=0)
+                                          for b in blocks]), np.array([32.0, 32.0]))
+    want = ((x - x.mean()) ** 2).sum()
+    assert m2[0] == pytest.approx(want, rel=1e-6)
+    naive = (x * x).sum() - x.sum() ** 2 / len(x)
+    assert abs(naive - want) > 100 * abs(m2[0] - want) + 1.0
 
 
 def shifted(x):
