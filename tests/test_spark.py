@@ -3,11 +3,13 @@
 One SparkContext per process, so the in-process tests run in file order:
 local[2] (module session), then ``local[2,2]`` (a session SparkFlow owns, with
 retries), then a driver on the standalone master + worker that a fixture starts
-on 127.0.0.1 with ``spark-class`` and kills afterwards.  ``spark-submit`` runs of
+on 127.0.0.1 with ``spark-class`` and kills afterwards (two tests kill the worker
+JVM mid-job and start a new one).  ``spark-submit`` runs of
 the example are subprocesses with timeouts.  References are ``flowsim.Flow`` in
 this process; results are compared bit for bit (``tobytes``).
 """
 import json
+import logging
 import os
 import shutil
 import signal
@@ -33,7 +35,7 @@ import flowsim  # noqa: E402
 from pyspark import cloudpickle  # noqa: E402
 
 from flowsim.distribution import SparkFlow  # noqa: E402
-from flowsim.distribution.spark import task_device  # noqa: E402
+from flowsim.distribution.spark import NoExecutorError, task_device  # noqa: E402
 from flowsim.examples import double_gaussian  # noqa: E402
 
 # Classes below travel to executors by value (executors cannot import tests/).
@@ -146,6 +148,14 @@ def test_task_device_follows_spark_resources():
         task_device(None, {"gpu": _Res("5")}, ["GPU:0", "GPU:1", "CPU:0"])
 
 
+def test_executor_timeout_is_checked():
+    """Bad values fail in the constructor, before any Spark session exists."""
+    for value, error in ((0, ValueError), (-1.5, ValueError), (float("nan"), ValueError),
+                         ("300", TypeError), (True, TypeError), ([5], TypeError)):
+        with pytest.raises(error, match="executor_timeout"):
+            SparkFlow(PLAIN, 1000, seed=1, executor_timeout=value)
+
+
 # -- fixtures ---------------------------------------------------------------------------
 class Sessions:
     """The process's one SparkContext: switch master in test order, stop at the end."""
@@ -233,28 +243,45 @@ class Cluster:
                         SPARK_LOCAL_DIRS=os.path.join(self.tmp, "local"),
                         SPARK_LOG_DIR=os.path.join(self.tmp, "logs"),
                         SPARK_DAEMON_MEMORY="512m", SPARK_DAEMON_JAVA_OPTS=FAST_JVM)
-        self.procs, self.error = [], None
+        self.procs, self.worker, self.error = [], None, None
         self._thread = threading.Thread(target=self._start, daemon=True)
         self._thread.start()
 
     def _spawn(self, name, *args):
-        log = open(os.path.join(self.tmp, f"{name}.log"), "w")
+        log = open(os.path.join(self.tmp, f"{name}.log"), "a")
         cmd = ["bash", os.path.join(SPARK_HOME, "bin", "spark-class"), *args]
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
                                 cwd=self.tmp, start_new_session=True)
         self.procs.append(proc)
+        return proc
 
     def _start(self):
         try:
             self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                         "--port", str(self.port), "--webui-port", str(self.ui))
             self._wait(lambda: _master_state(self.ui), "master")
-            self._spawn("worker", "org.apache.spark.deploy.worker.Worker", self.url,
-                        "--host", "127.0.0.1", "--webui-port", str(_free_port()),
-                        "--cores", "2", "--memory", "2g")
-            self._wait(lambda: _master_state(self.ui)["aliveworkers"] >= 1 or None, "worker")
+            self._start_worker()
         except Exception as exc:  # reported by wait()
             self.error = exc
+
+    def _start_worker(self):
+        known = {w["id"] for w in _master_state(self.ui)["workers"]}
+        self.worker = self._spawn("worker", "org.apache.spark.deploy.worker.Worker", self.url,
+                                  "--host", "127.0.0.1", "--webui-port", str(_free_port()),
+                                  "--cores", "2", "--memory", "2g")
+        self._wait(lambda: any(w["state"] == "ALIVE" and w["id"] not in known
+                               for w in _master_state(self.ui)["workers"]) or None, "worker")
+
+    def kill_worker(self):
+        """SIGKILL the worker JVM (its executors then exit): a worker lost for good."""
+        self.worker.kill()
+        self.worker.wait(30)
+        self.procs.remove(self.worker)
+
+    def restart_worker(self):
+        """A new worker after kill_worker (for the tests that follow)."""
+        if self.worker not in self.procs:
+            self._start_worker()
 
     def _wait(self, probe, what, timeout=TIMEOUT):
         deadline = time.monotonic() + timeout
@@ -551,6 +578,81 @@ def test_worker_killed_mid_job_gives_same_bits(on_cluster, tmp_path, plain_ref):
     assert killed, "the Python worker was never killed"
     assert not any(f":{killed[0]}/" in r["device"] for r in flow.timeline)
     assert_same_bits(res, plain_ref)
+
+
+def _kill_worker_mid_job(cluster, marker, restart):
+    """Kill the worker JVM once a task hangs (FAULTY, mode "hang"); then start a new
+    worker if ``restart``.  Returns the thread and the list of kill times."""
+    killed = []
+
+    def killer():
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and not os.path.exists(marker + ".pid"):
+            time.sleep(0.1)
+        if os.path.exists(marker + ".pid"):
+            killed.append(time.monotonic())
+            cluster.kill_worker()
+            try:                          # the hanging Python worker, if it outlived it
+                os.kill(int(open(marker + ".pid").read()), signal.SIGKILL)
+            except OSError:
+                pass
+            if restart:
+                cluster.restart_worker()
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    return thread, killed
+
+
+def _warnings(caplog):
+    return [r.getMessage() for r in caplog.records
+            if r.name == "flowsim" and r.levelno == logging.WARNING]
+
+
+def test_worker_replaced_in_time_gives_same_bits(on_cluster, cluster_start, tmp_path,
+                                                 plain_ref, caplog):
+    """The worker JVM dies mid-job and a new one starts within executor_timeout: the
+    run warns, then goes on on the new worker's executor with the same bits."""
+    FAULTY.mode, FAULTY.marker = "hang", str(tmp_path / "replaced")
+    flow = spark_flow(FAULTY, on_cluster, partitions=4, executor_timeout=TIMEOUT)
+    thread, killed = _kill_worker_mid_job(cluster_start, FAULTY.marker, restart=True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="flowsim"):
+            res = flow.run(2)
+    finally:
+        thread.join(TIMEOUT)
+        cluster_start.restart_worker()
+    assert killed, "the worker was never killed"
+    assert_same_bits(res, plain_ref)
+    warned = _warnings(caplog)
+    assert any("no Spark executor is alive" in m for m in warned), warned
+    assert any("a Spark executor is alive" in m and "the job goes on" in m for m in warned)
+
+
+def test_worker_lost_for_good_fails_after_executor_timeout(on_cluster, cluster_start, tmp_path,
+                                                          caplog):
+    """Issue #11: the worker JVM dies mid-job and none comes back.  Spark alone waits
+    forever ('Lost executor 0'); SparkFlow warns at once and fails after executor_timeout."""
+    FAULTY.mode, FAULTY.marker = "hang", str(tmp_path / "lost")
+    flow = spark_flow(FAULTY, on_cluster, partitions=4, executor_timeout=5)
+    thread, killed = _kill_worker_mid_job(cluster_start, FAULTY.marker, restart=False)
+    try:
+        with caplog.at_level(logging.WARNING, logger="flowsim"), \
+                pytest.raises(NoExecutorError) as info:
+            flow.run(2)
+        failed = time.monotonic()
+    finally:
+        thread.join(30)
+        cluster_start.restart_worker()        # the tests below need a worker
+    assert killed, "the worker was never killed"
+    assert 5 <= failed - killed[0] < 30, failed - killed[0]     # 5.6 s measured
+    message = str(info.value)
+    for part in ("no live Spark executor for 5 s", on_cluster.sparkContext.master,
+                 "Start a Spark worker", "raise executor_timeout"):
+        assert part in message, message
+    warned = _warnings(caplog)
+    assert any("no Spark executor is alive" in m and "fails after 5 s unless one comes back"
+               in m for m in warned), warned
 
 
 def test_spark_submit_example_standalone_with_py_files(sessions, cluster, dist_zip, plain_ref):

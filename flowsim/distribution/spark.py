@@ -9,7 +9,11 @@ block order with :class:`flowsim.blocks.RowCollector`, which refuses a missing
 or repeated block, and adds them exactly as :class:`flowsim.Flow` does: same seed,
 same float64 bits.  Spark places, retries and reports the tasks; a retried task
 recomputes exactly the same blocks (the random numbers of a block depend only on
-seed, iteration and block index), so retries never change the answer.
+seed, iteration and block index), so retries never change the answer.  Spark
+itself waits forever for an executor when the application has none left (a
+standalone worker that died): while a job runs on a cluster, a watcher thread
+warns on the ``flowsim`` logger and cancels the job (by its job tag) after
+``executor_timeout`` seconds without a live executor.
 
 The :class:`~flowsim.kernel.IterationTask` (the simulation and its adaptive
 state) is serialised with cloudpickle, as Spark pickles functions; up to
@@ -37,6 +41,8 @@ import functools
 import gc
 import json
 import logging
+import math
+import numbers
 import os
 import re
 import sys
@@ -49,12 +55,16 @@ from .._tf import device_name
 from ..blocks import RowCollector, check_count, cut
 from ..flow import Flow
 from ..kernel import layout, run_chunk, trace_counts
+from ..log import logger
 from ..schedule import static_shares
 
-__all__ = ["SparkFlow", "SparkTaskError"]
+__all__ = ["SparkFlow", "SparkTaskError", "NoExecutorError"]
 
 #: Most iterations one Spark job computes (``run_ahead``).
 MAX_AHEAD = 8
+
+#: Seconds between two looks at the live executors while a job runs on a cluster.
+EXECUTOR_POLL = 0.5
 
 #: Iteration tasks (simulation + state, pickled) up to this size travel inside
 #: the Spark job's closure; larger ones are broadcast (once per executor).
@@ -66,6 +76,10 @@ _ERROR_RE = re.compile(re.escape(_ERROR_TAG) + r"\[([A-Za-z0-9+/=]+)\]")
 
 class SparkTaskError(RuntimeError):
     """A Spark job of a :class:`SparkFlow` failed (task error, lost worker, ...)."""
+
+
+class NoExecutorError(SparkTaskError):
+    """A job was cancelled: no live Spark executor for ``executor_timeout`` seconds."""
 
 
 class _TaskFailed(SparkTaskError):
@@ -121,6 +135,20 @@ class SparkFlow(Flow):
         checkpoints iteration by iteration; if ``adapt`` did change the state
         after all, the rows computed ahead are dropped and recomputed.  Same
         bits either way; a failed job costs its iterations.
+    executor_timeout : float or None
+        Seconds a job may go on with no live executor; default 300.  Spark
+        itself waits forever once an application has lost all its executors
+        (a standalone worker died: only ``Lost executor`` in its log).  On a
+        cluster master SparkFlow looks every ``EXECUTOR_POLL`` s while a job
+        runs: with no executor alive it warns on the ``flowsim`` logger at
+        once; after ``executor_timeout`` s it cancels its job and raises
+        :class:`NoExecutorError` (a :class:`SparkTaskError`).  An executor
+        that comes back in time (a restarted worker) lets the run go on, same
+        bits.  ``None`` waits forever (still warning); ``local[...]`` masters
+        are never watched (the driver is the executor).  Caveat: a fresh
+        application's first job may start before its executors register, so
+        the warning can show at start-up; raise the timeout where executors
+        come slowly (dynamic allocation, a busy cluster).
 
     Executors need flowsim, TensorFlow and the integrand's module: ship
     flowsim with ``spark-submit --py-files dist/flowsim-X.zip`` (``make
@@ -133,9 +161,10 @@ class SparkFlow(Flow):
     backend = "spark"
 
     def __init__(self, simulation, n_events, seed=None, spark=None, partitions=None,
-                 quiet=False, run_ahead=True, **flow_kwargs):
+                 quiet=False, run_ahead=True, executor_timeout=300, **flow_kwargs):
         if partitions is not None:
             partitions = check_count("partitions", partitions)
+        self.executor_timeout = _check_timeout(executor_timeout)
         super().__init__(simulation, n_events, seed=seed, quiet=True, **flow_kwargs)
         self.partitions = partitions
         self.run_ahead = bool(run_ahead)
@@ -233,17 +262,29 @@ class SparkFlow(Flow):
                  else f"iterations {iterations[0] + 1}-{iterations[-1] + 1}")
         sc.setJobDescription(f"flowsim {name} {which}: {grid.n_blocks} blocks in "
                              f"{len(chunks)} tasks")
-        fn = functools.partial(_run_partition, payload, self._token, uuid.uuid4().hex,
+        job = uuid.uuid4().hex
+        fn = functools.partial(_run_partition, payload, self._token, job,
                                per_call, self.device, iterations)
         offset = time.perf_counter() - time.time()
+        tag = f"flowsim-{job}"
+        sc.addJobTag(tag)
+        watch = _ExecutorWatch(sc, self.executor_timeout, tag)
         try:
-            out = sc.parallelize(chunks, len(chunks)).mapPartitionsWithIndex(fn).collect()
+            with watch:
+                out = sc.parallelize(chunks, len(chunks)).mapPartitionsWithIndex(fn).collect()
         except Exception as exc:
+            if watch.expired:
+                raise NoExecutorError(
+                    f"the Spark job of iteration {task.iteration + 1} was cancelled: no live "
+                    f"Spark executor for {self.executor_timeout:g} s on {sc.master}; no "
+                    f"partial result is used.  Start a Spark worker (or give the application "
+                    f"executors), or raise executor_timeout (None waits forever)") from None
             error = _driver_error(exc, task.iteration)
             if type(error) is SparkTaskError:
                 raise error from exc      # Spark's own failure: keep its report
             raise error from None         # the task's exception, with its own text
         finally:
+            sc.removeJobTag(tag)
             sc.setJobDescription(None)
             try:
                 if not isinstance(payload, bytes):
@@ -315,7 +356,66 @@ def _session(spark, show_progress):
     return builder.getOrCreate(), True
 
 
-# -- driver side: errors ----------------------------------------------------------
+# -- driver side: executors and errors ---------------------------------------------
+def _check_timeout(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"executor_timeout must be a number of seconds or None, got {value!r}")
+    if not value > 0:
+        raise ValueError(f"executor_timeout must be > 0 seconds (or None: wait forever), "
+                         f"got {value!r}")
+    return float(value)
+
+
+class _ExecutorWatch:
+    """While a job runs on a cluster: warn when no executor is alive, and after
+    ``timeout`` seconds without one cancel the jobs tagged ``tag`` (``expired``)."""
+
+    def __init__(self, sc, timeout, tag):
+        self.sc, self.timeout, self.tag = sc, timeout, tag
+        self.expired = False
+        self._done = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        if not self.sc._jsc.sc().isLocal():       # local[N]: the driver is the executor
+            self._thread = threading.Thread(target=self._watch, daemon=True,
+                                            name="flowsim-executor-watch")
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _watch(self):
+        since, limit = None, math.inf if self.timeout is None else self.timeout
+        master = self.sc.master
+        when = ("waits for one (executor_timeout=None)" if self.timeout is None else
+                f"fails after {self.timeout:g} s unless one comes back (executor_timeout)")
+        while not self._done.wait(EXECUTOR_POLL):
+            try:
+                alive = self.sc._jsc.sc().getExecutorMemoryStatus().size() - 1  # - driver
+                now = time.monotonic()
+                if alive > 0:
+                    if since is not None:
+                        logger.warning("SparkFlow: a Spark executor is alive on %s after %.0f s "
+                                       "without one; the job goes on", master, now - since)
+                    since = None
+                elif since is None:
+                    since = now
+                    logger.warning("SparkFlow: no Spark executor is alive on %s; the run %s",
+                                   master, when)
+                elif now - since >= limit:
+                    self.expired = True
+                    self.sc.cancelJobsWithTag(self.tag)
+                    return
+            except Exception:     # the context is stopping: nothing left to watch
+                return
+
+
 def _driver_error(exc, iteration):
     """The exception to raise for a failed Spark job: the task's own when we can."""
     text = str(exc)
