@@ -89,8 +89,14 @@ class Simulation:
         return reduce_rows(rows)
 
     def config(self):
-        """JSON-able description used to refuse foreign checkpoints."""
-        return {"class": type(self).__qualname__, "dim": self.dim}
+        """JSON-able description used to refuse foreign checkpoints.
+
+        Default: the class, its code (:func:`flowsim.fingerprint.digest`) and ``dim``.
+        Subclasses add what else defines them (limits, integrand fingerprint...).
+        """
+        from .fingerprint import digest
+        return {"class": type(self).__qualname__, "dim": self.dim,
+                "kernel": {"code": digest(type(self))}}
 
     def get_state(self):
         """Adaptive state to checkpoint (numpy arrays).  Default: :meth:`state`."""

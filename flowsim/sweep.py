@@ -154,8 +154,10 @@ class Sweep(Simulation):
         return out[""] if list(out) == [""] else out
 
     def config(self):
-        return {"class": "Sweep", "rows": self.n_rows,
-                "kernel": getattr(self.kernel, "__qualname__", repr(self.kernel))}
+        from .fingerprint import digest, fingerprint
+        return {"class": "Sweep", "rows": self.n_rows, "kernel": fingerprint(self.kernel),
+                "params": {"content": digest(self.params)},
+                "data": {"content": digest(self._data_dict())}}
 
 
 def run_sweep(flow):
