@@ -40,11 +40,11 @@ bench: $(VENV)/.installed-bench
 docs: $(VENV)/.installed-docs
 	$(BIN)/sphinx-build -W -b html docs docs/_build/html
 
-# A zip of the package to ship to Spark executors with --py-files.
+# A zip of the package to ship to Spark executors with --py-files (no venv needed).
 dist:
 	mkdir -p dist
 	rm -f dist/flowsim-*.zip
-	$(BIN)/python -c "import re, shutil; v = re.search(r'__version__ = \"([^\"]+)\"', open('flowsim/__init__.py').read()).group(1); shutil.make_archive('dist/flowsim-' + v, 'zip', '.', 'flowsim')"
+	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -c "import re, shutil; v = re.search(r'__version__ = \"([^\"]+)\"', open('flowsim/__init__.py').read()).group(1); shutil.make_archive('dist/flowsim-' + v, 'zip', '.', 'flowsim')"
 
 clean:
 	rm -rf $(VENV) dist docs/_build .pytest_cache

@@ -13,6 +13,8 @@ BACKENDS = {
     "mpi": "flowsim.distribution.mpi:MPIFlow",
     "spark": "flowsim.distribution.spark:SparkFlow",
 }
+#: Backends that take ``schedule=`` (how an iteration is cut among workers).
+SCHEDULE_BACKENDS = ("threads", "scheduled", "mpi")
 
 
 def flow_class(backend):

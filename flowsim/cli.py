@@ -1,8 +1,11 @@
 """The ``flowsim`` command line: ``--version``, ``devices``, ``run TARGET``."""
 import argparse
 import importlib
+import importlib.util
 import inspect
 import json
+import logging
+import os
 import sys
 
 from . import __version__
@@ -28,7 +31,6 @@ def _devices(args):
                 details = t.config.experimental.get_device_details(phys[idx])
             desc = details.get("device_name", "GPU")
         else:
-            import os
             desc = f"host CPU ({os.cpu_count()} cores)"
             try:
                 pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
@@ -45,7 +47,10 @@ def _devices(args):
 
 
 def load_target(target):
-    """``module:callable`` or a bundled example name -> the callable."""
+    """``module:callable`` or a bundled example name -> the callable.
+
+    ``module`` is looked up in the current directory first (as ``python -m`` does).
+    """
     from .examples import EXAMPLES
     if target in EXAMPLES:
         return EXAMPLES[target]
@@ -53,6 +58,8 @@ def load_target(target):
         raise SystemExit(f"flowsim run: unknown target {target!r}; give module:callable or "
                          f"one of the bundled examples: {', '.join(sorted(EXAMPLES))}")
     module, _, attr = target.partition(":")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         obj = importlib.import_module(module)
         for part in attr.split("."):
@@ -69,32 +76,104 @@ def _is_job(obj):
             and not isinstance(obj, Simulation))
 
 
-def _simulation(args):
+def _flag(dest):
+    return "--" + dest.replace("_", "-")
+
+
+def _given(args):
+    """Names of the ``flowsim run`` options given with a value other than their default."""
+    defaults = vars(parser().parse_args(["run", args.target]))
+    return [k for k, v in vars(args).items() if k not in ("target", "func") and v != defaults[k]]
+
+
+def _refuse(dests, why):
+    flags = ", ".join(_flag(d) for d in dests)
+    return ValueError(f"{flags} {'does' if len(dests) == 1 else 'do'} not apply here: {why}")
+
+
+def _check_job(job, args, given):
+    used = getattr(job, "cli_options", None)
+    unused = [d for d in given if used is not None and d not in used]
+    if unused:
+        raise _refuse(unused, f"{args.target!r} is a job that takes only "
+                              f"{', '.join(map(_flag, used))}; drop the others")
+    return job
+
+
+def _simulation(args, given):
+    """The Simulation (or job) ``args.target`` names, refusing options it would ignore."""
+    from .examples import EXAMPLES
     from .simulation import Simulation
     obj = load_target(args.target)
-    if isinstance(obj, Simulation) or _is_job(obj):
-        return obj
+    built = isinstance(obj, Simulation) or _is_job(obj)
     if args.dim is not None:
+        if args.target in EXAMPLES or built:
+            raise _refuse(["dim"], f"{args.target!r} is not a bare integrand (it has its own "
+                                   f"dimension); drop --dim, or give module:function --dim N "
+                                   f"to integrate a function f(x) of x [n, N]")
         from .algorithms import algorithm_class
-        return algorithm_class(args.algorithm)(obj, args.dim)
-    kwargs = {}
+        return algorithm_class(args.algorithm or "plain")(obj, args.dim)
+    if _is_job(obj):
+        return _check_job(obj, args, given)
+    if isinstance(obj, Simulation):
+        if "algorithm" in given:
+            raise _refuse(["algorithm"], f"{args.target!r} is a Simulation built with its "
+                                         f"algorithm already; drop --algorithm")
+        return obj
+    if not callable(obj):
+        raise SystemExit(f"flowsim run: {args.target!r} is a {type(obj).__name__}, not a "
+                         f"Simulation, a job or a function returning one")
     params = inspect.signature(obj).parameters
-    if "algorithm" in params:
-        kwargs["algorithm"] = args.algorithm
+    required = [n for n, p in params.items() if p.default is p.empty
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if required:
+        raise SystemExit(f"flowsim run: {args.target!r} needs arguments ({', '.join(required)}); "
+                         f"for a bare integrand f(x) pass --dim N")
+    kwargs = {"algorithm": args.algorithm} if "algorithm" in given and "algorithm" in params else {}
     sim = obj(**kwargs)
     if _is_job(sim):
-        return sim
+        return _check_job(sim, args, given)
+    if "algorithm" in given and not kwargs:
+        raise _refuse(["algorithm"], f"{args.target!r} takes no algorithm= argument; drop "
+                                     f"--algorithm")
     if not isinstance(sim, Simulation):
         raise SystemExit(f"flowsim run: {args.target!r} returned {type(sim).__name__}, not a "
                          f"Simulation; for a bare integrand pass --dim N")
     return sim
 
 
+def _check_output(option, path):
+    """Refuse now an output file that could not be written after the run."""
+    if path is None:
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        problem = "is not a directory" if os.path.exists(directory) else "does not exist"
+        raise ValueError(f"{option} {path!r}: directory {directory!r} {problem}; create it or "
+                         f"pass another path")
+    if os.path.isdir(path):
+        raise ValueError(f"{option} {path!r} is a directory; pass a file name such as "
+                         f"{os.path.join(path, 'plot.png')!r}")
+    if not os.access(directory, os.W_OK):
+        raise ValueError(f"{option} {path!r}: directory {directory!r} is not writable")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ImportError(f"{option} needs matplotlib: pip install 'flowsim[plot]'")
+
+
 def _run(args):
-    from .backends import flow_class
-    sim = _simulation(args)
+    from .backends import SCHEDULE_BACKENDS, flow_class
+    given = _given(args)
+    sim = _simulation(args, given)
     if _is_job(sim):
+        args.job = True
         return sim.run_cli(args)
+    if args.schedule is not None and args.backend not in SCHEDULE_BACKENDS:
+        backend = (f"backend {args.backend!r}" if args.backend
+                   else "the default backend (one device)")
+        raise _refuse(["schedule"], f"{backend} has no schedule; add --backend threads (or "
+                                    f"scheduled, mpi)")
+    _check_output("--plot", args.plot)
+    _check_output("--plot-timeline", args.plot_timeline)
     kwargs = {"n_events": args.events, "seed": args.seed, "dtype": args.dtype,
               "quiet": args.quiet or args.json}
     if args.events_limit is not None:
@@ -122,6 +201,21 @@ def _run(args):
     return 0
 
 
+def _targets_help():
+    from .examples import EXAMPLES
+    lines = ["targets:"]
+    for name, f in EXAMPLES.items():
+        doc = (inspect.getdoc(f) or "").splitlines()[0].replace("``", "")
+        lines.append(f"  {name:<13} {doc}")
+    lines += ["  MODULE:NAME   your own; MODULE is found in the current directory or on sys.path.",
+              "                NAME must be a Simulation (e.g. flowsim.Plain(f, 2)), a function",
+              "                returning one (it gets --algorithm if it takes algorithm=), a job",
+              "                (an object with run_cli(args)), or with --dim N a bare integrand",
+              "                f(x) mapping x [n, N] to [n] (or [n, k]) values.",
+              "Options a target or backend does not use are refused."]
+    return "\n".join(lines)
+
+
 def parser():
     p = argparse.ArgumentParser(prog="flowsim", description=__doc__)
     p.add_argument("--version", action="version", version=f"flowsim {__version__}")
@@ -129,8 +223,9 @@ def parser():
     d = sub.add_parser("devices", help="list every TensorFlow device")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=_devices)
-    r = sub.add_parser("run", help="run a simulation: module:callable or a bundled example")
-    r.add_argument("target")
+    r = sub.add_parser("run", help="run a simulation: module:callable or a bundled example",
+                       epilog=_targets_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("target", help="a bundled example or MODULE:NAME (see targets below)")
     r.add_argument("--events", type=int, default=1_000_000, help="events per iteration")
     r.add_argument("--iters", type=int, default=5, help="iterations")
     r.add_argument("--seed", type=int, default=None)
@@ -141,11 +236,13 @@ def parser():
     r.add_argument("--rng", default=None, choices=["splitmix", "philox"],
                    help="counter-based generator (default splitmix)")
     r.add_argument("--skip", type=int, default=0, help="warm-up iterations left out")
-    r.add_argument("--algorithm", default="plain", help="plain, vegas or vegasplus")
-    r.add_argument("--dim", type=int, default=None, help="TARGET is a bare integrand of DIM")
+    r.add_argument("--algorithm", default=None, help="plain (default), vegas or vegasplus")
+    r.add_argument("--dim", type=int, default=None,
+                   help="TARGET is a bare integrand f(x) of x [n, DIM]")
     r.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     r.add_argument("--backend", default=None, help="threads, mpi or spark (default one device)")
-    r.add_argument("--schedule", default=None, help="static, dynamic, guided or weighted")
+    r.add_argument("--schedule", default=None, help="static, dynamic, guided or weighted "
+                   "(with --backend threads, scheduled or mpi)")
     r.add_argument("--checkpoint", default=None)
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -155,17 +252,52 @@ def parser():
     return p
 
 
+def _exit_code(exc):
+    """2 for bad input, 1 for what the machine refused; None for a bug (show the traceback)."""
+    if isinstance(exc, (ValueError, TypeError, FloatingPointError, ImportError)):
+        return 2
+    from ._tf import tf
+    if isinstance(exc, (OSError, MemoryError, RuntimeError, tf().errors.OpError)):
+        return 1
+    return None
+
+
+class _Stderr(logging.Handler):
+    """flowsim's warnings (e.g. a long run's estimated duration) on stderr, one line each."""
+
+    def emit(self, record):
+        print(f"flowsim: {record.getMessage()}", file=sys.stderr)
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
     if not getattr(args, "func", None):
         parser().print_help()
         return 2
+    from .log import logger
+    handler = _Stderr(logging.WARNING)
+    logger.addHandler(handler)
     try:
         return args.func(args)
-    except (ValueError, TypeError, FloatingPointError) as exc:
+    except KeyboardInterrupt as exc:
+        info = getattr(exc, "flowsim_interrupted", ())
+        if info is not None:        # None: another MPI rank reports it
+            from .flow import interrupted_message
+            line = ("interrupted" if not info else f"interrupted during iteration {info[0]}"
+                    if getattr(args, "job", False) else interrupted_message(*info, cli=True))
+            print(f"flowsim: {line}", file=sys.stderr)
+        return 130
+    except Exception as exc:            # _exit_code picks what users meet; bugs re-raise
+        code = _exit_code(exc)
+        if code is None:
+            raise
         if not getattr(exc, "_flowsim_quiet", False):   # another MPI rank reports it
-            print(f"flowsim: error: {exc}", file=sys.stderr)
-        return 2
+            message = exc.message if hasattr(exc, "message") and code == 1 else exc
+            notes = "".join(f" {n}" for n in getattr(exc, "__notes__", ()))
+            print(f"flowsim: error: {message}{notes}", file=sys.stderr)
+        return code
+    finally:
+        logger.removeHandler(handler)
 
 
 if __name__ == "__main__":

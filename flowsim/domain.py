@@ -1,4 +1,7 @@
 """Integration domains and checked integrand evaluation, shared by algorithms."""
+import importlib.util
+import os
+
 import numpy as np
 
 from ._tf import tf
@@ -45,7 +48,12 @@ class Domain:
 
 
 def probe_components(integrand, dim, name="integrand"):
-    """Trace ``integrand`` symbolically once: 0 for ``[n]`` output, k for ``[n, k]``."""
+    """Trace ``integrand`` symbolically once: 0 for ``[n]`` output, k for ``[n, k]``.
+
+    An exception the integrand raises itself (``ValueError("...")``, ``1 / 0``...)
+    keeps its type and message; only a failure inside TensorFlow (``x.numpy()``,
+    mixed dtypes...) becomes a TypeError saying the integrand is not traceable.
+    """
     t = tf()
     if not callable(integrand):
         raise TypeError(f"{name} must be callable, got {integrand!r}")
@@ -58,8 +66,40 @@ def probe_components(integrand, dim, name="integrand"):
             first = first or exc
             continue
         return _components(out, dim, name, dtype)
+    own = user_error(first)
+    if own is not None:
+        own.add_note(f"(raised by the {name} {_qualname(integrand)} while flowsim traced it "
+                     f"on x of shape [n, {dim}])")
+        raise own
     raise TypeError(f"{name} must be TensorFlow-traceable on x of shape [n, {dim}]: "
                     f"tracing it failed with {type(first).__name__}: {first}") from first
+
+
+def _qualname(f):
+    return getattr(f, "__qualname__", None) or repr(f)
+
+
+def user_error(exc):
+    """The exception user code raised, if ``exc`` (maybe re-wrapped by AutoGraph) came
+    from outside TensorFlow; None for TensorFlow's own errors (tracing problems)."""
+    # AutoGraph re-raises a copy ("in user code: ...", or a StagingError when it cannot
+    # copy the type) whose __context__ is the exception it copied.
+    while hasattr(exc, "ag_error_metadata") and hasattr(exc.__context__, "ag_error_metadata"):
+        exc = exc.__context__
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or _TF_DIR is None:
+        return None
+    return None if os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_TF_DIR) else exc
+
+
+def _tf_dir():
+    spec = importlib.util.find_spec("tensorflow")
+    return os.path.dirname(spec.origin) + os.sep if spec and spec.origin else None
+
+
+_TF_DIR = _tf_dir()
 
 
 def _components(out, dim, name, dtype):
@@ -67,6 +107,10 @@ def _components(out, dim, name, dtype):
     if not isinstance(out, t.Tensor):
         raise TypeError(f"{name} must return one tensor of shape [n] or [n, k], "
                         f"got {type(out).__name__}")
+    if out.shape.rank == 0:
+        raise ValueError(f"{name} returns a scalar, expected shape [n]: one value per point "
+                         f"of x [n, {dim}] (or [n, k]); for a constant c return "
+                         f"c * tf.ones_like(x[:, 0])")
     if out.dtype != dtype:
         raise TypeError(f"{name} must return {dtype.name} values for x of dtype {dtype.name} "
                         f"(expected [n] or [n, k] {dtype.name}), got {out.dtype.name}")

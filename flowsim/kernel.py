@@ -15,6 +15,7 @@ import numpy as np
 
 from . import rng
 from ._tf import tf
+from .domain import user_error
 
 #: Traces per (simulation class, device): tests assert these stay at one.
 trace_counts = collections.Counter()
@@ -200,6 +201,14 @@ def run_chunk(task, first_block, n_blocks, device):
             tensors = task._tensors[device] = {
                 k: t.constant(v) for k, v in task.state.items()}
         base = t.constant([task.seed, task.iteration << 32], t.int64)
-        rows = fn(base, t.constant(first_block, t.int64), t.constant(n_blocks, t.int64),
-                  t.constant(task.n_events, t.int64), tensors)
+        try:
+            rows = fn(base, t.constant(first_block, t.int64), t.constant(n_blocks, t.int64),
+                      t.constant(task.n_events, t.int64), tensors)
+        except Exception as exc:
+            own = user_error(exc) if hasattr(exc, "ag_error_metadata") else None
+            if own is None or own is exc:
+                raise
+            own.add_note(f"(raised while flowsim traced the {type(task.simulation).__name__} "
+                         f"kernel)")
+            raise own from None     # the integrand's own error, not AutoGraph's copy
     return rows.numpy()

@@ -91,8 +91,6 @@ def test_bad_limits(limits, message):
 
 
 @pytest.mark.parametrize("integrand, error, message", [
-    (lambda x: tf().reduce_sum(x), ValueError,
-     r"integrand must return shape \[n\] or \[n, k\] for x of shape \[n, 2\], got \(\)"),
     (lambda x: x[:, :, None], ValueError,
      r"integrand must return shape \[n\] or \[n, k\] for x of shape \[n, 2\], "
      r"got \(None, 2, 1\)"),
@@ -114,6 +112,58 @@ def test_bad_limits(limits, message):
 def test_bad_integrand_found_at_first_trace(integrand, error, message):
     with pytest.raises(error, match=message):
         run(integrand)
+
+
+@pytest.mark.parametrize("integrand", [
+    lambda x: 1.0, lambda x: tf().constant(1.0), lambda x: tf().reduce_sum(x, axis=[0, 1])])
+def test_scalar_integrand_is_named_as_such(integrand):
+    with pytest.raises(ValueError, match=r"integrand returns a scalar, expected shape \[n\]: one "
+                                         r"value per point of x \[n, 2\]"):
+        run(integrand)
+
+
+class TwoArgs(Exception):
+    def __init__(self, a, b):
+        super().__init__(f"{a} and {b}")
+
+
+def raise_boom(x):
+    raise ZeroDivisionError("boom")
+
+
+def raise_message(x):
+    raise ValueError("my message")
+
+
+def divide_by_zero(x):
+    return x[:, 0] / (1 / 0)
+
+
+def raise_two_args(x):
+    raise TwoArgs(1, 2)
+
+
+def raise_in_kernel_only(x):        # the probe traces [None, dim], the kernel [block_size, dim]
+    if x.shape[0] is not None:
+        raise KeyError("only in the kernel")
+    return x[:, 0]
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("integrand, error, message", [
+    (raise_boom, ZeroDivisionError, "boom"), (raise_message, ValueError, "my message"),
+    (divide_by_zero, ZeroDivisionError, "division by zero"), (raise_two_args, TwoArgs, "1 and 2"),
+    (raise_in_kernel_only, KeyError, "'only in the kernel'")])
+def test_integrand_exceptions_keep_their_type_and_message(integrand, error, message, jit):
+    for sim in (flowsim.Plain, flowsim.Vegas):
+        flow = flowsim.Flow(sim(integrand, 2), 1000, seed=1, block_size=128, jit_compile=jit,
+                            quiet=True)
+        with pytest.raises(error) as info:
+            flow.run(1)
+        assert type(info.value) is error and str(info.value) == message
+        assert info.value.__notes__[0] in (      # the context, as a note
+            f"(raised by the integrand {integrand.__name__} while flowsim traced it on x of "
+            f"shape [n, 2])", f"(raised while flowsim traced the {sim.__name__} kernel)")
 
 
 def test_integrand_ignoring_dtype_is_caught_under_float32():
@@ -251,6 +301,29 @@ def test_bad_histograms():
     with pytest.raises(ValueError, match=r"histogram 'p' is weighted by integrand component 2, "
                                          r"but the integrand returns 1 component\(s\)"):
         flowsim.Flow(flowsim.Plain(f, 2, histograms=[bad]), 1000, seed=1, quiet=True).run(1)
+
+
+def test_histogram_too_big_for_memory_is_refused_before_compiling():
+    from flowsim.histogram import available_memory, check_memory
+    from flowsim.kernel import trace_counts
+    h = flowsim.Histogram(GENZ["polynomial"].f, 10**9, (0, 1), name="h")
+    flow = flowsim.Flow(flowsim.Plain(f, 2, histograms=[h]), 1000, seed=1, block_size=128,
+                        quiet=True)
+    traces = sum(trace_counts.values())
+    with pytest.raises(ValueError, match=r"Plain: the accumulators need 14\.9 GiB per block row "
+                                         r"\(histogram 'h' has 1,000,000,000 bins x 2 "
+                                         r"accumulators; 2,000,000,004 float64\) x 8 blocks = "
+                                         r"119\.2 GiB, but only .* of memory is free; use fewer "
+                                         r"histogram bins"):
+        flow.run(1)
+    assert flow.timeline == [] and sum(trace_counts.values()) == traces   # nothing compiled
+    assert 0 < available_memory() < 2**60
+    small = flowsim.Plain(f, 2, histograms=[flowsim.Histogram(GENZ["polynomial"].f, 100, (0, 1))])
+    width = 2 * 100 + 4                       # hist, hist2; sum, m2, count, nonfinite
+    check_memory(small, 10, available=8 * width * 10)          # fits exactly
+    with pytest.raises(ValueError, match=r"1\.6 KiB per block row .* x 11 blocks = 17\.5 KiB, "
+                                         r"but only 15\.9 KiB"):
+        check_memory(small, 11, available=8 * width * 10)
 
 
 def test_checkpoint_in_missing_directory_fails_before_any_work(sim, tmp_path):

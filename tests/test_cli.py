@@ -1,7 +1,14 @@
 """The flowsim command line: --version, devices, run TARGET, errors, python -m flowsim."""
 import json
+import logging
 import os
+import re
+import shutil
+import signal
+import subprocess
 import sys
+import time
+import zipfile
 
 import pytest
 
@@ -145,3 +152,221 @@ def test_console_script_calls_cli_main():
     with open(ENTRY, encoding="utf-8") as fh:
         text = fh.read()
     assert "from flowsim.cli import main" in text and "sys.exit(main())" in text
+
+
+def _until(proc, ready, what, timeout=240):
+    """Wait until ``ready()`` while ``proc`` runs; fail with its stderr if it ends first."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"no {what}; stderr: {(proc.communicate()[1] or '')[-2000:]}")
+        time.sleep(0.05)
+
+
+def test_ctrl_c_ends_with_one_line_saying_what_the_checkpoint_holds(capsys, tmp_path):
+    path = tmp_path / "run.npz"
+    argv = ["run", "gaussian8", "--events", "20000", "--seed", "3", "--checkpoint", str(path)]
+    proc = subprocess.Popen([sys.executable, "-m", "flowsim", *argv, "--iters", "100000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    _until(proc, path.exists, "checkpoint written")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    m = re.fullmatch(r"flowsim: interrupted during iteration (\d+); checkpoint '(.*)' holds "
+                     r"iterations? 1(?:-(\d+))?: run the same command again to resume\n", err)
+    assert m and m[2] == str(path) and out == "", err[-2000:]
+    saved = int(m[3] or 1)
+    assert int(m[1]) == saved + 1
+    # the same command resumes from it (asked for one more iteration: it runs just that one)
+    rc, out, err = main(capsys, *argv, "--iters", str(saved + 1), "--json")
+    assert rc == 0, err
+    whole = flowsim.Flow(flowsim.examples.gaussian8(), 20000, seed=3, quiet=True).run(saved + 1)
+    assert json.loads(out)["value"] == whole.value
+
+
+def test_ctrl_c_without_checkpoint_says_how_to_make_runs_resumable(tmp_path):
+    """Also: a long run's estimated duration reaches stderr without a terminal."""
+    code = ("import sys, flowsim.flow; flowsim.flow.LONG_RUN_EVENTS = 1; "
+            "from flowsim.cli import main; sys.exit(main(sys.argv[1:]))")
+    argv = ["run", "gaussian8", "--events", "4096", "--block-size", "1024", "--events-limit",
+            "1024", "--iters", "10000000", "--seed", "1"]
+    errors = tmp_path / "stderr"
+    with open(errors, "w") as fh:
+        proc = subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE,
+                                stderr=fh, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
+                                cwd=ROOT)
+        _until(proc, lambda: errors.read_text().endswith("\n"), "estimated duration")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    first, *rest = errors.read_text().splitlines(keepends=True)
+    assert re.fullmatch(r"flowsim: estimated duration ~[\d.]+ (s|min|h|days) \([\d.e+]+ "
+                        r"events/s measured on the first chunk after compilation, x1 "
+                        r"device\(s\)\)\n", first), first + "".join(rest)[-2000:]
+    assert proc.returncode == 130 and out == "", rest
+    assert len(rest) == 1 and re.fullmatch(r"flowsim: interrupted during iteration \d+ \(no "
+                                           r"checkpoint: pass --checkpoint PATH to make runs "
+                                           r"resumable\)\n", rest[0]), rest
+
+
+def test_flow_run_reraises_ctrl_c_with_a_note(tmp_path):
+    def interrupted(checkpoint):
+        flow = flowsim.Flow(flowsim.examples.gaussian8(), 1024, seed=1, quiet=True)
+        iterate = flow._iterate
+
+        def stop_at_third(iteration):
+            if iteration == 2:
+                raise KeyboardInterrupt
+            return iterate(iteration)
+        flow._iterate = stop_at_third
+        with pytest.raises(KeyboardInterrupt) as info:
+            flow.run(5, checkpoint=checkpoint)
+        return info.value.__notes__
+
+    path = tmp_path / "r.npz"
+    assert interrupted(path) == [f"flowsim: interrupted during iteration 3; checkpoint "
+                                 f"{str(path)!r} holds iterations 1-2: call run() again with "
+                                 f"this checkpoint to resume"]
+    assert interrupted(None) == ["flowsim: interrupted during iteration 3 (no checkpoint: pass "
+                                 "checkpoint=PATH to run() to make runs resumable)"]
+
+
+def test_long_runs_log_their_estimated_duration(monkeypatch, caplog):
+    assert flowsim.flow.LONG_RUN_EVENTS == 10**11
+    sim = flowsim.examples.gaussian8()
+
+    def logged(threshold):
+        monkeypatch.setattr(flowsim.flow, "LONG_RUN_EVENTS", threshold)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="flowsim"):
+            flowsim.Flow(sim, 4096, seed=1, block_size=1024, events_limit=1024,
+                         quiet=True).run(2)
+        return [r.getMessage() for r in caplog.records if "duration" in r.getMessage()]
+
+    assert logged(2 * 4096 + 1) == []               # below the threshold: nothing
+    at = logged(2 * 4096)                           # 2 iterations x 4096 events: logged once
+    assert len(at) == 1 and re.fullmatch(r"estimated duration ~\d+ s \([\d.e+]+ events/s "
+                                         r"measured on the first chunk after compilation, x1 "
+                                         r"device\(s\)\)", at[0]), at
+
+
+def test_run_help_lists_the_bundled_targets(capsys):
+    from flowsim.examples import EXAMPLES
+    rc, out, _ = main(capsys, "run", "--help")
+    assert rc == 0
+    for name, f in EXAMPLES.items():
+        assert re.search(rf"^  {name} +{re.escape(f.__doc__.splitlines()[0][:30])}", out, re.M)
+    flat = " ".join(out.split())
+    for what in ("MODULE:NAME your own; MODULE is found in the current directory",
+                 "a Simulation (e.g. flowsim.Plain(f, 2))", "a job (an object with run_cli(args))",
+                 "or with --dim N a bare integrand f(x)"):
+        assert what in flat, out
+
+
+MODULE = """import flowsim
+from flowsim._tf import tf
+
+
+def f(x):
+    return tf().reduce_sum(x, axis=1)
+
+
+def bad(x):
+    raise ValueError("my message")
+
+
+sim = flowsim.Plain(f, 2)
+"""
+
+
+def test_run_finds_modules_in_the_current_directory(capsys, tmp_path, monkeypatch):
+    (tmp_path / "flowsim_cwd_target.py").write_text(MODULE)
+    monkeypatch.chdir(tmp_path)            # as the `flowsim` script: the cwd is not on sys.path
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "flowsim_cwd_target", raising=False)
+    try:
+        common = ["--events", "2048", "--iters", "1", "--seed", "1", "--json"]
+        rc, out, err = main(capsys, "run", "flowsim_cwd_target:f", "--dim", "2", *common)
+        assert rc == 0, err
+        assert abs(json.loads(out)["value"] - 1.0) < 5 * json.loads(out)["error"]
+        rc, out, err = main(capsys, "run", "flowsim_cwd_target:sim", *common)
+        assert rc == 0, err
+        for option in (["--algorithm", "vegas"], ["--dim", "2"]):
+            rc, out, err = main(capsys, "run", "flowsim_cwd_target:sim", *option, *common)
+            assert rc == 2 and out == "" and err.startswith(
+                f"flowsim: error: {option[0]} does not apply here: 'flowsim_cwd_target:sim' is")
+        rc, out, err = main(capsys, "run", "flowsim_cwd_target:bad", "--dim", "2", *common)
+        assert rc == 2 and err == ("flowsim: error: my message (raised by the integrand bad "
+                                   "while flowsim traced it on x of shape [n, 2])\n")
+    finally:
+        sys.modules.pop("flowsim_cwd_target", None)
+
+
+JOB = "is a job that takes only "
+HESTON = f"'heston-call' {JOB}--events, --seed, --backend, --dtype, --events-limit, --json, --quiet"
+BACKTEST = f"'backtest' {JOB}--backend, --dtype, --events-limit, --json, --quiet; drop the others"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["gaussian8", "--schedule", "static"], "--schedule does not apply here: the default "
+     "backend (one device) has no schedule; add --backend threads (or scheduled, mpi)"),
+    (["gaussian8", "--dim", "3"], "--dim does not apply here: 'gaussian8' is not a bare "
+     "integrand (it has its own dimension); drop --dim, or give module:function --dim N"),
+    (["heston-call", "--algorithm", "vegas"], f"--algorithm does not apply here: {HESTON}"),
+    (["heston-call", "--iters", "3", "--skip", "1", "--checkpoint", "x.npz", "--plot", "x.png"],
+     f"--iters, --skip, --checkpoint, --plot do not apply here: {HESTON}"),
+    (["heston-call", "--block-size", "1024", "--no-jit", "--rng", "philox", "--schedule",
+      "static", "--plot-timeline", "t.png"],
+     "--block-size, --no-jit, --rng, --schedule, --plot-timeline do not apply here: 'heston"),
+    (["backtest", "--events", "10", "--seed", "1", "--dim", "2"], "--dim does not apply here"),
+    (["backtest", "--events", "10", "--seed", "1"],
+     f"--events, --seed do not apply here: {BACKTEST}"),
+])
+def test_options_a_target_does_not_use_are_refused(capsys, argv, message):
+    rc, out, err = main(capsys, "run", *argv)
+    assert rc == 2 and out == "" and err.startswith(f"flowsim: error: {message}"), err
+
+
+def test_plot_paths_that_cannot_be_written_are_refused_before_any_work(capsys, tmp_path):
+    (tmp_path / "file").write_text("")
+    for option, path, problem in [
+            ("--plot", tmp_path / "no" / "c.png", f"directory {str(tmp_path / 'no')!r} does "
+                                                  f"not exist; create it or pass another path"),
+            ("--plot-timeline", tmp_path / "file" / "t.png",
+             f"directory {str(tmp_path / 'file')!r} is not a directory"),
+            ("--plot", tmp_path, "is a directory; pass a file name")]:
+        start = time.perf_counter()
+        rc, out, err = main(capsys, "run", "gaussian8", "--events", "100", option, str(path))
+        assert rc == 2 and out == "", err
+        assert err.startswith(f"flowsim: error: {option} {str(path)!r}") and problem in err, err
+        assert time.perf_counter() - start < 5          # refused before running anything
+
+
+@pytest.mark.parametrize("error, code, line", [
+    (OSError(28, "No space left on device"), 1, "[Errno 28] No space left on device"),
+    (RuntimeError("MPI rank 1 of 2 failed"), 1, "MPI rank 1 of 2 failed"),
+    (ImportError("backend 'mpi' is not available"), 2, "backend 'mpi' is not available"),
+    (MemoryError("out of host memory"), 1, "out of host memory"),
+])
+def test_errors_users_meet_are_one_line(capsys, monkeypatch, error, code, line):
+    def fail(args):
+        raise error
+    monkeypatch.setattr(cli, "_run", fail)
+    rc, out, err = main(capsys, "run", "gaussian8")
+    assert rc == code and err == f"flowsim: error: {line}\n"
+    monkeypatch.setattr(cli, "_run", lambda args: 1 / 0)        # a bug: its traceback
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["run", "gaussian8"])
+
+
+def test_make_dist_works_without_the_venv(tmp_path):
+    shutil.copy(os.path.join(ROOT, "Makefile"), tmp_path)
+    shutil.copytree(os.path.join(ROOT, "flowsim"), tmp_path / "flowsim",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    p = subprocess.run(["make", "-C", str(tmp_path), "dist", f"PYTHON={sys.executable}",
+                        f"VENV={tmp_path / 'no-venv'}"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with zipfile.ZipFile(tmp_path / "dist" / f"flowsim-{flowsim.__version__}.zip") as z:
+        assert {"flowsim/__init__.py", "flowsim/cli.py"} <= set(z.namelist())

@@ -1,8 +1,9 @@
 """Finance jobs for ``flowsim run`` (``backtest``, ``heston-call``) and the examples.
 
 A job is an object with ``run_cli(args)``: the CLI hands it the parsed ``flowsim
-run`` options (``--backend``, ``--dtype``, ``--events``, ``--seed``,
-``--events-limit``, ``--json``) and the job prints its own table.
+run`` options and the job prints its own table.  Its ``cli_options`` names the
+options it uses (argparse names: ``events_limit`` for ``--events-limit``); the
+CLI refuses any other option given on the command line.
 """
 import json
 import sys
@@ -72,6 +73,8 @@ def backtest_report(bars, top=10, backend=None, dtype="float64", out=print, as_j
 class BacktestJob:
     """``flowsim run backtest``: the MA-crossover sweep over the bundled bars."""
 
+    cli_options = ("backend", "dtype", "events_limit", "json", "quiet")
+
     def __init__(self, path=None, top=10):
         self.path, self.top = path, top
 
@@ -93,6 +96,7 @@ class HestonCallJob:
     over one year; prints the Result and the semi-analytic price (needs scipy).
     """
 
+    cli_options = ("events", "seed", "backend", "dtype", "events_limit", "json", "quiet")
     params = dict(s0=100.0, v0=0.04, kappa=1.5, theta=0.04, xi=0.5, rho=-0.7, r=0.03)
 
     def __init__(self, K=100.0, T=1.0, n_steps=252):
