@@ -4,6 +4,7 @@ Subclasses in :mod:`flowsim.distribution` change only where chunks go, by
 overriding :meth:`Flow._execute` (and :meth:`Flow._agree` / :meth:`Flow._is_root`
 for multi-process backends).  No Flow knows an algorithm.
 """
+import hashlib
 import secrets
 import sys
 import time
@@ -13,12 +14,44 @@ import numpy as np
 from . import checkpoint as ckpt
 from ._tf import resolve_device
 from .blocks import BlockGrid, RowCollector, check_count, cut, default_block_size
+from .histogram import check_memory
 from .kernel import IterationTask, KernelSpec, check_seed, layout, run_chunk, same_state, unpack
 from .log import logger
-from .result import Result, _jsonable
+from .result import Result, _jsonable, warn_if_inconsistent
 
 NONFINITE = ("raise", "drop")
 DEFAULT_EVENTS_LIMIT = 1_000_000
+#: Runs of at least this many events (n_events x iterations) log their estimated duration.
+LONG_RUN_EVENTS = 10**11
+
+
+def state_id(state):
+    """A short hash of a task's state arrays: iterations with equal ids pool."""
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        a = np.ascontiguousarray(state[name])
+        digest.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()[:16]
+
+
+def interrupted_message(iteration, checkpoint, saved, cli=False):
+    """One line: where a run stopped (Ctrl-C), what ``checkpoint`` holds, how to resume."""
+    said = f"interrupted during iteration {iteration}"
+    if checkpoint is None:
+        how = "--checkpoint PATH" if cli else "checkpoint=PATH to run()"
+        return f"{said} (no checkpoint: pass {how} to make runs resumable)"
+    held = ("no iteration yet" if not saved else "iteration 1" if saved == 1
+            else f"iterations 1-{saved}")
+    how = "run the same command again" if cli else "call run() again with this checkpoint"
+    return f"{said}; checkpoint {str(checkpoint)!r} holds {held}: {how} to resume"
+
+
+def _duration(seconds):
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 class Flow:
@@ -163,10 +196,42 @@ class Flow:
         self.timeline.append(self._entry(task, device, first, n, start, end))
         if self._bar is not None:
             self._bar.update(self.grid.events_in(first, n))
+        if getattr(self, "_eta", None) is not None:
+            self._estimate(device, self.grid.events_in(first, n), end - start, end)
+
+    def _estimate(self, device, events, seconds, end):
+        """Log a long run's duration once, measured on the first chunk of a device that
+        ran one before (its first includes tracing and XLA compilation)."""
+        if device not in self._eta["warm"]:
+            self._eta["warm"].add(device)
+            return
+        rate = events / max(seconds, 1e-9) * len(self.devices())
+        total = end - self._t0 + self._eta["events"] / rate
+        self._eta = None
+        logger.warning("estimated duration ~%s (%.3g events/s measured on the first chunk "
+                       "after compilation, x%d device(s))", _duration(total), rate,
+                       len(self.devices()))
+
+    def _interrupted(self, exc, iteration, checkpoint):
+        """Note on ``exc`` (a KeyboardInterrupt) where the run stopped and how to resume."""
+        if not self._is_root():
+            exc.flowsim_interrupted = None       # the root process reports it
+            return
+        saved = 0
+        if checkpoint is not None:
+            try:
+                saved = len(ckpt.load(checkpoint)[1])
+            except Exception:  # noqa: BLE001 - absent (None) or unreadable: holds nothing
+                saved = 0
+            iteration = saved + 1           # the first it lacks (also if stopped saving it)
+        exc.flowsim_interrupted = (iteration, checkpoint, saved)
+        exc.add_note("flowsim: " + interrupted_message(iteration, checkpoint, saved))
 
     # -- the loop -------------------------------------------------------------------
     def config(self):
-        """What determines the bits of a run (checked when resuming)."""
+        """What determines the bits of a run (checked when resuming): the
+        simulation's :meth:`~flowsim.Simulation.config` (with its fingerprint,
+        :mod:`flowsim.fingerprint`) and the Flow settings that change the bits."""
         return {"simulation": _jsonable(self.simulation.config()),
                 "n_events": self.n_events, "seed": self.seed,
                 "block_size": self.grid.block_size, "dtype": self.spec.dtype,
@@ -198,9 +263,18 @@ class Flow:
             then ``run(4)`` gives the bits of ``run(5)``'s last four iterations.
         checkpoint : path or None
             Write the state here after every iteration (only the root process
-            writes).  If the file exists and was made by the same configuration
-            the run resumes from it and ends with the same bits as an
-            uninterrupted run; a checkpoint of another configuration is refused.
+            writes, atomically: :mod:`flowsim.checkpoint`).  If the file exists
+            and was made by the same configuration the run resumes from it and
+            ends with the same bits as an uninterrupted run.  The configuration
+            is this Flow's :meth:`config`: seed, events, dtype... and the
+            simulation's fingerprint (its class; the integrand's code and its
+            values at fixed points, limits, histograms; see
+            :mod:`flowsim.fingerprint`).  Refused with a ``ValueError``, before
+            any work: a checkpoint of another configuration (naming what
+            differs), a file flowsim did not write, one damaged (checksum) or of
+            an older format, a directory that is missing or not writable, and a
+            path another run is using (the root process holds ``PATH.lock``
+            until this call returns).
         skip : int
             Leading iterations left out of the combined estimate (warm-up of
             adaptive algorithms).  They are still listed in the table.
@@ -212,27 +286,34 @@ class Flow:
         records, elapsed = [], 0.0
         first = 0 if checkpoint is not None else self._next_iteration
         self._last_iteration = first + n_iter - 1
-        config = self.config()
-        if checkpoint is not None:
-            if self._is_root():
-                ckpt.check_path(checkpoint)     # before any work, not after iteration 1
-            saved = self._load_checkpoint(checkpoint)
-            if saved is not None:
-                records, elapsed = self._resume(checkpoint, saved, config)
-                if len(records) > n_iter:       # the checkpoint ran further: report n_iter
-                    logger.info("checkpoint has %d iterations; reporting the first %d",
-                                len(records), n_iter)
-                    records = records[:n_iter]
-        self.timeline = []
-        self._t0 = time.perf_counter()
-        remaining = max(n_iter - len(records), 0)
-        show = (not self.quiet and self._is_root() and sys.stderr.isatty()
-                and remaining * self.n_events >= 10 * self.grid.block_size)
-        if show:
-            from tqdm.auto import tqdm
-            self._bar = tqdm(total=remaining * self.n_events, unit="ev", unit_scale=True,
-                             desc=type(self.simulation).__name__, leave=False)
+        config = self.config() if checkpoint is not None else None
+        unlock = None
         try:
+            if checkpoint is not None:
+                if self._is_root():
+                    ckpt.check_path(checkpoint)     # before any work, not after iteration 1
+                    unlock = ckpt.lock(checkpoint)  # one run per file, until this one ends
+                saved = self._load_checkpoint(checkpoint)
+                if saved is not None:
+                    records, elapsed = self._resume(checkpoint, saved, config)
+                    if len(records) > n_iter:       # the checkpoint ran further: report n_iter
+                        logger.info("checkpoint has %d iterations; reporting the first %d",
+                                    len(records), n_iter)
+                        records = records[:n_iter]
+            self.timeline = []
+            self._t0 = time.perf_counter()
+            remaining = max(n_iter - len(records), 0)
+            if remaining:                   # before any compiling
+                self.simulation.prepare(self.n_events)      # (the layout may depend on it)
+                check_memory(self.simulation, self.grid.n_blocks)
+            long_run = self._is_root() and remaining * self.n_events >= LONG_RUN_EVENTS
+            self._eta = {"events": remaining * self.n_events, "warm": set()} if long_run else None
+            show = (not self.quiet and self._is_root() and sys.stderr.isatty()
+                    and remaining * self.n_events >= 10 * self.grid.block_size)
+            if show:
+                from tqdm.auto import tqdm
+                self._bar = tqdm(total=remaining * self.n_events, unit="ev", unit_scale=True,
+                                 desc=type(self.simulation).__name__, leave=False)
             for iteration in range(first + len(records), first + n_iter):
                 records.append(self._iterate(iteration))
                 self._next_iteration = iteration + 1
@@ -240,13 +321,21 @@ class Flow:
                     ckpt.save(checkpoint, config, _jsonable(records),
                               elapsed + time.perf_counter() - self._t0,
                               self.simulation.get_state())
+        except KeyboardInterrupt as exc:
+            self._interrupted(exc, first + len(records) + 1, checkpoint)
+            raise
         finally:
             self._last_iteration = -1
             if self._bar is not None:
                 self._bar.close()
                 self._bar = None
+            if unlock is not None:
+                unlock()
         wall = elapsed + time.perf_counter() - self._t0
-        return Result(records, wall, self.timeline, meta=self._meta(), skip=skip)
+        result = Result(records, wall, self.timeline, meta=self._meta(), skip=skip)
+        if self._is_root():
+            warn_if_inconsistent(result)
+        return result
 
     def _resume(self, path, saved, config):
         saved_config, records, elapsed, state = saved
@@ -274,7 +363,8 @@ class Flow:
         est = dict(self.simulation.estimate(totals, self.n_events))
         self.simulation.adapt(totals, self.n_events)
         record = {"iteration": iteration + 1, "events": self.n_events,
-                  "seconds": time.perf_counter() - start, **est}
+                  "seconds": time.perf_counter() - start, "state_id": state_id(task.state),
+                  **est}
         if "nonfinite" in totals:
             record["nonfinite"] = int(totals["nonfinite"])
         logger.info("iteration %d: %s +/- %s (%.3f s)", iteration + 1,

@@ -60,10 +60,16 @@ class Plain(Simulation):
         the histogram says otherwise).
 
     The estimate of one iteration is ``V * mean(f)`` with error
-    ``V * std(f) / sqrt(n - 1)`` (the variance from deviations about each
-    block's mean, pooled: exact even when the mean dwarfs the spread);
-    iterations are combined by inverse-variance weights.  Plain MC error falls as ``1/sqrt(n)`` whatever the integrand; for
-    peaked integrands use :class:`flowsim.Vegas`.
+    ``V * std(f) / sqrt(n)`` (``std`` with ``n - 1``; the variance from
+    deviations about each block's mean, pooled: exact even when the mean
+    dwarfs the spread).  One event has an infinite error (its spread is
+    unknown).  Iterations are pooled (:func:`flowsim.stats.combine`): ``run(5)``
+    at ``n`` events gives the value and error of one sample of ``5n`` events.
+    The error is a standard error: it is honest when ``n`` is large enough
+    for the sample variance to be reliable; for heavy-tailed or sparse
+    integrands (few events carry most of the integral) it is often too small
+    at small ``n``.  Plain MC error falls as ``1/sqrt(n)`` whatever the
+    integrand; for peaked integrands use :class:`flowsim.VegasPlus`.
     """
 
     def __init__(self, integrand, dim, limits=None, histograms=()):
@@ -132,6 +138,6 @@ class Plain(Simulation):
                                n_events)
 
     def config(self):
-        return {"class": "Plain", "dim": self.dim, "limits": self.domain.limits.tolist(),
-                "integrand": getattr(self.integrand, "__qualname__", repr(self.integrand)),
-                "histograms": [[h.name, h.bins, list(h.range)] for h in self.histograms]}
+        from .fingerprint import box_functions
+        return {"class": "Plain", "dim": self.dim,
+                **box_functions(self.integrand, self.domain.limits, self.histograms)}

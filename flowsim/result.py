@@ -3,7 +3,8 @@ import json
 
 import numpy as np
 
-from .stats import weighted_average
+from .log import logger
+from .stats import chi2_limit, combine
 
 
 def _jsonable(x):
@@ -33,17 +34,31 @@ def _scalar_or_array(a):
     return float(a.reshape(())) if a.size == 1 else a
 
 
+def _events_and_states(records):
+    """Events and state ids of iteration records (records without an id never pool)."""
+    return [r["events"] for r in records], [r.get("state_id") for r in records]
+
+
 class Result:
     """What :meth:`flowsim.Flow.run` returns.
 
     Attributes
     ----------
     value, error : float or numpy array
-        Inverse-variance weighted average over the kept iterations and its
-        standard error (arrays for vector-valued integrands).
-    chi2_dof : float or array
-        chi^2 per degree of freedom of the kept iterations about ``value``;
-        near 1 when the per-iteration errors are honest.  NaN with one iteration.
+        The kept iterations combined (:func:`flowsim.stats.combine`) and the
+        standard error of that value (arrays for vector-valued integrands).
+        Iterations run with the same state (plain Monte Carlo, path pricing,
+        a frozen VEGAS map) are pooled: exactly one iteration of all their
+        events.  Iterations of an adapting map are averaged with weights whose
+        variances are floored by the run's average per-event variance, so no
+        iteration gets overwhelming weight from a zero or underestimated error.
+    chi2_dof : float, array or None
+        How far the kept iterations scatter about ``value`` compared with their
+        errors: ``sum (v_i - value)² / e_i² / (n_kept - 1)``, each ``e_i²``
+        floored as above.  Near 1 when the errors are honest and the
+        iterations agree; well above 1 (say > 2 over several iterations) when
+        they disagree, as when an adaptive map found a peak it had missed.
+        ``None`` with one kept iteration (nothing to compare).
     iterations : list of dict
         One record per iteration: ``iteration``, ``value``, ``error``,
         ``events``, ``seconds``, ``kept`` and any extras the simulation returns.
@@ -68,10 +83,10 @@ class Result:
         kept = [r for r in self.iterations if r["kept"]] or self.iterations[-1:]
         values = np.array([np.atleast_1d(r["value"]) for r in kept])
         errors = np.array([np.atleast_1d(r["error"]) for r in kept])
-        mean, err, chi2 = weighted_average(values, errors)
+        mean, err, chi2 = combine(values, errors, *_events_and_states(kept))
         self.value = _scalar_or_array(mean)
         self.error = _scalar_or_array(err)
-        self.chi2_dof = _scalar_or_array(chi2)
+        self.chi2_dof = None if chi2 is None else _scalar_or_array(chi2)
         self.n_events = int(sum(r["events"] for r in self.iterations))
         self.events_per_second = self.n_events / self.wall_time if self.wall_time > 0 else float("nan")
         self.histograms = self._combine_histograms(kept)
@@ -83,7 +98,7 @@ class Result:
         for name in names:
             vals = np.array([r["histograms"][name]["values"] for r in kept])
             errs = np.array([r["histograms"][name]["errors"] for r in kept])
-            mean, err, _ = weighted_average(vals, errs)
+            mean, err, _ = combine(vals, errs, *_events_and_states(kept))
             out[name] = {"edges": np.asarray(kept[-1]["histograms"][name]["edges"]),
                          "values": mean, "errors": err}
         return out
@@ -113,7 +128,7 @@ class Result:
         })
 
     def to_json(self, **kwargs):
-        """Strict JSON of :meth:`to_dict`: NaN/Inf (e.g. ``chi2_dof`` of one iteration) -> null."""
+        """Strict JSON of :meth:`to_dict`: NaN/Inf (e.g. the error of one event) -> null."""
         return json.dumps(_finite_or_none(self.to_dict()), allow_nan=False, **kwargs)
 
     def __repr__(self):
@@ -135,11 +150,38 @@ class Result:
                 lines.append(f"{label} {v[j]:>22.12g} {e[j]:>12.4g}{tail}")
         v = np.atleast_1d(self.value)
         e = np.atleast_1d(self.error)
-        c = np.atleast_1d(self.chi2_dof)
+        c = None if self.chi2_dof is None else np.atleast_1d(self.chi2_dof)
         lines.append("-" * 64)
         for j in range(v.size):
             comp = f"[{j}]" if v.size > 1 else ""
-            lines.append(f"result{comp} = {v[j]:.12g} +/- {e[j]:.4g}   chi2/dof = {c[j]:.3g}")
+            chi2 = "" if c is None else f"   chi2/dof = {c[j]:.3g}"
+            lines.append(f"result{comp} = {v[j]:.12g} +/- {e[j]:.4g}{chi2}")
         lines.append(f"{self.n_events:,} events in {self.wall_time:.3f} s "
                      f"= {self.events_per_second:,.0f} events/s")
         return "\n".join(lines)
+
+
+def warn_if_inconsistent(result):
+    """Log a warning when the kept iterations disagree beyond their errors.
+
+    The threshold is the 99.9 % point of chi^2 with ``n_kept - 1`` degrees of
+    freedom (:func:`flowsim.stats.chi2_limit`): with honest errors a run is
+    warned about once in a thousand.  Typical causes: an adaptive map that
+    lost or found a peak between iterations, or a heavy-tailed integrand whose
+    per-iteration errors are unreliable at this many events.
+    """
+    kept = sum(r["kept"] for r in result.iterations)
+    if result.chi2_dof is None:
+        return False
+    worst = float(np.max(np.atleast_1d(result.chi2_dof)))
+    limit = chi2_limit(kept - 1)
+    if not worst > limit:
+        return False
+    name = result.meta.get("simulation", "run")
+    advice = ("use more events per iteration, skip more warm-up iterations, or VegasPlus, "
+              "whose stratification keeps every peak in view" if name == "Vegas" else
+              "use more events per iteration or skip more warm-up iterations")
+    logger.warning("%s: the %d kept iterations disagree (chi2/dof = %.3g, above %.3g, the "
+                   "99.9%% point for honest errors): the error may be underestimated; %s",
+                   name, kept, worst, limit, advice)
+    return True

@@ -126,9 +126,10 @@ def test_sharp_peak_where_plain_fails():
     f, exact = gaussian4(0.02)
     runs = run_all(f, 40000, 8, 3, seed=7)
     plain = runs["plain"]
-    # Plain MC almost never lands in the peak (volume ~2e-6): its value is far
-    # off and its error estimate is meaningless.
-    assert abs(plain.value - exact) > 10 * plain.error
+    # Plain MC rarely lands in the peak (volume ~2e-6): its iterations disagree
+    # wildly, and pooled their error is as large as the value (it used to be
+    # 10x too small under inverse-variance weights), with chi2/dof far above 1.
+    assert plain.error > 0.3 * exact and plain.chi2_dof > 100
     for k in ("vegas", "vegasplus"):
         r = runs[k]
         assert abs(r.value - exact) < 4 * r.error, (k, r)
@@ -255,7 +256,7 @@ def test_chi2_dof_is_reported():
     assert np.all((res.chi2_dof > 0.05) & (res.chi2_dof < 4.0))
     one = flowsim.integrate(genz(2), 2, n_events=5000, n_iter=1, seed=1, algorithm="vegas",
                             jit_compile=JIT)
-    assert np.all(np.isnan(one.chi2_dof))
+    assert one.chi2_dof is None
 
 
 # -- entry points ---------------------------------------------------------------------------

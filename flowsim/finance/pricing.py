@@ -164,25 +164,30 @@ class PathSimulation(Simulation):
         return out
 
     def estimate(self, totals, n_events):
+        if n_events < 2:        # one path says nothing about the spread
+            value = float(totals["sum"]) if not self.control else float("nan")
+            return {"value": value, "error": math.inf}
         n = float(n_events)
         mean = float(totals["sum"]) / n
         var = max(float(totals["sum2"]) / n - mean * mean, 0.0)
         if not self.control:
-            return {"value": mean, "error": math.sqrt(var / max(n - 1, 1))}
+            return {"value": mean, "error": math.sqrt(var / (n - 1))}
         cmean = float(totals["csum"]) / n
         cvar = max(float(totals["csum2"]) / n - cmean * cmean, 0.0)
         cov = float(totals["cross"]) / n - mean * cmean
         beta = cov / cvar if cvar > 0 else 0.0
         value = mean - beta * (cmean - self._control_mean)
         resid = max(var - 2 * beta * cov + beta * beta * cvar, 0.0)
-        return {"value": value, "error": math.sqrt(resid / max(n - 1, 1)),
-                "plain_value": mean, "plain_error": math.sqrt(var / max(n - 1, 1)),
+        return {"value": value, "error": math.sqrt(resid / (n - 1)),
+                "plain_value": mean, "plain_error": math.sqrt(var / (n - 1)),
                 "beta": beta}
 
     def config(self):
+        from ..fingerprint import digest
         return {"class": "PathSimulation", "model": repr(self.model),
                 "payoff": repr(self.payoff), "n_steps": self.n_steps,
-                "antithetic": self.antithetic, "control": self.control}
+                "antithetic": self.antithetic, "control": self.control,
+                "kernel": {"code": digest((type(self.model), type(self.payoff)))}}
 
 
 #: Simulations kept with their compiled kernels: repeated prices of the same

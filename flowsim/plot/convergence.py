@@ -15,12 +15,13 @@ def _figure(width=8.0, height=4.5):
     return fig
 
 
-def _cumulative(values, errors):
-    """Inverse-variance average of iterations ``0..i`` for every ``i``."""
-    from ..stats import weighted_average
+def _cumulative(values, errors, events, states):
+    """The combined estimate of iterations ``0..i`` for every ``i`` (as Result combines)."""
+    from ..stats import combine
     out_v, out_e = [], []
     for i in range(len(values)):
-        m, e, _ = weighted_average(values[:i + 1, None], errors[:i + 1, None])
+        m, e, _ = combine(values[:i + 1, None], errors[:i + 1, None], events[:i + 1],
+                          states[:i + 1])
         out_v.append(m[0])
         out_e.append(e[0])
     return np.array(out_v), np.array(out_e)
@@ -59,7 +60,9 @@ def convergence(result, component=0, ax=None, title=None):
     ax.errorbar(it[kept], val[kept], yerr=err[kept], fmt="o", color="C0", capsize=3,
                 label="iteration")
     if np.any(kept):
-        cv, ce = _cumulative(val[kept], err[kept])
+        events = [r["events"] for r, k in zip(recs, kept) if k]
+        states = [r.get("state_id") for r, k in zip(recs, kept) if k]
+        cv, ce = _cumulative(val[kept], err[kept], events, states)
         ax.plot(it[kept], cv, "-", color="C1", label="cumulative")
         ax.fill_between(it[kept], cv - ce, cv + ce, color="C1", alpha=0.25, linewidth=0)
     ax.set_xlabel("iteration")
@@ -68,9 +71,9 @@ def convergence(result, component=0, ax=None, title=None):
     if title is None:
         v = np.atleast_1d(result.value)[component]
         e = np.atleast_1d(result.error)[component]
-        c = np.atleast_1d(result.chi2_dof)[component]
-        title = (f"{result.meta.get('simulation', 'run')}: {v:.8g} +/- {e:.3g}"
-                 f"   chi2/dof = {c:.3g}")
+        title = f"{result.meta.get('simulation', 'run')}: {v:.8g} +/- {e:.3g}"
+        if result.chi2_dof is not None:
+            title += f"   chi2/dof = {np.atleast_1d(result.chi2_dof)[component]:.3g}"
     ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="small")
     return fig
