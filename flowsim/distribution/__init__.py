@@ -7,7 +7,8 @@ mpi4py and pyspark stay optional.
 import importlib
 
 _WHERE = {"ThreadPoolFlow": "threads", "ScheduledFlow": "threads",
-          "MPIFlow": "mpi", "SparkFlow": "spark"}
+          "MPIFlow": "mpi", "SparkFlow": "spark", "SparkTaskError": "spark",
+          "NoExecutorError": "spark"}
 
 __all__ = list(_WHERE)
 
