@@ -189,7 +189,7 @@ def _run(args):
     cls = flow_class(args.backend)
     flow = cls(sim, **kwargs)
     result = flow.run(args.iters, checkpoint=args.checkpoint, skip=args.skip)
-    if not flow._is_root():
+    if not flow.is_root():
         return 0
     print(result.to_json(indent=2) if args.json else result)
     if args.plot:

@@ -1,8 +1,10 @@
-"""Flow: *where* chunks run.  This class runs them one after another on one device.
+"""Flow: the loop of a run.  *Where* chunks run is its executor's business.
 
-Subclasses in :mod:`flowsim.distribution` change only where chunks go, by
-overriding :meth:`Flow._execute` (and :meth:`Flow._agree` / :meth:`Flow._is_root`
-for multi-process backends).  No Flow knows an algorithm.
+A Flow owns the iterations, the timeline, the progress bar, checkpoints,
+Ctrl-C handling and the :class:`~flowsim.Result`; it hands each iteration to
+an :class:`~flowsim.backend.Executor` (default: every block on one device,
+one call after another).  The classes of :mod:`flowsim.distribution` are Flow
+with another executor.  No Flow knows an algorithm.
 """
 import hashlib
 import secrets
@@ -12,10 +14,10 @@ import time
 import numpy as np
 
 from . import checkpoint as ckpt
-from ._tf import resolve_device
-from .blocks import BlockGrid, RowCollector, check_count, cut, default_block_size
+from .backend import Executor, Iteration, LocalExecutor
+from .blocks import BlockGrid, check_count, default_block_size
 from .histogram import check_memory
-from .kernel import IterationTask, KernelSpec, check_seed, layout, run_chunk, same_state, unpack
+from .kernel import IterationTask, KernelSpec, check_seed, layout, same_state, unpack
 from .log import logger
 from .result import Result, _jsonable, warn_if_inconsistent
 
@@ -98,13 +100,17 @@ class Flow:
         reports the count in the iteration record.
     quiet : bool
         No progress bar (it is also off when stderr is not a terminal).
+    executor : Executor or None
+        Where chunks run (:mod:`flowsim.backend`).  Default: a
+        :class:`~flowsim.backend.LocalExecutor` on ``device``.  Give one or
+        the other.  The classes of :mod:`flowsim.distribution` pass theirs.
     """
 
     backend = "flow"
 
     def __init__(self, simulation, n_events, seed=None, events_limit=None, device=None,
                  dtype="float64", block_size=None, jit_compile=True, rng="splitmix",
-                 nonfinite="raise", quiet=False):
+                 nonfinite="raise", quiet=False, executor=None):
         from .simulation import Simulation
         if not isinstance(simulation, Simulation):
             raise TypeError(f"simulation must be a flowsim Simulation (e.g. flowsim.Plain), "
@@ -128,76 +134,65 @@ class Flow:
             raise ValueError(f"nonfinite must be one of {NONFINITE}, got {nonfinite!r}")
         self.nonfinite = nonfinite
         self.quiet = bool(quiet)
-        self.device = self._resolve_device(device)
-        self.seed = check_seed(self._agree(secrets.randbits(62) if seed is None else seed))
+        if executor is None:
+            executor = LocalExecutor(device)
+        elif device is not None:
+            raise ValueError("give device= or executor=, not both")
+        elif not isinstance(executor, Executor):
+            raise TypeError(f"executor must be a flowsim.backend.Executor, "
+                            f"got {type(executor).__name__}")
+        self.executor = executor
+        self.device = executor.device
+        self.seed = check_seed(executor.processes.agree(
+            secrets.randbits(62) if seed is None else seed))
         self.timeline = []
         self._next_iteration = 0
         self._last_iteration = -1     # of the current run() call
         self._last_state = None       # of the last task executed
         self._t0 = None
         self._bar = None
-
-    # -- hooks for backends ------------------------------------------------------
-    def _resolve_device(self, device):
-        return resolve_device(device)
-
-    def _agree(self, value):
-        """The value every process uses (multi-process backends broadcast root's)."""
-        return value
-
-    def _is_root(self):
-        """Whether this process writes checkpoints and shows progress."""
-        return True
-
-    def _load_checkpoint(self, path):
-        """The saved run at ``path`` or None (multi-process backends: root reads, shares)."""
-        return ckpt.load(path)
+        self._eta = None
 
     def devices(self):
-        """Devices this Flow runs chunks on."""
-        return [self.device]
+        """Devices this Flow runs chunks on (its executor's)."""
+        return list(self.executor.devices())
 
-    def _chunks(self, grid):
-        """Runs of at most ``events_limit`` events: ``[(first_block, n_blocks)]``."""
-        return cut(0, grid.n_blocks, grid.blocks_per_call(self.events_limit))
+    def is_root(self):
+        """Whether this process writes checkpoints, logs and shows progress (the
+        root of an MPI job; always True in one process)."""
+        return self.executor.processes.is_root()
 
-    def _execute(self, task, grid):
-        """Run every block of ``task``; return its rows ``[n_blocks, width]``."""
-        _, width = layout(task.simulation)
-        rows = RowCollector(grid.n_blocks, width)
-        for first, n in self._chunks(grid):
-            rows.add(first, self._run_chunk(task, first, n, self.device))
-        return rows.result()
+    def close(self):
+        """Release the executor's workers or session (idempotent)."""
+        self.executor.close()
 
-    def _steady(self, task):
-        """Whether ``task`` has the state of the previous task run (call once per task).
+    def __enter__(self):
+        return self
 
-        A simulation whose state stays put (plain Monte Carlo, sweeps, paths)
-        has its next iterations' rows determined already: backends may compute
-        them ahead, up to ``self._last_iteration``, the last of this ``run``.
-        """
+    def __exit__(self, *exc):
+        self.close()
+
+    def _execute(self, task):
+        """Hand ``task`` to the executor; return its rows ``[n_blocks, width]``."""
         steady = self._last_state is not None and same_state(self._last_state, task.state)
         self._last_state = task.state
-        return steady
+        self._t0 = self._t0 or time.perf_counter()
+        it = Iteration(task, self.grid, self.events_limit, steady,
+                       max(self._last_iteration, task.iteration), self._t0,
+                       self._on_chunk, self._on_progress)
+        return self.executor.execute(it)
 
-    def _run_chunk(self, task, first, n, device):
-        """Run one chunk, recording it in the timeline and the progress bar."""
-        start = time.perf_counter()
-        out = run_chunk(task, first, n, device)
-        self._record(task, device, first, n, start, time.perf_counter())
-        return out
+    def _on_chunk(self, entry, events):
+        self.timeline.append(entry)
+        if events:
+            self._on_progress(events)
+            if self._eta is not None and "failed" not in entry:
+                self._estimate(entry["device"], events, entry["end"] - entry["start"],
+                               entry["end"])
 
-    def _entry(self, task, device, first, n, start, end, **extra):
-        """A timeline entry; ``start``/``end`` are ``time.perf_counter()`` values."""
-        return {"iteration": task.iteration, "device": device, "first_block": int(first),
-                "blocks": int(n), "start": start - self._t0, "end": end - self._t0, **extra}
-
-    def _record(self, task, device, first, n, start, end):
-        self.timeline.append(self._entry(task, device, first, n, start, end))
+    def _on_progress(self, events):
         if self._bar is not None:
-            self._bar.update(self.grid.events_in(first, n))
-        if getattr(self, "_eta", None) is not None:
-            self._estimate(device, self.grid.events_in(first, n), end - start, end)
+            self._bar.update(events)
 
     def _estimate(self, device, events, seconds, end):
         """Log a long run's duration once, measured on the first chunk of a device that
@@ -206,7 +201,7 @@ class Flow:
             self._eta["warm"].add(device)
             return
         rate = events / max(seconds, 1e-9) * len(self.devices())
-        total = end - self._t0 + self._eta["events"] / rate
+        total = end + self._eta["events"] / rate
         self._eta = None
         logger.warning("estimated duration ~%s (%.3g events/s measured on the first chunk "
                        "after compilation, x%d device(s))", _duration(total), rate,
@@ -214,7 +209,7 @@ class Flow:
 
     def _interrupted(self, exc, iteration, checkpoint):
         """Note on ``exc`` (a KeyboardInterrupt) where the run stopped and how to resume."""
-        if not self._is_root():
+        if not self.is_root():
             exc.flowsim_interrupted = None       # the root process reports it
             return
         saved = 0
@@ -247,8 +242,7 @@ class Flow:
 
     def run_blocks(self, iteration=0):
         """Rows ``[n_blocks, width]`` of one iteration, without estimate or adaptation."""
-        self._t0 = self._t0 or time.perf_counter()
-        return self._execute(self.task(iteration), self.grid)
+        return self._execute(self.task(iteration))
 
     def run(self, n_iter, checkpoint=None, skip=0):
         """Run ``n_iter`` iterations and return a :class:`~flowsim.Result`.
@@ -290,10 +284,10 @@ class Flow:
         unlock = None
         try:
             if checkpoint is not None:
-                if self._is_root():
+                if self.is_root():
                     ckpt.check_path(checkpoint)     # before any work, not after iteration 1
                     unlock = ckpt.lock(checkpoint)  # one run per file, until this one ends
-                saved = self._load_checkpoint(checkpoint)
+                saved = self.executor.processes.load_checkpoint(checkpoint)
                 if saved is not None:
                     records, elapsed = self._resume(checkpoint, saved, config)
                     if len(records) > n_iter:       # the checkpoint ran further: report n_iter
@@ -306,9 +300,9 @@ class Flow:
             if remaining:                   # before any compiling
                 self.simulation.prepare(self.n_events)      # (the layout may depend on it)
                 check_memory(self.simulation, self.grid.n_blocks)
-            long_run = self._is_root() and remaining * self.n_events >= LONG_RUN_EVENTS
+            long_run = self.is_root() and remaining * self.n_events >= LONG_RUN_EVENTS
             self._eta = {"events": remaining * self.n_events, "warm": set()} if long_run else None
-            show = (not self.quiet and self._is_root() and sys.stderr.isatty()
+            show = (not self.quiet and self.is_root() and sys.stderr.isatty()
                     and remaining * self.n_events >= 10 * self.grid.block_size)
             if show:
                 from tqdm.auto import tqdm
@@ -317,7 +311,7 @@ class Flow:
             for iteration in range(first + len(records), first + n_iter):
                 records.append(self._iterate(iteration))
                 self._next_iteration = iteration + 1
-                if checkpoint is not None and self._is_root():
+                if checkpoint is not None and self.is_root():
                     ckpt.save(checkpoint, config, _jsonable(records),
                               elapsed + time.perf_counter() - self._t0,
                               self.simulation.get_state())
@@ -333,7 +327,7 @@ class Flow:
                 unlock()
         wall = elapsed + time.perf_counter() - self._t0
         result = Result(records, wall, self.timeline, meta=self._meta(), skip=skip)
-        if self._is_root():
+        if self.is_root():
             warn_if_inconsistent(result)
         return result
 
@@ -357,7 +351,7 @@ class Flow:
     def _iterate(self, iteration):
         start = time.perf_counter()
         task = self.task(iteration)
-        rows = self._execute(task, self.grid)
+        rows = self._execute(task)
         self._check_nonfinite(rows, iteration)
         totals = unpack(self.simulation, self.simulation.combine(rows, self.n_events))
         est = dict(self.simulation.estimate(totals, self.n_events))
@@ -394,11 +388,11 @@ class Flow:
         logger.warning("iteration %d: dropped %d NaN/Inf value(s)", iteration + 1, total)
 
     def _meta(self):
-        return {"simulation": type(self.simulation).__name__, "backend": self.backend,
+        return {"simulation": type(self.simulation).__name__, "backend": self.executor.name,
                 "devices": ", ".join(self.devices()), "seed": self.seed,
                 "n_events_per_iteration": self.n_events, "block_size": self.grid.block_size,
                 "n_blocks": self.grid.n_blocks, "events_limit": self.events_limit,
-                "dtype": self.spec.dtype}
+                "dtype": self.spec.dtype, **self.executor.meta()}
 
     def __repr__(self):
         return (f"{type(self).__name__}({type(self.simulation).__name__}, n_events={self.n_events}, "

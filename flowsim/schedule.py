@@ -180,6 +180,17 @@ class Throughput:
         s = self.seconds[worker]
         return self.blocks[worker] / s if s > 0 and self.blocks[worker] > 0 else None
 
+    def weights(self):
+        """Relative speeds of every worker for :func:`static_shares`: measured ones
+        as measured, unmeasured ones at the mean of the measured (all 1.0 before
+        any measurement)."""
+        speeds = [self.speed(w) for w in range(len(self.blocks))]
+        known = [s for s in speeds if s]
+        if not known:
+            return [1.0] * len(speeds)
+        mean = sum(known) / len(known)
+        return [s if s else mean for s in speeds]
+
     def cost(self, worker):
         """``(a, b)``: seconds per chunk and per block on ``worker``, or None unmeasured.
 

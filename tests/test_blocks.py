@@ -1,7 +1,6 @@
 """Pure logic of the block grid: BlockGrid, default_block_size, reduce_rows,
-RowCollector and the chunk plan of Flow._chunks (no TensorFlow work)."""
+RowCollector and the chunk plan of the default executor, Iteration.cut (no TensorFlow work)."""
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -10,15 +9,15 @@ from hypothesis import strategies as st
 
 from flowsim.blocks import (BLOCK_QUANTUM, MAX_BLOCK, BlockGrid, RowCollector, check_count,
                             default_block_size, reduce_rows)
-from flowsim.flow import Flow
+from flowsim.backend import Iteration
 
 events = st.integers(min_value=1, max_value=10**9)
 quanta = st.integers(min_value=1, max_value=4096)
 
 
 def chunks(events_limit, grid):
-    """Flow._chunks without building a Flow (it only reads events_limit)."""
-    return Flow._chunks(SimpleNamespace(events_limit=events_limit), grid)
+    """Iteration.cut without a task (it only reads the grid and events_limit)."""
+    return Iteration(None, grid, events_limit, False, 0, 0.0).cut()
 
 
 @settings(max_examples=300, deadline=None)

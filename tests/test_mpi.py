@@ -66,9 +66,9 @@ def summary(result, sim):
 
 inject, slow = False, {"rank": spec.get("slow_rank"), "algorithm": None}
 if spec.get("fail_rank") is not None or slow["rank"] is not None:
-    import flowsim.flow
-    real = flowsim.flow.run_chunk
-    def run_chunk(task, first, n, device):
+    from flowsim.distribution.mpi import MPIExecutor
+    real = MPIExecutor.compute
+    def compute(self, task, first, n, device):
         if inject and task.iteration == spec["fail_iteration"] and flow.rank == spec["fail_rank"]:
             with open(spec["fail_stamp"], "w") as fh:
                 fh.write(repr(time.time()))
@@ -76,8 +76,8 @@ if spec.get("fail_rank") is not None or slow["rank"] is not None:
         if slow["rank"] == flow.rank and task.iteration == 1 and slow["algorithm"]:
             slow["algorithm"] = None           # once per run: a straggler in iteration 2
             time.sleep(0.5)
-        return real(task, first, n, device)
-    flowsim.flow.run_chunk = run_chunk
+        return real(self, task, first, n, device)
+    MPIExecutor.compute = compute
 
 def simulation(name):
     """A fresh Simulation of algorithm ``name``."""

@@ -128,12 +128,17 @@ out["checked"] = checked
 out["checks"], out["mismatch"] = checks, mismatch
 
 # -- fault injection: the last device runs out of memory on its first chunk ------------
-class OOMOnce(ScheduledFlow):
-    def _run_chunk(self, task, first, n_blocks, device):
+from flowsim.distribution.threads import ThreadExecutor
+
+class OOMOnceExecutor(ThreadExecutor):
+    def compute(self, task, first, n_blocks, device):
         if device == self.devices()[-1] and not getattr(self, "_failed", False):
             self._failed = True
             raise tf.errors.ResourceExhaustedError(None, None, f"injected OOM on {device}")
-        return super()._run_chunk(task, first, n_blocks, device)
+        return super().compute(task, first, n_blocks, device)
+
+class OOMOnce(ScheduledFlow):
+    executor_class = OOMOnceExecutor
 
 sim, want = plain, plain_want                  # compiled already on every device
 oom = {}
@@ -154,11 +159,14 @@ out["oom"] = oom
 class KernelBug(Exception):
     pass
 
-class Buggy(ScheduledFlow):
-    def _run_chunk(self, task, first, n_blocks, device):
+class BuggyExecutor(ThreadExecutor):
+    def compute(self, task, first, n_blocks, device):
         if first <= 40 < first + n_blocks:
             raise KernelBug(f"bug in block 40 on {device}")
-        return super()._run_chunk(task, first, n_blocks, device)
+        return super().compute(task, first, n_blocks, device)
+
+class Buggy(ScheduledFlow):
+    executor_class = BuggyExecutor
 
 def catch(make):
     start = time.perf_counter()
@@ -288,7 +296,7 @@ def test_kernel_bug_stops_at_once_with_original_exception(runs, n):
     assert bug["message"].startswith("bug in block 40 on CPU:")
     # the worker's frames survive the hand-over to the calling thread
     assert "threads.py" in bug["traceback"] and "in _work" in bug["traceback"]
-    assert "in _run_chunk" in bug["traceback"]
+    assert "in compute" in bug["traceback"]
     assert bug["threads"] == []
     assert bug["chunks"] < 100          # of 400 queued chunks: the rest were cancelled
     assert bug["seconds"] < 30

