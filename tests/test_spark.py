@@ -379,7 +379,7 @@ def test_plain_same_bits_as_flow(local, plain_ref):
         flow = spark_flow(PLAIN, local, partitions=partitions)
         res = flow.run(2)
         assert_same_bits(res, plain_ref)
-        assert not flow._owned
+        assert not flow.executor.owned
         assert res.meta["partitions"] == (partitions or 2)    # default: the 2 cores
     assert res.meta["backend"] == "spark" and res.meta["spark_master"] == "local[2]"
     # 5 tasks of 5 blocks, each run in TF calls of <= events_limit events (4 blocks).
@@ -452,7 +452,7 @@ def test_integrate_backend_spark_uses_the_active_session(local):
     assert_same_bits(res, flowsim.integrate(**kw))
     assert local.sparkContext._jsc is not None            # a given session is not stopped
     flow = SparkFlow(PLAIN, 1000, seed=1, spark="local[2]")   # the running context, as is
-    assert flow.sc is local.sparkContext and not flow._owned
+    assert flow.sc is local.sparkContext and not flow.executor.owned
     with pytest.raises(ValueError, match=r"already runs a SparkContext with master 'local\[2\]'"):
         SparkFlow(PLAIN, 1000, seed=1, spark="local[3]")
 
@@ -522,11 +522,11 @@ def test_task_error_surfaces_with_original_text(local):
 
 def test_partial_results_are_refused(local, monkeypatch):
     flow = spark_flow(PLAIN, local, partitions=3)
-    chunks = flow._chunks(flow.grid)
-    monkeypatch.setattr(flow, "_chunks", lambda grid: chunks[:-1])
+    chunks = flow.executor.partition(flow.grid)
+    monkeypatch.setattr(flow.executor, "partition", lambda grid: chunks[:-1])
     with pytest.raises(RuntimeError, match=r"missing blocks \[%d, " % chunks[-1][0]):
         flow.run(1)
-    monkeypatch.setattr(flow, "_chunks", lambda grid: chunks + chunks[:1])
+    monkeypatch.setattr(flow.executor, "partition", lambda grid: chunks + chunks[:1])
     with pytest.raises(RuntimeError, match=r"blocks received twice \[0, 1, "):
         flow.run(1)
 

@@ -26,8 +26,8 @@ the task (``TaskContext.resources()["gpu"]``), else on CPU:0.
 
 PySpark's worker daemon runs a full ``gc.collect()`` after every task of a
 reused worker.  With TensorFlow and a compiled kernel loaded that is some
-400,000 objects and took 0.24 s per task on a 2-core machine -- most of
-SparkFlow's fixed cost per iteration.  So after a task that imported
+hundreds of thousands of objects, a large part of SparkFlow's fixed cost per
+iteration on small machines.  So after a task that imported
 TensorFlow or compiled a kernel, the worker collects once and then
 ``gc.freeze()``-s what is there (long-lived: modules, graphs, kernels); later
 collections only look at objects made since.  Cyclic garbage of those objects
@@ -52,7 +52,8 @@ import uuid
 import weakref
 
 from .._tf import device_name
-from ..blocks import RowCollector, check_count, cut
+from ..backend import Executor, RemoteError, RunAhead, describe, rebuild, set_threads
+from ..blocks import check_count, cut
 from ..flow import Flow
 from ..kernel import layout, run_chunk, trace_counts
 from ..log import logger
@@ -82,7 +83,7 @@ class NoExecutorError(SparkTaskError):
     """A job was cancelled: no live Spark executor for ``executor_timeout`` seconds."""
 
 
-class _TaskFailed(SparkTaskError):
+class _TaskFailed(SparkTaskError, RemoteError):
     """A task raised an exception that is not a builtin one (its text is kept)."""
 
 
@@ -129,7 +130,7 @@ class SparkFlow(Flow):
         last iteration (plain Monte Carlo, sweeps, path simulations; never
         while a VEGAS grid adapts), one Spark job computes the next
         iterations of this ``run`` too, up to ``MAX_AHEAD`` at a time, so
-        that Spark's fixed cost per job (0.13 s on local[2] on 2 cores) is
+        that Spark's fixed cost per job is
         paid once for all of them.  Each task runs its blocks for every
         iteration of the job.  The driver still adds up, logs, adapts and
         checkpoints iteration by iteration; if ``adapt`` did change the state
@@ -161,114 +162,118 @@ class SparkFlow(Flow):
     backend = "spark"
 
     def __init__(self, simulation, n_events, seed=None, spark=None, partitions=None,
-                 quiet=False, run_ahead=True, executor_timeout=300, **flow_kwargs):
+                 quiet=False, run_ahead=True, executor_timeout=300, device=None,
+                 **flow_kwargs):
         if partitions is not None:
             partitions = check_count("partitions", partitions)
-        self.executor_timeout = _check_timeout(executor_timeout)
-        super().__init__(simulation, n_events, seed=seed, quiet=True, **flow_kwargs)
-        self.partitions = partitions
-        self.run_ahead = bool(run_ahead)
-        self._ahead = {}
-        self._show_progress = not quiet
-        self._token = _token(simulation)
-        self._owned = False
-        self.spark = None
-        self.spark, self._owned = _session(spark, self._show_progress)
-        if self._owned:
-            atexit.register(self.close)
+        if "executor" in flow_kwargs:
+            raise TypeError("SparkFlow builds its own executor")
+        executor = SparkExecutor(_check_device(device), partitions, run_ahead,
+                                 _check_timeout(executor_timeout), _token(simulation))
+        super().__init__(simulation, n_events, seed=seed, quiet=True, executor=executor,
+                         **flow_kwargs)
+        self.partitions, self.run_ahead = partitions, executor.ahead.enabled
+        self.executor_timeout = executor.timeout
+        executor.start(spark, show_progress=not quiet)
 
-    # -- session ----------------------------------------------------------------
+    @property
+    def spark(self):
+        """The SparkSession this flow submits to (None once closed)."""
+        return self.executor.spark
+
     @property
     def sc(self):
         """The SparkContext this flow submits to."""
-        return self.spark.sparkContext
+        return self.executor.spark.sparkContext
+
+
+class SparkExecutor(Executor):
+    """Each iteration one Spark job of ``partitions`` tasks (see :class:`SparkFlow`);
+    one job computes the next iterations too while the state stays put."""
+
+    name = "spark"
+
+    def __init__(self, device, partitions, run_ahead, timeout, token):
+        self.device, self.partitions, self.timeout = device, partitions, timeout
+        self.ahead = RunAhead(run_ahead, most=MAX_AHEAD - 1)
+        self.token, self.spark, self.owned = token, None, False
+        self.seen, self.used = set(), None     # worker labels; tasks of the last job
+
+    def start(self, spark, show_progress=True):
+        """Use or start the session for ``spark=`` (see :class:`SparkFlow`)."""
+        self.spark, self.owned = _session(spark, show_progress)
+        if self.owned:
+            atexit.register(self.close)
 
     def close(self):
-        """Stop the Spark session if this SparkFlow started it (idempotent)."""
-        if self._owned and self.spark is not None:
-            self._owned = False
+        """Stop the Spark session if this executor started it (idempotent)."""
+        if self.owned and self.spark is not None:
+            self.owned = False
             try:
                 self.spark.stop()
             finally:
                 atexit.unregister(self.close)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    # -- hooks of Flow --------------------------------------------------------------
-    def _resolve_device(self, device):
-        if device is None:
-            return None
-        if not isinstance(device, str):
-            raise TypeError(f"device must be None or a string like 'CPU:0' or 'GPU:1', "
-                            f"got {device!r}")
-        name = device_name(device)
-        kind, _, index = name.partition(":")
-        if kind not in ("CPU", "GPU") or not index.isdigit():
-            raise ValueError(f"device must look like 'CPU:0' or 'GPU:1', got {device!r}")
-        return name
-
     def devices(self):
-        seen = sorted({r["device"] for r in self.timeline})
-        if seen:
-            return seen
-        master = self.sc.master if self.spark is not None else "?"
+        if self.seen:
+            return sorted(self.seen)
+        master = self.spark.sparkContext.master if self.spark is not None else "?"
         return [f"spark {master}: {self.device or 'assigned GPU else CPU:0'}"]
 
-    def _chunks(self, grid):
+    def partition(self, grid):
         """Contiguous near-equal runs of blocks, one per Spark task."""
-        n = self.partitions or max(1, int(self.sc.defaultParallelism))
+        n = self.partitions or max(1, int(self.spark.sparkContext.defaultParallelism))
         return static_shares(grid.n_blocks, [1.0] * min(n, grid.n_blocks))
 
-    def _execute(self, task, grid):
-        steady = self._steady(task)
-        ahead = self._ahead.pop(task.iteration, None)
-        if ahead is not None and ahead[0].same_run(task):     # computed by an earlier job
-            rows, chunks = ahead[1:]
-        else:
-            self._ahead = {}
-            count = 1
-            if self.run_ahead and steady:
-                count = max(1, min(self._last_iteration - task.iteration + 1, MAX_AHEAD))
-            done = self._submit(task, grid, count)
+    def meta(self):
+        if self.spark is None:
+            return {}
+        return {"spark_master": self.spark.sparkContext.master, "partitions": self.used}
+
+    def execute(self, it):
+        task = it.task
+        held, chunks = self.ahead.take(task)
+        if len(held) < it.grid.n_blocks:                # not computed by an earlier job
+            count = 1 + self.ahead.plan(it)
+            done = self._submit(it, count)
             for later in range(task.iteration + 1, task.iteration + count):
-                self._ahead[later] = (task.at(later), *done[later])
-            rows, chunks = done[task.iteration]
+                self.ahead.keep(task.at(later), *done[later])
+            held, chunks = done[task.iteration]
+        rows = it.rows()
+        for b in sorted(held):
+            rows.add(b, held[b][None, :])
         for label, first, n, start, end in chunks:
-            self._record(task, label, first, n, start, end)
-        return rows
+            self.seen.add(label)
+            it.chunk(label, first, n, start, end)
+        return rows.result()
 
-    def _submit(self, task, grid, count):
-        """One Spark job for iterations ``task.iteration ..+count-1`` (same state).
+    def _submit(self, it, count):
+        """One Spark job for iterations ``it.task.iteration ..+count-1`` (same state).
 
-        Returns ``{iteration: (rows, [(device, first, n, start, end)])}``.
+        Returns ``{iteration: ({block: row}, [(device, first, n, start, end)])}``.
         """
         from pyspark import cloudpickle
-        if self.spark is None or self.sc._jsc is None:
+        if self.spark is None or self.spark.sparkContext._jsc is None:
             raise RuntimeError("SparkFlow: the Spark session is stopped")
+        task, grid, sc = it.task, it.grid, self.spark.sparkContext
         _, width = layout(task.simulation)
-        chunks = self._chunks(grid)
-        per_call = grid.blocks_per_call(self.events_limit)
+        chunks = self.partition(grid)
+        self.used = len(chunks)
         iterations = list(range(task.iteration, task.iteration + count))
-        sc = self.sc
         payload = cloudpickle.dumps(task)
         if len(payload) > INLINE_TASK_BYTES:       # large state: ship once per executor
             payload = sc.broadcast(payload)
-        name = type(task.simulation).__name__
         which = (f"iteration {iterations[0] + 1}" if count == 1
                  else f"iterations {iterations[0] + 1}-{iterations[-1] + 1}")
-        sc.setJobDescription(f"flowsim {name} {which}: {grid.n_blocks} blocks in "
-                             f"{len(chunks)} tasks")
+        sc.setJobDescription(f"flowsim {type(task.simulation).__name__} {which}: "
+                             f"{grid.n_blocks} blocks in {len(chunks)} tasks")
         job = uuid.uuid4().hex
-        fn = functools.partial(_run_partition, payload, self._token, job,
-                               per_call, self.device, iterations)
-        offset = time.perf_counter() - time.time()
+        fn = functools.partial(_run_partition, payload, self.token, job,
+                               grid.blocks_per_call(it.events_limit), self.device, iterations)
+        offset = it.now() - time.time()
         tag = f"flowsim-{job}"
         sc.addJobTag(tag)
-        watch = _ExecutorWatch(sc, self.executor_timeout, tag)
+        watch = _ExecutorWatch(sc, self.timeout, tag)
         try:
             with watch:
                 out = sc.parallelize(chunks, len(chunks)).mapPartitionsWithIndex(fn).collect()
@@ -276,7 +281,7 @@ class SparkFlow(Flow):
             if watch.expired:
                 raise NoExecutorError(
                     f"the Spark job of iteration {task.iteration + 1} was cancelled: no live "
-                    f"Spark executor for {self.executor_timeout:g} s on {sc.master}; no "
+                    f"Spark executor for {self.timeout:g} s on {sc.master}; no "
                     f"partial result is used.  Start a Spark worker (or give the application "
                     f"executors), or raise executor_timeout (None waits forever)") from None
             error = _driver_error(exc, task.iteration)
@@ -291,21 +296,30 @@ class SparkFlow(Flow):
                     payload.destroy()
             except Exception:  # the context may be gone after a fatal error
                 pass
-        rows = {i: RowCollector(grid.n_blocks, width) for i in iterations}
-        timeline = {i: [] for i in iterations}
+        rows = {i: it.rows() for i in iterations}
+        done = {i: ({}, []) for i in iterations}
         for iteration, first, block_rows, start, end, label in out:
-            rows[iteration].add(first, block_rows)
-            timeline[iteration].append((label, first, len(block_rows), start + offset,
-                                        end + offset))
-        # every iteration complete before any is used
-        return {i: (rows[i].result(), timeline[i]) for i in iterations}
+            rows[iteration].add(first, block_rows)         # refuses repeats
+            done[iteration][1].append((label, first, len(block_rows), start + offset,
+                                       end + offset))
+        for i in iterations:                    # every iteration complete before any is used
+            full = rows[i].result()
+            done[i][0].update(enumerate(full))
+        return done
 
-    def _meta(self):
-        meta = super()._meta()
-        if self.spark is not None:
-            meta["spark_master"] = self.sc.master
-            meta["partitions"] = len(self._chunks(self.grid))
-        return meta
+
+def _check_device(device):
+    """A device name for every executor (not checked on the driver), or None."""
+    if device is None:
+        return None
+    if not isinstance(device, str):
+        raise TypeError(f"device must be None or a string like 'CPU:0' or 'GPU:1', "
+                        f"got {device!r}")
+    name = device_name(device)
+    kind, _, index = name.partition(":")
+    if kind not in ("CPU", "GPU") or not index.isdigit():
+        raise ValueError(f"device must look like 'CPU:0' or 'GPU:1', got {device!r}")
+    return name
 
 
 #: Driver side: simulation object -> token naming it on executors, where each
@@ -424,15 +438,8 @@ def _driver_error(exc, iteration):
         info = json.loads(base64.b64decode(found[-1]).decode())
         where = (f"[Spark task: partition {info['partition']}, attempt {info['attempt']}, "
                  f"blocks {info['blocks']}, iteration {iteration + 1}, host {info['host']}]")
-        message = info["message"].rstrip()
-        sep = "\n" if "\n" in message else " "
-        cls = _builtin_exception(info["module"], info["type"])
-        if cls is not None:
-            try:
-                return cls(f"{message}{sep}{where}")
-            except Exception:
-                pass
-        return _TaskFailed(f"{info['module']}.{info['type']}: {message}{sep}{where}")
+        error = rebuild(info, where)
+        return error if not isinstance(error, RemoteError) else _TaskFailed(info, str(error))
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     reason = next((line for line in lines if "Job aborted" in line or "SparkException" in line),
                   lines[0] if lines else type(exc).__name__)
@@ -441,16 +448,6 @@ def _driver_error(exc, iteration):
     detail = f" ({crashed[:300]})" if crashed and crashed not in reason else ""
     return SparkTaskError(f"the Spark job of iteration {iteration + 1} failed; no partial "
                           f"result is used: {reason[:600]}{detail}")
-
-
-def _builtin_exception(module, name):
-    if module != "builtins":
-        return None
-    import builtins
-    cls = getattr(builtins, name, None)
-    if isinstance(cls, type) and issubclass(cls, Exception):
-        return cls
-    return None
 
 
 # -- executor side ------------------------------------------------------------------
@@ -466,14 +463,9 @@ def _setup_worker(ctx, requested):
     if _WORKER["ready"]:
         return
     logging.getLogger("flowsim").setLevel(logging.WARNING)
-    cpus = max(1, int(ctx.cpus()))
+    set_threads(max(1, int(ctx.cpus())), keep=True)   # the task's cores, if still possible
     from .._tf import tf
     t = tf()
-    try:
-        t.config.threading.set_intra_op_parallelism_threads(cpus)
-        t.config.threading.set_inter_op_parallelism_threads(cpus)
-    except RuntimeError:  # TensorFlow already initialised in this process
-        pass
     gpus = t.config.list_physical_devices("GPU")
     if gpus and requested is None:
         try:
@@ -560,8 +552,7 @@ def _run_partition(payload, token, job, per_call, requested, iterations, index, 
             _freeze()
         return out
     except Exception as exc:
-        info = {"module": type(exc).__module__, "type": type(exc).__qualname__,
-                "message": str(exc), "partition": index, "attempt": ctx.attemptNumber(),
-                "blocks": blocks, "host": os.uname().nodename}
+        info = describe(exc, partition=index, attempt=ctx.attemptNumber(), blocks=blocks,
+                        host=os.uname().nodename)
         tag = base64.b64encode(json.dumps(info).encode()).decode()
         raise RuntimeError(f"{type(exc).__name__}: {exc}\n{_ERROR_TAG}[{tag}]") from exc
