@@ -6,6 +6,13 @@ the ``[n_blocks, width]`` float64 rows.  The TensorFlow function behind it is
 traced once per (simulation, device, kernel spec): the block count, the first
 block, the iteration and the adaptive state are all tensor arguments, so new
 chunk sizes and new iterations never retrace.
+
+The compiled functions live in one cache, here (:func:`compiled`), keyed by
+what determines the trace: the simulation's
+:meth:`~flowsim.Simulation.trace_key`, the shapes and dtypes of its state,
+the :class:`KernelSpec` and the device.  Pickled copies of a simulation (the
+task a worker process receives) share its key, so a worker compiles once and
+reuses the kernel for every later task of that simulation.
 """
 import collections
 import threading
@@ -20,6 +27,10 @@ from .domain import user_error
 #: Traces per (simulation class, device): tests assert these stay at one.
 trace_counts = collections.Counter()
 _lock = threading.Lock()
+#: Compiled chunk functions, least recently used first (:func:`compiled`).
+_KERNELS = collections.OrderedDict()
+#: Most compiled functions kept per process.
+MAX_KERNELS = 32
 
 DTYPES = ("float64", "float32")
 
@@ -170,17 +181,37 @@ def _build(simulation, spec, device):
     return chunk
 
 
+def trace_key(simulation, spec, device):
+    """What determines the trace of ``simulation``'s chunk function."""
+    shapes = tuple((k, np.shape(v), np.asarray(v).dtype.str)
+                   for k, v in sorted(simulation.state().items()))
+    return (type(simulation).__qualname__, simulation.trace_key(), shapes, spec, device)
+
+
 def compiled(simulation, spec, device):
-    """The chunk function of ``simulation`` for ``device`` (built once, cached)."""
-    cache = simulation.__dict__.setdefault("_compiled", {})
-    key = (device, spec)
-    fn = cache.get(key)
-    if fn is None:
-        with _lock:
-            fn = cache.get(key)
-            if fn is None:
-                fn = cache[key] = _build(simulation, spec, device)
+    """The chunk function of ``simulation`` for ``device``: built once per
+    :func:`trace_key`, kept in a cache of the last ``MAX_KERNELS``."""
+    key = trace_key(simulation, spec, device)
+    with _lock:
+        fn = _KERNELS.get(key)
+        if fn is not None:
+            _KERNELS.move_to_end(key)
+            return fn
+    fn = _build(simulation, spec, device)       # outside the lock: tracing is lazy anyway
+    with _lock:
+        fn = _KERNELS.setdefault(key, fn)
+        _KERNELS.move_to_end(key)
+        while len(_KERNELS) > MAX_KERNELS:
+            _KERNELS.popitem(last=False)
     return fn
+
+
+def cached_kernels(simulation):
+    """How many compiled functions the cache holds for ``simulation``."""
+    key = simulation.trace_key()
+    with _lock:
+        return sum(1 for k in _KERNELS
+                   if k[0] == type(simulation).__qualname__ and k[1] == key)
 
 
 def check_seed(seed):

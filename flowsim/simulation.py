@@ -35,6 +35,26 @@ class Simulation:
         """``{name: shape}`` of the per-block float64 partial sums.  Required."""
         raise NotImplementedError
 
+    def trace_key(self):
+        """A hashable value naming this simulation's compiled kernel
+        (:func:`flowsim.kernel.compiled` adds the state's shapes, the kernel
+        spec and the device).
+
+        Default: a token drawn once per object and kept by pickling, so that a
+        copy sent to a worker process reuses the kernel that worker compiled
+        for an earlier task.  It assumes what the constructor fixed (the
+        integrand, dimension, limits, histograms) does not change afterwards:
+        build a new simulation rather than editing one that has run.
+        Simulations whose kernel depends only on hashable settings may return
+        those (:class:`flowsim.finance.pricing.PathSimulation` does): equal
+        settings then share one compilation.
+        """
+        token = self.__dict__.get("_trace_token")
+        if token is None:
+            import uuid
+            token = self.__dict__.setdefault("_trace_token", uuid.uuid4().hex)
+        return token
+
     def state(self):
         """``{name: numpy array}`` passed to every block of an iteration.
 
@@ -108,11 +128,9 @@ class Simulation:
             raise NotImplementedError(
                 f"{type(self).__name__} has adaptive state but no set_state")
 
-    # -- pickling: compiled functions stay behind -------------------------------
+    # -- pickling: the trace token travels with the copy ---------------------
     def __getstate__(self):
-        d = dict(self.__dict__)
-        d.pop("_compiled", None)
-        return d
+        return dict(self.__dict__)
 
     def __setstate__(self, d):
         self.__dict__.update(d)

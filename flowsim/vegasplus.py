@@ -157,8 +157,6 @@ class VegasPlus(Vegas):
         ns = np.array(nstrat).reshape(-1)
         if ns.shape != (self.dim,) or not np.issubdtype(ns.dtype, np.integer) or np.any(ns < 1):
             raise ValueError(f"nstrat must be {self.dim} integers >= 1, got {nstrat!r}")
-        if self.nstrat is not None and not np.array_equal(ns, self.nstrat):
-            self.__dict__.pop("_compiled", None)     # state shapes change
         self.nstrat = ns.astype(np.int64)
         if self.sigf is None or self.sigf.size != self.n_hcubes:
             self.sigf = np.ones(self.n_hcubes)

@@ -395,7 +395,7 @@ def test_no_retracing_over_iterations_chunk_sizes_and_event_counts():
     for n in (BS, 2000, 5 * BS + 1):
         flowsim.Flow(sim, n, seed=2, events_limit=2 * BS, block_size=BS, quiet=True).run(3)
     assert kernel.trace_counts[key] - before == 1
-    assert len(sim._compiled) == 1
+    assert kernel.cached_kernels(sim) == 1
 
 
 def test_jit_compile_on_and_off_agree():
@@ -404,7 +404,7 @@ def test_jit_compile_on_and_off_agree():
     xla = flowsim.Flow(sim, 2000, seed=6, block_size=BS, jit_compile=True, quiet=True).run(2)
     assert xla.value == pytest.approx(plain.value, rel=1e-12)
     assert xla.error == pytest.approx(plain.error, rel=1e-9)
-    assert len(sim._compiled) == 2            # one function per spec
+    assert kernel.cached_kernels(sim) == 2    # one function per spec
     before = sum(kernel.trace_counts.values())
     for jit in (False, True):
         flowsim.Flow(sim, 1500, seed=7, block_size=BS, events_limit=BS, jit_compile=jit,

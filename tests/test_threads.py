@@ -69,11 +69,11 @@ def fresh(sim0):
     Every flow starts from the same initial state without relying on
     set_state; the compiled kernels take the state as tensors, so sharing them
     is what one Flow does across iterations anyway (and it saves compiling
-    per flow and device).
+    per flow and device).  A pickled copy keeps ``sim0``'s trace key, so the
+    kernel cache of :mod:`flowsim.kernel` serves it ``sim0``'s functions.
     """
-    sim = pickle.loads(pickle.dumps(sim0))
-    sim.__dict__["_compiled"] = sim0.__dict__.setdefault("_compiled", {})
-    return sim
+    sim0.trace_key()                    # drawn before the copy: the copy shares it
+    return pickle.loads(pickle.dumps(sim0))
 
 
 def coverage(result, n_blocks):

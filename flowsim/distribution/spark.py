@@ -36,7 +36,6 @@ is not collected (e.g. a kernel dropped from the worker's cache of
 """
 import atexit
 import base64
-import collections
 import functools
 import gc
 import json
@@ -49,7 +48,6 @@ import sys
 import threading
 import time
 import uuid
-import weakref
 
 from .._tf import device_name
 from ..backend import Executor, RemoteError, RunAhead, describe, rebuild, set_threads
@@ -169,7 +167,7 @@ class SparkFlow(Flow):
         if "executor" in flow_kwargs:
             raise TypeError("SparkFlow builds its own executor")
         executor = SparkExecutor(_check_device(device), partitions, run_ahead,
-                                 _check_timeout(executor_timeout), _token(simulation))
+                                 _check_timeout(executor_timeout))
         super().__init__(simulation, n_events, seed=seed, quiet=True, executor=executor,
                          **flow_kwargs)
         self.partitions, self.run_ahead = partitions, executor.ahead.enabled
@@ -193,10 +191,10 @@ class SparkExecutor(Executor):
 
     name = "spark"
 
-    def __init__(self, device, partitions, run_ahead, timeout, token):
+    def __init__(self, device, partitions, run_ahead, timeout):
         self.device, self.partitions, self.timeout = device, partitions, timeout
         self.ahead = RunAhead(run_ahead, most=MAX_AHEAD - 1)
-        self.token, self.spark, self.owned = token, None, False
+        self.spark, self.owned = None, False
         self.seen, self.used = set(), None     # worker labels; tasks of the last job
 
     def start(self, spark, show_progress=True):
@@ -268,7 +266,7 @@ class SparkExecutor(Executor):
         sc.setJobDescription(f"flowsim {type(task.simulation).__name__} {which}: "
                              f"{grid.n_blocks} blocks in {len(chunks)} tasks")
         job = uuid.uuid4().hex
-        fn = functools.partial(_run_partition, payload, self.token, job,
+        fn = functools.partial(_run_partition, payload, job,
                                grid.blocks_per_call(it.events_limit), self.device, iterations)
         offset = it.now() - time.time()
         tag = f"flowsim-{job}"
@@ -320,19 +318,6 @@ def _check_device(device):
     if kind not in ("CPU", "GPU") or not index.isdigit():
         raise ValueError(f"device must look like 'CPU:0' or 'GPU:1', got {device!r}")
     return name
-
-
-#: Driver side: simulation object -> token naming it on executors, where each
-#: Python worker keeps the simulation (and its compiled kernels) under the
-#: token across iterations and across SparkFlows of the same object.
-_TOKENS = weakref.WeakKeyDictionary()
-
-
-def _token(simulation):
-    try:
-        return _TOKENS.setdefault(simulation, uuid.uuid4().hex)
-    except TypeError:  # not weak-referenceable or not hashable
-        return uuid.uuid4().hex
 
 
 def _session(spark, show_progress):
@@ -451,10 +436,10 @@ def _driver_error(exc, iteration):
 
 
 # -- executor side ------------------------------------------------------------------
-#: Per Python worker: whether TF is set up, the latest task by job key, and
-#: the last few simulations (with their compiled kernels) by token.
-_WORKER = {"ready": False, "frozen": False, "tasks": {}, "sims": collections.OrderedDict()}
-_KEEP_SIMS = 8
+#: Per Python worker: whether TF is set up and the latest task by job key; its
+#: compiled kernels stay in :mod:`flowsim.kernel`'s cache (a task's simulation
+#: keeps its trace key through pickling).
+_WORKER = {"ready": False, "frozen": False, "tasks": {}}
 _WORKER_LOCK = threading.Lock()
 
 
@@ -510,33 +495,24 @@ def task_device(requested, resources, logical):
     return "CPU:0"
 
 
-def _worker_task(payload, token, job):
+def _worker_task(payload, job):
     import pickle
     with _WORKER_LOCK:
         task = _WORKER["tasks"].get(job)
         if task is None:
             task = pickle.loads(payload if isinstance(payload, bytes) else payload.value)
-            sims = _WORKER["sims"]
-            cached = sims.get(token)
-            if cached is not None and type(cached) is type(task.simulation):
-                task.simulation = cached  # keeps its compiled kernel: no retrace
-                sims.move_to_end(token)
-            else:
-                sims[token] = task.simulation
-                while len(sims) > _KEEP_SIMS:
-                    sims.popitem(last=False)
             _WORKER["tasks"] = {job: task}
     return task
 
 
-def _run_partition(payload, token, job, per_call, requested, iterations, index, chunks):
+def _run_partition(payload, job, per_call, requested, iterations, index, chunks):
     from pyspark import TaskContext
     ctx = TaskContext.get()
     chunks = list(chunks)
     blocks = (f"{chunks[0][0]}..{chunks[-1][0] + chunks[-1][1] - 1}" if chunks else "none")
     try:
         _setup_worker(ctx, requested)
-        task = _worker_task(payload, token, job)
+        task = _worker_task(payload, job)
         from .._tf import logical_devices
         device = task_device(requested, ctx.resources(), logical_devices())
         label = f"{os.uname().nodename}:{os.getpid()}/{device}"

@@ -6,9 +6,7 @@ are the inverse normal CDF of its counter-based uniforms (:mod:`flowsim.rng`),
 so they are a pure function of (seed, block): a price keeps its bits for any
 ``events_limit``, device count or backend.
 """
-import collections
 import math
-import threading
 
 import numpy as np
 
@@ -182,6 +180,10 @@ class PathSimulation(Simulation):
                 "plain_value": mean, "plain_error": math.sqrt(var / (n - 1)),
                 "beta": beta}
 
+    def trace_key(self):
+        """The settings the kernel depends on: equal ones share a compilation."""
+        return (self.model, self.payoff, self.n_steps, self.antithetic, self.control)
+
     def config(self):
         from ..fingerprint import digest
         return {"class": "PathSimulation", "model": repr(self.model),
@@ -190,22 +192,9 @@ class PathSimulation(Simulation):
                 "kernel": {"code": digest((type(self.model), type(self.payoff)))}}
 
 
-#: Simulations kept with their compiled kernels: repeated prices of the same
-#: (model, payoff, n_steps, antithetic) reuse the XLA compilation.
-_SIMS = collections.OrderedDict()
-_SIMS_LOCK = threading.Lock()
-
-
 def _simulation(model, payoff, n_steps, antithetic, control):
-    key = (model, payoff, n_steps, antithetic, control)
-    with _SIMS_LOCK:
-        sim = _SIMS.pop(key, None)
-        if sim is None:
-            sim = PathSimulation(model, payoff, n_steps, antithetic=antithetic, control=control)
-        _SIMS[key] = sim
-        while len(_SIMS) > 16:
-            _SIMS.popitem(last=False)
-    return sim
+    # repeated prices of equal settings share one compilation (trace_key)
+    return PathSimulation(model, payoff, n_steps, antithetic=antithetic, control=control)
 
 
 def default_block_size(n_events, dim, lanes_per_event=2, budget=1 << 21):
