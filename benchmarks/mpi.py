@@ -47,7 +47,7 @@ def worker(args):
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cpus = flow.comm.gather(cpu, root=0)
-    if flow._is_root():
+    if flow.is_root():
         print(json.dumps({"ranks": flow.size, "threads": flow.threads,
                           "events_per_second": result.events_per_second,
                           "wall": result.wall_time, "cores_used": sum(cpus) / result.wall_time,

@@ -33,7 +33,7 @@ def main(argv=None):
     sim = algorithm_class(args.algorithm)(double_gaussian, 8)
     flow = MPIFlow(sim, n_events=args.events, seed=args.seed)    # laptop: flowsim.Flow
     result = flow.run(args.iters, checkpoint=args.checkpoint)
-    if flow._is_root():
+    if flow.is_root():
         print(result)
         print(f"exact = {double_gaussian_exact(8):.12g}")
 
