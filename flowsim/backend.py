@@ -39,11 +39,23 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .blocks import RowCollector, cut
-from .kernel import layout, run_chunk, same_state
+from .kernel import layout, run_chunk
 from .log import logger
 
-__all__ = ["Executor", "LocalExecutor", "Processes", "SINGLE", "Iteration", "RunAhead",
-           "RemoteError", "describe", "rebuild", "set_threads"]
+__all__ = [
+    "SINGLE",
+    "Executor",
+    "Iteration",
+    "LocalExecutor",
+    "Processes",
+    "RemoteError",
+    "RunAhead",
+    "describe",
+    "entry",
+    "rebuild",
+    "set_threads",
+    "thread_settings",
+]
 
 
 class Processes:
@@ -125,18 +137,27 @@ class Iteration:
         ``start`` to ``end`` (:meth:`now` seconds).  It joins ``Result.timeline``
         with any ``extra`` keys (``failed=``, ``ahead=``); with ``progress`` its
         events also advance the progress bar.  Thread-safe."""
-        entry = {"iteration": self.task.iteration if iteration is None else iteration,
-                 "device": device, "first_block": int(first), "blocks": int(n),
-                 "start": start, "end": end, **extra}
+        record = entry(self.task.iteration if iteration is None else iteration,
+                       device, first, n, start, end, **extra)
         with self._lock:
             if self._on_chunk is not None:
-                self._on_chunk(entry, self.grid.events_in(first, n) if progress else 0)
+                self._on_chunk(record, self.grid.events_in(first, n) if progress else 0)
 
     def progress(self, events):
         """Advance the progress bar by ``events`` (work not reported by :meth:`chunk`)."""
         with self._lock:
             if self._on_progress is not None and events:
                 self._on_progress(events)
+
+
+#: The keys of every timeline entry (backends may add others, e.g. ``ahead``).
+ENTRY = ("iteration", "device", "first_block", "blocks", "start", "end")
+
+
+def entry(iteration, device, first, n, start, end, **extra):
+    """A ``Result.timeline`` entry; ``start``/``end`` in :meth:`Iteration.now` seconds."""
+    return {"iteration": iteration, "device": device, "first_block": int(first),
+            "blocks": int(n), "start": start, "end": end, **extra}
 
 
 class Executor:
@@ -275,12 +296,27 @@ def rebuild(info, where=""):
         if isinstance(cls, type) and issubclass(cls, Exception):
             try:
                 return cls(f"{message}{tail}")
-            except Exception:  # noqa: BLE001 - a constructor with other arguments
+            except Exception:  # noqa: BLE001, S110 - a constructor with other arguments
                 pass
     return RemoteError(info, f"{info['module']}.{info['type']}: {message}{tail}")
 
 
 # -- TensorFlow threads ---------------------------------------------------------------
+def thread_settings(n_workers, n_gpu_workers, cores=None):
+    """``(intra_op, inter_op)`` thread counts for ``n_workers`` device workers of
+    one process, ``n_gpu_workers`` of them on GPUs (:class:`ScheduledFlow`'s rule,
+    see :mod:`flowsim.distribution.threads`).  The environment variables
+    ``FLOWSIM_INTRA_OP_THREADS`` / ``FLOWSIM_INTER_OP_THREADS`` override each value.
+    """
+    cores = cores or _cores()
+    cpu_workers = n_workers - n_gpu_workers
+    intra = max(1, cores - n_gpu_workers - (cpu_workers - 1)) if cpu_workers else cores
+    inter = max(2, n_workers)
+    intra = int(os.environ.get("FLOWSIM_INTRA_OP_THREADS", intra))
+    inter = int(os.environ.get("FLOWSIM_INTER_OP_THREADS", inter))
+    return intra, inter
+
+
 def set_threads(intra, inter=None, *, keep=False, strict=False, who="flowsim"):
     """Set TensorFlow's intra- and inter-op thread pools (``inter`` defaults to
     ``intra``); only possible before TensorFlow initialises.
@@ -304,16 +340,19 @@ def set_threads(intra, inter=None, *, keep=False, strict=False, who="flowsim"):
                f"(wanted {intra}); create it before any TensorFlow work")
         if strict:
             raise RuntimeError(msg) from exc
-        logger.debug(msg) if keep else logger.warning(msg)
+        (logger.debug if keep else logger.warning)(msg)
     return cfg.get_intra_op_parallelism_threads(), cfg.get_inter_op_parallelism_threads()
 
 
-def cores():
+def _cores():
     """Cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+cores = _cores
 
 
 def block_seconds(entries):

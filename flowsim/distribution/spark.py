@@ -4,11 +4,11 @@ Each iteration is one Spark job (one job does several iterations when the
 simulation's state stays put: ``run_ahead``).  The blocks of the iteration are
 cut into ``partitions`` contiguous runs; partition ``p`` is one task that runs
 its blocks through :func:`flowsim.kernel.run_chunk` (in calls of at most
-``events_limit`` events) and returns ``(iteration, first_block, rows)``.  The driver puts the rows in
-block order with :class:`flowsim.blocks.RowCollector`, which refuses a missing
-or repeated block, and adds them exactly as :class:`flowsim.Flow` does: same seed,
-same float64 bits.  Spark places, retries and reports the tasks; a retried task
-recomputes exactly the same blocks (the random numbers of a block depend only on
+``events_limit`` events) and returns ``(iteration, first_block, rows)``.  The
+driver puts the rows in block order with :class:`flowsim.blocks.RowCollector`,
+which refuses a missing or repeated block, and adds them exactly as
+:class:`flowsim.Flow` does: same seed, same float64 bits.  Spark places,
+retries and reports the tasks; a retried task recomputes exactly the same blocks (the random numbers of a block depend only on
 seed, iteration and block index), so retries never change the answer.  Spark
 itself waits forever for an executor when the application has none left (a
 standalone worker that died): while a job runs on a cluster, a watcher thread
@@ -24,53 +24,35 @@ task's cores (``spark.task.cpus``) before TensorFlow initialises, keeps the
 compiled kernel across iterations, and runs on the GPU that Spark assigned to
 the task (``TaskContext.resources()["gpu"]``), else on CPU:0.
 
-PySpark's worker daemon runs a full ``gc.collect()`` after every task of a
-reused worker.  With TensorFlow and a compiled kernel loaded that is some
-hundreds of thousands of objects, a large part of SparkFlow's fixed cost per
-iteration on small machines.  So after a task that imported
-TensorFlow or compiled a kernel, the worker collects once and then
-``gc.freeze()``-s what is there (long-lived: modules, graphs, kernels); later
-collections only look at objects made since.  Cyclic garbage of those objects
-is not collected (e.g. a kernel dropped from the worker's cache of
-``_KEEP_SIMS`` simulations): a bounded leak per distinct simulation.
+What runs on the executors is in :mod:`flowsim.distribution.spark_worker`.
 """
 import atexit
 import base64
 import functools
-import gc
 import json
-import logging
-import math
-import numbers
-import os
 import re
-import sys
-import threading
 import time
 import uuid
 
 from .._tf import device_name
-from ..backend import Executor, RemoteError, RunAhead, describe, rebuild, set_threads
-from ..blocks import check_count, cut
+from ..backend import Executor, RemoteError, RunAhead, rebuild
+from ..blocks import check_count
 from ..flow import Flow
-from ..kernel import layout, run_chunk, trace_counts
-from ..log import logger
+from ..kernel import layout
 from ..schedule import static_shares
+from .spark_session import EXECUTOR_POLL, _check_timeout, _ExecutorWatch, _session  # noqa: F401
+from .spark_worker import _WORKER, ERROR_TAG, _run_partition, task_device  # noqa: F401
 
-__all__ = ["SparkFlow", "SparkTaskError", "NoExecutorError"]
+__all__ = ["NoExecutorError", "SparkFlow", "SparkTaskError"]
 
 #: Most iterations one Spark job computes (``run_ahead``).
 MAX_AHEAD = 8
-
-#: Seconds between two looks at the live executors while a job runs on a cluster.
-EXECUTOR_POLL = 0.5
 
 #: Iteration tasks (simulation + state, pickled) up to this size travel inside
 #: the Spark job's closure; larger ones are broadcast (once per executor).
 INLINE_TASK_BYTES = 1 << 16
 
-_ERROR_TAG = "flowsim-task-error"
-_ERROR_RE = re.compile(re.escape(_ERROR_TAG) + r"\[([A-Za-z0-9+/=]+)\]")
+_ERROR_RE = re.compile(re.escape(ERROR_TAG) + r"\[([A-Za-z0-9+/=]+)\]")
 
 
 class SparkTaskError(RuntimeError):
@@ -254,7 +236,7 @@ class SparkExecutor(Executor):
         if self.spark is None or self.spark.sparkContext._jsc is None:
             raise RuntimeError("SparkFlow: the Spark session is stopped")
         task, grid, sc = it.task, it.grid, self.spark.sparkContext
-        _, width = layout(task.simulation)
+        layout(task.simulation)             # probes the integrand on the driver
         chunks = self.partition(grid)
         self.used = len(chunks)
         iterations = list(range(task.iteration, task.iteration + count))
@@ -320,101 +302,6 @@ def _check_device(device):
     return name
 
 
-def _session(spark, show_progress):
-    """``(SparkSession, owned)`` for the ``spark=`` argument of SparkFlow."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.sql import SparkSession
-    if isinstance(spark, SparkSession):
-        return spark, False
-    if isinstance(spark, SparkContext):
-        return SparkSession(spark), False
-    if spark is not None and not isinstance(spark, str):
-        raise TypeError(f"spark must be None, a master URL string, a SparkSession or a "
-                        f"SparkContext, got {type(spark).__name__}")
-    running = SparkContext._active_spark_context
-    if running is not None:
-        if spark is not None and running.master != spark:
-            raise ValueError(f"spark={spark!r}: this process already runs a SparkContext "
-                             f"with master {running.master!r} (one per process); pass that "
-                             f"session, or stop it first")
-        active = SparkSession.getActiveSession()
-        return (active if active is not None else SparkSession(running)), False
-    if os.environ.get("PYSPARK_GATEWAY_PORT"):
-        # Under spark-submit: the JVM exists and holds --master, --conf, ...
-        SparkContext._ensure_initialized()
-    conf = SparkConf()
-    master = spark or conf.get("spark.master", "local[*]")
-    if master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-    builder = SparkSession.builder.master(master)
-    if not conf.contains("spark.app.name"):
-        builder = builder.appName("flowsim")
-    if not conf.contains("spark.ui.showConsoleProgress"):
-        builder = builder.config("spark.ui.showConsoleProgress",
-                                 "true" if show_progress else "false")
-    return builder.getOrCreate(), True
-
-
-# -- driver side: executors and errors ---------------------------------------------
-def _check_timeout(value):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"executor_timeout must be a number of seconds or None, got {value!r}")
-    if not value > 0:
-        raise ValueError(f"executor_timeout must be > 0 seconds (or None: wait forever), "
-                         f"got {value!r}")
-    return float(value)
-
-
-class _ExecutorWatch:
-    """While a job runs on a cluster: warn when no executor is alive, and after
-    ``timeout`` seconds without one cancel the jobs tagged ``tag`` (``expired``)."""
-
-    def __init__(self, sc, timeout, tag):
-        self.sc, self.timeout, self.tag = sc, timeout, tag
-        self.expired = False
-        self._done = threading.Event()
-        self._thread = None
-
-    def __enter__(self):
-        if not self.sc._jsc.sc().isLocal():       # local[N]: the driver is the executor
-            self._thread = threading.Thread(target=self._watch, daemon=True,
-                                            name="flowsim-executor-watch")
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._done.set()
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def _watch(self):
-        since, limit = None, math.inf if self.timeout is None else self.timeout
-        master = self.sc.master
-        when = ("waits for one (executor_timeout=None)" if self.timeout is None else
-                f"fails after {self.timeout:g} s unless one comes back (executor_timeout)")
-        while not self._done.wait(EXECUTOR_POLL):
-            try:
-                alive = self.sc._jsc.sc().getExecutorMemoryStatus().size() - 1  # - driver
-                now = time.monotonic()
-                if alive > 0:
-                    if since is not None:
-                        logger.warning("SparkFlow: a Spark executor is alive on %s after %.0f s "
-                                       "without one; the job goes on", master, now - since)
-                    since = None
-                elif since is None:
-                    since = now
-                    logger.warning("SparkFlow: no Spark executor is alive on %s; the run %s",
-                                   master, when)
-                elif now - since >= limit:
-                    self.expired = True
-                    self.sc.cancelJobsWithTag(self.tag)
-                    return
-            except Exception:     # the context is stopping: nothing left to watch
-                return
-
-
 def _driver_error(exc, iteration):
     """The exception to raise for a failed Spark job: the task's own when we can."""
     text = str(exc)
@@ -433,102 +320,3 @@ def _driver_error(exc, iteration):
     detail = f" ({crashed[:300]})" if crashed and crashed not in reason else ""
     return SparkTaskError(f"the Spark job of iteration {iteration + 1} failed; no partial "
                           f"result is used: {reason[:600]}{detail}")
-
-
-# -- executor side ------------------------------------------------------------------
-#: Per Python worker: whether TF is set up and the latest task by job key; its
-#: compiled kernels stay in :mod:`flowsim.kernel`'s cache (a task's simulation
-#: keeps its trace key through pickling).
-_WORKER = {"ready": False, "frozen": False, "tasks": {}}
-_WORKER_LOCK = threading.Lock()
-
-
-def _setup_worker(ctx, requested):
-    """Once per Python worker: quiet logs, TF threads = the task's cores, GPUs."""
-    if _WORKER["ready"]:
-        return
-    logging.getLogger("flowsim").setLevel(logging.WARNING)
-    set_threads(max(1, int(ctx.cpus())), keep=True)   # the task's cores, if still possible
-    from .._tf import tf
-    t = tf()
-    gpus = t.config.list_physical_devices("GPU")
-    if gpus and requested is None:
-        try:
-            if "gpu" in ctx.resources():
-                for g in gpus:  # workers of one executor may share a GPU
-                    t.config.experimental.set_memory_growth(g, True)
-            else:  # Spark gave this task no GPU: leave the GPUs to other tasks
-                t.config.set_visible_devices([], "GPU")
-        except RuntimeError:
-            pass
-    _WORKER["ready"] = True
-
-
-def _freeze():
-    """Collect once, then keep what is left out of later collections (see module doc)."""
-    gc.collect()
-    gc.freeze()
-    _WORKER["frozen"] = True
-
-
-def task_device(requested, resources, logical):
-    """Device for a task: ``requested``, else the GPU Spark assigned, else CPU:0.
-
-    ``resources`` is ``TaskContext.resources()`` (name -> object with
-    ``addresses``); ``logical`` the TF device names of this worker.  Spark's
-    GPU address is the physical index: used as ``GPU:<address>`` when TF sees
-    it, or the only GPU TF sees (a cluster manager that isolates GPUs).
-    """
-    if requested:
-        return requested
-    gpu = resources.get("gpu") if resources else None
-    addresses = list(getattr(gpu, "addresses", None) or [])
-    gpus = [d for d in logical if d.startswith("GPU:")]
-    if addresses and gpus:
-        name = f"GPU:{addresses[0]}"
-        if name in gpus:
-            return name
-        if len(gpus) == 1:
-            return gpus[0]
-        raise RuntimeError(f"Spark assigned GPU {addresses[0]!r} but this worker sees "
-                           f"{', '.join(gpus)}")
-    return "CPU:0"
-
-
-def _worker_task(payload, job):
-    import pickle
-    with _WORKER_LOCK:
-        task = _WORKER["tasks"].get(job)
-        if task is None:
-            task = pickle.loads(payload if isinstance(payload, bytes) else payload.value)
-            _WORKER["tasks"] = {job: task}
-    return task
-
-
-def _run_partition(payload, job, per_call, requested, iterations, index, chunks):
-    from pyspark import TaskContext
-    ctx = TaskContext.get()
-    chunks = list(chunks)
-    blocks = (f"{chunks[0][0]}..{chunks[-1][0] + chunks[-1][1] - 1}" if chunks else "none")
-    try:
-        _setup_worker(ctx, requested)
-        task = _worker_task(payload, job)
-        from .._tf import logical_devices
-        device = task_device(requested, ctx.resources(), logical_devices())
-        label = f"{os.uname().nodename}:{os.getpid()}/{device}"
-        out = []
-        traces = sum(trace_counts.values())
-        for iteration in iterations:
-            run = task if iteration == task.iteration else task.at(iteration)
-            for b, k in (part for first, n in chunks for part in cut(first, n, per_call)):
-                start = time.time()
-                rows = run_chunk(run, b, k, device)
-                out.append((iteration, b, rows, start, time.time(), label))
-        if not _WORKER["frozen"] or sum(trace_counts.values()) != traces:
-            _freeze()
-        return out
-    except Exception as exc:
-        info = describe(exc, partition=index, attempt=ctx.attemptNumber(), blocks=blocks,
-                        host=os.uname().nodename)
-        tag = base64.b64encode(json.dumps(info).encode()).decode()
-        raise RuntimeError(f"{type(exc).__name__}: {exc}\n{_ERROR_TAG}[{tag}]") from exc

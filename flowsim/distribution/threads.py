@@ -42,13 +42,12 @@ bug in the kernel) stops the run at once: queued chunks are dropped, chunks in
 flight finish, every worker thread is joined, and the original exception is
 re-raised with its traceback.
 """
-import os
 import threading
 
-from .. import schedule as sched_mod
 from .. import _tf
+from .. import schedule as sched_mod
 from .._tf import device_name, logical_devices, resolve_device, tf
-from ..backend import Executor, cores, set_threads
+from ..backend import Executor, set_threads, thread_settings
 from ..blocks import check_count
 from ..flow import Flow
 from ..kernel import trace_counts
@@ -56,23 +55,6 @@ from ..log import logger
 
 #: Weight of earlier iterations in the learned device speeds.
 DECAY = 0.5
-
-
-def thread_settings(n_workers, n_gpu_workers, cores=None):
-    """``(intra_op, inter_op)`` thread counts for ``n_workers`` device workers.
-
-    See the module docstring; environment variables override each value.
-    """
-    cores = cores or _cores()
-    cpu_workers = n_workers - n_gpu_workers
-    intra = max(1, cores - n_gpu_workers - (cpu_workers - 1)) if cpu_workers else cores
-    inter = max(2, n_workers)
-    intra = int(os.environ.get("FLOWSIM_INTRA_OP_THREADS", intra))
-    inter = int(os.environ.get("FLOWSIM_INTER_OP_THREADS", inter))
-    return intra, inter
-
-
-_cores = cores
 
 
 def configure_threads(n_workers, n_gpu_workers):
@@ -141,7 +123,7 @@ class ThreadExecutor(Executor):
         return {"schedule": self.schedule}
 
     def execute(self, it):
-        it.width                                  # probes the integrand, once
+        _ = it.width                              # probes the integrand, once
         per = it.grid.blocks_per_call(it.events_limit)
         caps = [c or per for c in self.caps]
         scheduler = sched_mod.Scheduler(

@@ -1,0 +1,107 @@
+"""SparkFlow's driver side: the session it uses or starts, and the watch that
+cancels a job when no executor is alive (Spark would wait forever)."""
+import math
+import numbers
+import os
+import sys
+import threading
+import time
+
+from ..log import logger
+
+#: Seconds between two looks at the live executors while a job runs on a cluster.
+EXECUTOR_POLL = 0.5
+
+
+def _session(spark, show_progress):
+    """``(SparkSession, owned)`` for the ``spark=`` argument of SparkFlow."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+    if isinstance(spark, SparkSession):
+        return spark, False
+    if isinstance(spark, SparkContext):
+        return SparkSession(spark), False
+    if spark is not None and not isinstance(spark, str):
+        raise TypeError(f"spark must be None, a master URL string, a SparkSession or a "
+                        f"SparkContext, got {type(spark).__name__}")
+    running = SparkContext._active_spark_context
+    if running is not None:
+        if spark is not None and running.master != spark:
+            raise ValueError(f"spark={spark!r}: this process already runs a SparkContext "
+                             f"with master {running.master!r} (one per process); pass that "
+                             f"session, or stop it first")
+        active = SparkSession.getActiveSession()
+        return (active if active is not None else SparkSession(running)), False
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # Under spark-submit: the JVM exists and holds --master, --conf, ...
+        SparkContext._ensure_initialized()
+    conf = SparkConf()
+    master = spark or conf.get("spark.master", "local[*]")
+    if master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    builder = SparkSession.builder.master(master)
+    if not conf.contains("spark.app.name"):
+        builder = builder.appName("flowsim")
+    if not conf.contains("spark.ui.showConsoleProgress"):
+        builder = builder.config("spark.ui.showConsoleProgress",
+                                 "true" if show_progress else "false")
+    return builder.getOrCreate(), True
+
+
+def _check_timeout(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"executor_timeout must be a number of seconds or None, got {value!r}")
+    if not value > 0:
+        raise ValueError(f"executor_timeout must be > 0 seconds (or None: wait forever), "
+                         f"got {value!r}")
+    return float(value)
+
+
+class _ExecutorWatch:
+    """While a job runs on a cluster: warn when no executor is alive, and after
+    ``timeout`` seconds without one cancel the jobs tagged ``tag`` (``expired``)."""
+
+    def __init__(self, sc, timeout, tag):
+        self.sc, self.timeout, self.tag = sc, timeout, tag
+        self.expired = False
+        self._done = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        if not self.sc._jsc.sc().isLocal():       # local[N]: the driver is the executor
+            self._thread = threading.Thread(target=self._watch, daemon=True,
+                                            name="flowsim-executor-watch")
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _watch(self):
+        since, limit = None, math.inf if self.timeout is None else self.timeout
+        master = self.sc.master
+        when = ("waits for one (executor_timeout=None)" if self.timeout is None else
+                f"fails after {self.timeout:g} s unless one comes back (executor_timeout)")
+        while not self._done.wait(EXECUTOR_POLL):
+            try:
+                alive = self.sc._jsc.sc().getExecutorMemoryStatus().size() - 1  # - driver
+                now = time.monotonic()
+                if alive > 0:
+                    if since is not None:
+                        logger.warning("SparkFlow: a Spark executor is alive on %s after %.0f s "
+                                       "without one; the job goes on", master, now - since)
+                    since = None
+                elif since is None:
+                    since = now
+                    logger.warning("SparkFlow: no Spark executor is alive on %s; the run %s",
+                                   master, when)
+                elif now - since >= limit:
+                    self.expired = True
+                    self.sc.cancelJobsWithTag(self.tag)
+                    return
+            except Exception:     # the context is stopping: nothing left to watch
+                return
