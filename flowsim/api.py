@@ -23,7 +23,7 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
         Monte Carlo algorithm.
     limits : array of shape (dim, 2) or None
         Integration box (default unit cube).
-    backend : None or {"threads", "mpi", "spark"}
+    backend : None or {"threads", "mpi", "spark", "joblib"}
         Where chunks run (None: one device).
     checkpoint : path or None
         Resume from / write to this checkpoint.

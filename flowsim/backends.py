@@ -12,6 +12,7 @@ BACKENDS = {
     "scheduled": "flowsim.distribution.threads:ScheduledFlow",
     "mpi": "flowsim.distribution.mpi:MPIFlow",
     "spark": "flowsim.distribution.spark:SparkFlow",
+    "joblib": "flowsim.distribution.joblib:JoblibFlow",
 }
 #: Backends that take ``schedule=`` (how an iteration is cut among workers).
 SCHEDULE_BACKENDS = ("threads", "scheduled", "mpi")

@@ -1,14 +1,15 @@
-"""Flow subclasses that change only where chunks run.
+"""Flow with another executor (:mod:`flowsim.backend`): where chunks run.
 
 ``ThreadPoolFlow`` / ``ScheduledFlow`` (every device of one machine), ``MPIFlow``
-(MPI ranks), ``SparkFlow`` (Spark executors).  Each loads on first use so that
-mpi4py and pyspark stay optional.
+(MPI ranks), ``SparkFlow`` (Spark executors), ``JoblibFlow`` (joblib worker
+processes: loky, or a Dask cluster).  Each loads on first use so that mpi4py,
+pyspark and dask stay optional.
 """
 import importlib
 
 _WHERE = {"ThreadPoolFlow": "threads", "ScheduledFlow": "threads",
           "MPIFlow": "mpi", "SparkFlow": "spark", "SparkTaskError": "spark",
-          "NoExecutorError": "spark"}
+          "NoExecutorError": "spark", "JoblibFlow": "joblib", "WorkerLostError": "joblib"}
 
 __all__ = list(_WHERE)
 

@@ -1,0 +1,123 @@
+"""JoblibFlow: same bits as Flow on loky worker processes and on a real Dask
+cluster (scheduler and worker processes on 127.0.0.1); task errors keep their
+type and text; a killed worker process costs a rerun of its iteration, never bits.
+"""
+import os
+import sys
+
+import cloudpickle
+import joblib
+import numpy as np
+import pytest
+
+import flowsim
+from flowsim.distribution import JoblibFlow
+from flowsim.examples import double_gaussian
+
+# Simulations defined here travel by value (workers cannot import this module);
+# loky and Dask both pickle with cloudpickle.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+CASE = {"n_events": 40_000, "block_size": 2048, "events_limit": 6144, "seed": 12345}
+
+
+class Broken(flowsim.Plain):
+    """Fails when its kernel is traced, i.e. only in a worker."""
+
+    def block(self, u, valid, state):
+        raise ValueError("deliberately broken integrand kernel")
+
+
+class DiesOnce(flowsim.Plain):
+    """Plain whose worker process exits while tracing, once (``marker`` records it)."""
+
+    def __init__(self, marker, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.marker = marker
+
+    def block(self, u, valid, state):
+        if not os.path.exists(self.marker):
+            with open(self.marker, "w") as fh:
+                fh.write(str(os.getpid()))
+            os._exit(1)
+        return super().block(u, valid, state)
+
+
+def bits(result):
+    return [(np.asarray(r["value"]).tobytes(), np.asarray(r["error"]).tobytes())
+            for r in result.iterations]
+
+
+def covered(result, n_blocks):
+    """Every block of every iteration exactly once in the timeline."""
+    for it in {c["iteration"] for c in result.timeline}:
+        seen = np.zeros(n_blocks, int)
+        for c in result.timeline:
+            if c["iteration"] == it:
+                seen[c["first_block"]:c["first_block"] + c["blocks"]] += 1
+        if not (seen == 1).all():
+            return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def reference():
+    out = {}
+    for cls in (flowsim.Plain, flowsim.Vegas):
+        out[cls.__name__] = bits(flowsim.Flow(cls(double_gaussian, 4), quiet=True, **CASE).run(3))
+    return out
+
+
+@pytest.mark.timeout(600)
+def test_loky_same_bits_as_flow(reference):
+    for cls in (flowsim.Plain, flowsim.Vegas):
+        flow = JoblibFlow(cls(double_gaussian, 4), n_jobs=2, quiet=True, **CASE)
+        res = flow.run(3)
+        assert bits(res) == reference[cls.__name__], cls.__name__
+        assert covered(res, flow.grid.n_blocks)
+        assert res.meta["backend"] == "joblib" and res.meta["joblib_backend"] == "loky"
+        assert len({c["device"] for c in res.timeline}) >= 1
+
+
+@pytest.mark.timeout(600)
+def test_task_error_keeps_type_and_text():
+    flow = JoblibFlow(Broken(double_gaussian, 2), n_jobs=2, quiet=True, **CASE)
+    with pytest.raises(ValueError, match=r"deliberately broken integrand kernel\s+"
+                                         r"\[joblib task: blocks \d+\.\.\d+, iteration 1, "):
+        flow.run(1)
+
+
+@pytest.mark.timeout(600)
+def test_killed_worker_reruns_the_iteration_same_bits(tmp_path, reference):
+    marker = str(tmp_path / "died")
+    flow = JoblibFlow(DiesOnce(marker, double_gaussian, 4), n_jobs=2, quiet=True, **CASE)
+    res = flow.run(3)
+    assert os.path.exists(marker)                  # a worker did die
+    assert bits(res) == reference["Plain"]
+
+
+@pytest.mark.timeout(900)
+def test_dask_local_cluster_same_bits_as_flow(reference):
+    from dask import distributed
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client, \
+            joblib.parallel_config(backend="dask"):
+        assert client.scheduler_info()["address"].startswith("tcp://127.0.0.1:")
+        for cls in (flowsim.Plain, flowsim.Vegas):
+            flow = JoblibFlow(cls(double_gaussian, 4), quiet=True, **CASE)
+            res = flow.run(3)
+            assert bits(res) == reference[cls.__name__], cls.__name__
+            assert covered(res, flow.grid.n_blocks)
+            assert res.meta["joblib_backend"] == "dask"
+            pids = {int(c["device"].split("/")[0].split(":")[1]) for c in res.timeline}
+            assert os.getpid() not in pids               # worker processes ran the blocks
+
+
+@pytest.mark.timeout(600)
+def test_integrate_backend_joblib(reference):
+    res = flowsim.integrate(double_gaussian, 4, CASE["n_events"], 3, seed=CASE["seed"],
+                            backend="joblib", n_jobs=2, block_size=CASE["block_size"],
+                            events_limit=CASE["events_limit"], quiet=True)
+    assert res.meta["backend"] == "joblib"
+    assert bits(res) == reference["Plain"]
