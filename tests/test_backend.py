@@ -1,0 +1,136 @@
+"""The backend interface (flowsim.backend): a custom executor gives Flow's bits,
+backends reach no private state of Flow, and the shared pieces (RunAhead,
+describe/rebuild) behave as documented."""
+import ast
+import concurrent.futures
+import os
+import re
+
+import numpy as np
+import pytest
+
+import flowsim
+from flowsim.backend import Executor, RemoteError, RunAhead, describe, rebuild
+from flowsim.examples import double_gaussian
+from flowsim.kernel import IterationTask, KernelSpec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KW = {"n_events": 30_000, "seed": 5, "block_size": 1024, "events_limit": 4096, "quiet": True}
+
+
+class PoolExecutor(Executor):
+    """The worked example of docs/design.rst: chunks as thread-pool tasks on CPU:0."""
+
+    name = "pool"
+    device = "CPU:0"
+
+    def __init__(self, workers=2):
+        self.pool = concurrent.futures.ThreadPoolExecutor(workers)
+        self.closed = False
+
+    def execute(self, it):
+        def one(first, n):
+            start = it.now()
+            rows = self.compute(it.task, first, n, self.device)
+            it.chunk(self.device, first, n, start, it.now())
+            return first, rows
+
+        rows = it.rows()
+        for first, block_rows in self.pool.map(lambda c: one(*c), it.cut()):
+            rows.add(first, block_rows)
+        return rows.result()
+
+    def close(self):
+        self.pool.shutdown()
+        self.closed = True
+
+
+def bits(result):
+    return [(np.asarray(r["value"]).tobytes(), np.asarray(r["error"]).tobytes())
+            for r in result.iterations]
+
+
+def test_custom_executor_gives_the_bits_of_flow():
+    for cls in (flowsim.Plain, flowsim.Vegas):
+        want = flowsim.Flow(cls(double_gaussian, 3), **KW).run(3)
+        executor = PoolExecutor()
+        with flowsim.Flow(cls(double_gaussian, 3), executor=executor, **KW) as flow:
+            got = flow.run(3)
+        assert executor.closed
+        assert bits(got) == bits(want), cls.__name__
+        assert got.meta["backend"] == "pool" and got.meta["devices"] == "CPU:0"
+        n_blocks = flow.grid.n_blocks
+        for it in range(3):
+            seen = np.zeros(n_blocks, int)
+            for c in got.timeline:
+                if c["iteration"] == it:
+                    seen[c["first_block"]:c["first_block"] + c["blocks"]] += 1
+            assert (seen == 1).all()
+
+
+def test_flow_takes_an_executor_or_a_device_not_both():
+    with pytest.raises(ValueError, match="device= or executor="):
+        flowsim.Flow(flowsim.Plain(double_gaussian, 2), 1000, device="CPU:0",
+                     executor=PoolExecutor())
+    with pytest.raises(TypeError, match="executor must be"):
+        flowsim.Flow(flowsim.Plain(double_gaussian, 2), 1000, executor=object())
+
+
+def _flow_private_names():
+    with open(os.path.join(ROOT, "flowsim", "flow.py")) as fh:
+        tree = ast.parse(fh.read())
+    flow = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Flow")
+    names = {n.name for n in flow.body if isinstance(n, ast.FunctionDef)}
+    names |= {n.attr for n in ast.walk(flow) if isinstance(n, ast.Attribute)
+              and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    return {n for n in names if re.fullmatch(r"_[a-z]\w*", n)}
+
+
+def test_no_backend_names_a_private_attribute_of_flow():
+    private = _flow_private_names()
+    assert {"_t0", "_bar", "_execute", "_last_iteration", "_meta"} <= private
+    folder = os.path.join(ROOT, "flowsim", "distribution")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(folder, name)) as fh:
+            tree = ast.parse(fh.read())
+        used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert not used & private, f"{name} uses {sorted(used & private)}"
+
+
+def _task(iteration, state):
+    return IterationTask(None, KernelSpec(), 1, iteration, 100, state)
+
+
+def test_run_ahead_serves_only_the_same_run():
+    ahead = RunAhead(enabled=True, most=3)
+    a = {"grid": np.arange(3.0)}
+    ahead.keep(_task(2, a), {0: np.ones(2)}, [{"first_block": 0}])
+    assert ahead.take(_task(2, {"grid": np.arange(3.0) + 1})) == ({}, [])   # state changed
+    ahead.keep(_task(2, a), {0: np.ones(2)})
+    ahead.keep(_task(3, a), {1: np.ones(2)})
+    rows, timeline = ahead.take(_task(3, a))             # drops iteration 2 on the way
+    assert list(rows) == [1] and timeline == []
+    assert ahead.take(_task(2, a)) == ({}, [])
+
+
+def test_remote_errors_keep_builtin_types_and_name_others():
+    try:
+        raise KeyError("missing thing")
+    except KeyError as exc:
+        info = describe(exc, rank=3)
+    assert info["rank"] == 3 and "Traceback" in info["traceback"]
+    again = rebuild(info, "[rank 3]")
+    assert type(again) is KeyError and "[rank 3]" in str(again)
+
+    class Custom(Exception):
+        pass
+
+    try:
+        raise Custom("odd")
+    except Custom as exc:
+        info = describe(exc)
+    again = rebuild(info, "[there]")
+    assert isinstance(again, RemoteError) and "Custom: odd [there]" in str(again)
+    assert again.remote_traceback == info["traceback"]
