@@ -25,14 +25,15 @@ compiled kernel across iterations, and runs on the GPU that Spark assigned to
 the task (``TaskContext.resources()["gpu"]``), else on CPU:0.
 
 PySpark's worker daemon runs a full ``gc.collect()`` after every task of a
-reused worker.  With TensorFlow and a compiled kernel loaded that is some
-400,000 objects and took 0.24 s per task on a 2-core machine -- most of
-SparkFlow's fixed cost per iteration.  So after a task that imported
-TensorFlow or compiled a kernel, the worker collects once and then
-``gc.freeze()``-s what is there (long-lived: modules, graphs, kernels); later
-collections only look at objects made since.  Cyclic garbage of those objects
-is not collected (e.g. a kernel dropped from the worker's cache of
-``_KEEP_SIMS`` simulations): a bounded leak per distinct simulation.
+reused worker.  With TensorFlow and a compiled kernel loaded it walks every
+object of TensorFlow's modules and graphs, and it was most of SparkFlow's
+fixed cost per iteration (figures in ``docs/performance.rst``, "Spark fixed
+costs").  So after a task that imported TensorFlow or compiled a kernel, the
+worker collects once and then ``gc.freeze()``-s what is there (long-lived:
+modules, graphs, kernels); later collections only look at objects made since.
+Cyclic garbage of those objects is not collected (e.g. a kernel dropped from
+the worker's cache of ``_KEEP_SIMS`` simulations): a bounded leak per distinct
+simulation.
 """
 import atexit
 import base64
@@ -129,12 +130,13 @@ class SparkFlow(Flow):
         last iteration (plain Monte Carlo, sweeps, path simulations; never
         while a VEGAS grid adapts), one Spark job computes the next
         iterations of this ``run`` too, up to ``MAX_AHEAD`` at a time, so
-        that Spark's fixed cost per job (0.13 s on local[2] on 2 cores) is
-        paid once for all of them.  Each task runs its blocks for every
-        iteration of the job.  The driver still adds up, logs, adapts and
-        checkpoints iteration by iteration; if ``adapt`` did change the state
-        after all, the rows computed ahead are dropped and recomputed.  Same
-        bits either way; a failed job costs its iterations.
+        that Spark's fixed cost per job (scheduling, shipping the task,
+        collecting; the same whatever the job computes) is paid once for all
+        of them: it matters most when iterations are short.  Each task runs
+        its blocks for every iteration of the job.  The driver still adds up,
+        logs, adapts and checkpoints iteration by iteration; if ``adapt`` did
+        change the state after all, the rows computed ahead are dropped and
+        recomputed.  Same bits either way; a failed job costs its iterations.
     executor_timeout : float or None
         Seconds a job may go on with no live executor; default 300.  Spark
         itself waits forever once an application has lost all its executors
