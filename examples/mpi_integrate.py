@@ -9,7 +9,7 @@
 This is the laptop script with ``flowsim.Flow`` replaced by ``MPIFlow``: every
 rank runs it, the seed is rank 0's, each rank computes a share of the blocks on
 its own device and every rank gets the same result -- the same bits as the
-laptop run with the same seed.  Only rank 0 prints (``_is_root()`` is always
+laptop run with the same seed.  Only rank 0 prints (``is_root()`` is always
 True for ``Flow``) and writes the checkpoint; rerun the same command after a
 crash to resume.  Without ``mpirun`` it runs as one rank.
 """

@@ -4,6 +4,13 @@ TensorFlow is imported on first use, with its C++ and Python log noise turned
 down first (set ``FLOWSIM_TF_VERBOSE=1`` to keep it).  Everything that needs
 ``tf`` calls :func:`tf` so that ``import flowsim`` stays cheap and so that
 :func:`set_virtual_cpus` can still run before TensorFlow initialises.
+
+``import flowsim`` calls :func:`quiet_import`: it sets the environment
+TensorFlow reads when it loads and puts :class:`_QuietImport` on
+``sys.meta_path``, so TensorFlow's first import is silenced whoever makes it
+(flowsim's :func:`tf`, or the user's ``import tensorflow`` after
+``import flowsim``).  A TensorFlow imported before flowsim has printed what it
+prints; :func:`tf` still turns its Python logger down.
 """
 import contextlib
 import logging
@@ -14,20 +21,79 @@ _TF = None
 _VIRTUAL_CPUS = None
 
 
+def _verbose():
+    return bool(os.environ.get("FLOWSIM_TF_VERBOSE"))
+
+
+def quiet_import():
+    """Before TensorFlow loads: its environment defaults and the silencing import hook."""
+    if _verbose():
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    if "tensorflow" not in sys.modules and not any(
+            isinstance(f, _QuietImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _QuietImport())
+
+
+class _QuietImport:
+    """``sys.meta_path`` entry: the import of ``tensorflow`` runs with fd 2 silenced.
+
+    It finds the real spec with the other finders and wraps only that loader's
+    ``exec_module``; a mere ``importlib.util.find_spec("tensorflow")`` imports
+    nothing and keeps the hook.  The hook leaves ``sys.meta_path`` when
+    TensorFlow executes.
+    """
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "tensorflow":
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        real_exec = getattr(loader, "exec_module", None)
+        if real_exec is None:
+            return spec
+
+        def exec_module(module):
+            vars(loader).pop("exec_module", None)   # back to the loader's own method
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(self)
+            with _quiet_stderr():
+                real_exec(module)
+            _quiet_logger(module)
+
+        try:
+            loader.exec_module = exec_module
+        except (AttributeError, TypeError):
+            pass
+        return spec
+
+
+def _quiet_logger(tensorflow):
+    if _verbose():
+        return
+    with contextlib.suppress(Exception):    # a TensorFlow without get_logger still imports
+        tensorflow.get_logger().setLevel(logging.ERROR)
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+
+
 def tf():
     """Return the ``tensorflow`` module, importing it quietly the first time."""
     global _TF
     if _TF is None:
-        if not os.environ.get("FLOWSIM_TF_VERBOSE"):
-            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-            os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+        quiet_import()
         with _quiet_stderr():
             import tensorflow
             tensorflow.config.list_physical_devices()
-
-        if not os.environ.get("FLOWSIM_TF_VERBOSE"):
-            tensorflow.get_logger().setLevel(logging.ERROR)
-            logging.getLogger("tensorflow").setLevel(logging.ERROR)
+        _quiet_logger(tensorflow)
         _TF = tensorflow
         if _VIRTUAL_CPUS:
             _split_cpu(_VIRTUAL_CPUS)
@@ -37,7 +103,7 @@ def tf():
 @contextlib.contextmanager
 def _quiet_stderr():
     """Silence file descriptor 2 (absl/C++ start-up lines) unless verbose."""
-    if os.environ.get("FLOWSIM_TF_VERBOSE"):
+    if _verbose():
         yield
         return
     try:
@@ -84,6 +150,8 @@ def set_virtual_cpus(n):
     _VIRTUAL_CPUS = n
     if _TF is not None:
         _split_cpu(n)
+    elif "tensorflow" in sys.modules:   # imported by someone else: apply (or refuse) now
+        tf()
 
 
 def logical_devices():

@@ -256,8 +256,10 @@ def _exit_code(exc):
     """2 for bad input, 1 for what the machine refused; None for a bug (show the traceback)."""
     if isinstance(exc, (ValueError, TypeError, FloatingPointError, ImportError)):
         return 2
-    from ._tf import tf
-    if isinstance(exc, (OSError, MemoryError, RuntimeError, tf().errors.OpError)):
+    if isinstance(exc, (OSError, MemoryError, RuntimeError)):
+        return 1
+    tensorflow = sys.modules.get("tensorflow")     # an OpError needs a loaded TensorFlow
+    if tensorflow is not None and isinstance(exc, tensorflow.errors.OpError):
         return 1
     return None
 

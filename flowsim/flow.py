@@ -85,11 +85,12 @@ class Flow:
         changing it changes the bits (unlike ``events_limit``).
     jit_compile : bool
         Compile the block kernel (random numbers + integrand + in-block sums)
-        with XLA; default True, 3-4x faster on CPU.  Turn it off for integrands
-        using ops XLA cannot compile.  With ``rng="splitmix"`` the random
-        numbers are the same either way (with ``"philox"`` they are not: XLA's
-        Philox kernel draws a different stream); the integrand's rounding may
-        differ, so it is part of the configuration a checkpoint records.
+        with XLA; default True: XLA fuses them, which is much faster on CPU
+        (``docs/performance.rst``).  Turn it off for integrands using ops XLA
+        cannot compile.  With ``rng="splitmix"`` the random numbers are the
+        same either way (with ``"philox"`` they are not: XLA's Philox kernel
+        draws a different stream); the integrand's rounding may differ, so it
+        is part of the configuration a checkpoint records.
     rng : {"splitmix", "philox"}
         Counter-based generator (:mod:`flowsim.rng`): ``"splitmix"`` (default,
         integer ops fused by XLA) or TensorFlow's stateless Philox.  Changes

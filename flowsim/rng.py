@@ -7,9 +7,10 @@ Two generators, chosen per Flow with ``rng=``:
     finaliser (Steele, Lea & Flood 2014; passes BigCrush) applied to a Weyl
     counter, with ``k`` a 64-bit hash of (seed, iteration, block, stream).  It is
     written in TensorFlow integer ops (uint64 multiply, xor, shift), so it runs on
-    any device, fuses with the integrand under XLA (``jit_compile=True``, 3-4x
-    faster than TensorFlow's Philox kernel on CPU here), and, being integer
-    arithmetic, gives the same numbers with or without XLA and on CPU or GPU.
+    any device, fuses with the integrand under XLA (``jit_compile=True``;
+    much faster than TensorFlow's Philox kernel on CPU: figures in
+    ``docs/performance.rst``), and, being integer arithmetic, gives the same
+    numbers with or without XLA and on CPU or GPU.
 ``"philox"``
     TensorFlow's own ``tf.random.stateless_uniform(alg="philox")`` with the
     block key as seed: the reference counter-based generator, slower on CPU.

@@ -123,16 +123,17 @@ class Vegas(Plain):
     lose the others: later iterations then all miss the same peak, agree with
     each other and report a small error about the wrong value, and no chi^2 test
     can see it.  On the 8-dim double Gaussian (``flowsim run gaussian8
-    --algorithm vegas``) at 2e5 events per iteration this happens for about
-    one seed in ten; Lepage's ``vegas`` does the same.  Use :class:`flowsim.VegasPlus`, whose
-    stratification keeps sampling every region, for integrands that may have
-    more than one peak, or many more events per iteration.  Discontinuous
-    integrands (the indicator of a small box) meet a milder form of the same
-    problem: the map moves every increment edge inside the box, so thin strips
-    along the box's edges fall in the wide first and last increments and are
-    hit rarely, with large weights; at a few thousand events per increment the
-    iterations then come out a few percent low with errors far too small.
-    Give such integrands many more events per iteration.
+    --algorithm vegas``) at 2e5 events per iteration this happens for some seeds
+    (how many: ``docs/performance.rst``); Lepage's ``vegas`` does the same.  Use
+    :class:`flowsim.VegasPlus`, whose stratification keeps sampling every
+    region, for integrands that may have more than one peak, or many more events
+    per iteration.  Discontinuous integrands (the indicator of a small box) meet
+    a milder form of the same problem: the map moves every increment edge inside
+    the box, so thin strips along the box's edges fall in the wide first and
+    last increments and are hit rarely, with large weights; at a few hundred
+    events per increment the iterations then come out low with errors far too
+    small (figures: ``docs/performance.rst``).  Give such integrands many more
+    events per iteration.
 
     Iterations are combined as :func:`flowsim.stats.combine` describes: a
     weighted average over iterations whose weights are capped, so that an

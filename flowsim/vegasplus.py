@@ -101,8 +101,11 @@ class VegasPlus(Vegas):
     alpha : float
         Damping of the map refinement, >= 0.  Default 0.5 (``vegas``'s), not
         Vegas' 1.5: with stratification the per-increment training data is
-        noisier, and on the 8-dim double Gaussian (2e6 events x 5 iterations,
-        3 seeds) 0.5 gave about 5x smaller errors than 1.0 here.
+        noisier, and a map that follows the noise samples worse (the
+        comparison on the 8-dim double Gaussian: ``docs/performance.rst``).
+        Smaller values adapt more slowly and more steadily; raise it if the
+        map is still improving after many iterations (the per-iteration
+        errors still falling).
     beta : float
         Damping of the stratification, in [0, 1] (default 0.75, as in
         ``vegas``).  0 gives every hypercube the same events (plain

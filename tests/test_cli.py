@@ -370,3 +370,84 @@ def test_make_dist_works_without_the_venv(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     with zipfile.ZipFile(tmp_path / "dist" / f"flowsim-{flowsim.__version__}.zip") as z:
         assert {"flowsim/__init__.py", "flowsim/cli.py"} <= set(z.namelist())
+
+
+# -- TensorFlow loads when compute starts (issue #12, item 5) --------------------------------
+
+LIGHT = r'''
+import json, sys, time
+start = time.perf_counter()            # after interpreter start-up, before any flowsim import
+loaded = {}
+import flowsim
+loaded["import flowsim"] = "tensorflow" in sys.modules
+import flowsim.schedule
+loaded["import flowsim.schedule"] = "tensorflow" in sys.modules
+from flowsim import cli
+try:
+    code = cli.main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+seconds = time.perf_counter() - start
+loaded["cli"] = "tensorflow" in sys.modules
+sys.stdout.flush()
+print(json.dumps({"code": code, "seconds": seconds, "loaded": loaded}), file=sys.stderr)
+'''
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["run", "--help"]])
+def test_import_version_and_help_load_no_tensorflow(python, argv):
+    """`import flowsim`, `import flowsim.schedule` and `flowsim --version/--help/run --help`
+    leave TensorFlow unloaded and answer in under 1 s, timed inside the fresh process from
+    before `import flowsim` to the exit of cli.main (interpreter start-up left out)."""
+    p = python(LIGHT, timeout=120, args=argv)
+    assert p.returncode == 0, p.stderr[-2000:]
+    report = json.loads(p.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0 and report["loaded"] == {
+        "import flowsim": False, "import flowsim.schedule": False, "cli": False}
+    assert report["seconds"] < 1.0, report
+    assert ("flowsim 0.1.0" if argv == ["--version"] else "usage: flowsim") in p.stdout
+
+
+@pytest.mark.skipif(not os.path.exists(ENTRY), reason="flowsim script not installed in this venv")
+def test_console_script_version_is_fast():
+    """The installed `flowsim --version`, whole process: under 3 s, a generous margin for a
+    loaded machine (it took 4.4-5.4 s when `import flowsim` loaded TensorFlow; ~0.1 s now)."""
+    start = time.perf_counter()
+    p = subprocess.run([ENTRY, "--version"], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    assert p.returncode == 0 and p.stdout.strip() == f"flowsim {flowsim.__version__}"
+    assert time.perf_counter() - start < 3.0
+
+
+def test_public_names_load_on_first_use(python):
+    code = r'''
+import sys, flowsim
+assert "tensorflow" not in sys.modules and "flowsim.flow" not in sys.modules
+names = ["Flow", "Plain", "Result", "Simulation", "Histogram", "Sweep", "sweep", "integrate",
+         "logical_devices", "set_virtual_cpus", "Vegas", "VegasPlus", "__version__"]
+for name in names:
+    getattr(flowsim, name)
+from flowsim import *                                   # every name of __all__
+import flowsim.sweep                                    # binds the submodule on the package...
+assert callable(flowsim.sweep) and flowsim.sweep is sys.modules["flowsim.sweep"].sweep
+assert flowsim.flow.Flow is flowsim.Flow and flowsim.kernel.run_chunk   # ...as before
+assert set(flowsim.__all__) <= set(dir(flowsim))
+print("tensorflow" in sys.modules)
+'''
+    p = python(code, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "False", p.stderr[-2000:]
+
+
+@pytest.mark.parametrize("first", ["import tensorflow", "flowsim.logical_devices()"])
+def test_tensorflow_start_up_noise_stays_silent(first):
+    """TensorFlow prints absl/CUDA lines on import even with TF_CPP_MIN_LOG_LEVEL=3;
+    after `import flowsim` its first import is silenced, whoever makes it."""
+    code = (f"import flowsim\n{first}\nimport tensorflow as tf\n"
+            "print(float(tf.constant(1.0) + 1), flowsim.logical_devices())\n")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    for name in ("FLOWSIM_TF_VERBOSE", "TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS"):
+        env.pop(name, None)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=240, env=env, cwd=ROOT)
+    assert p.returncode == 0 and p.stdout.startswith("2.0 ['"), p.stderr[-2000:]
+    assert p.stderr == ""

@@ -110,12 +110,13 @@ class SparkFlow(Flow):
         last iteration (plain Monte Carlo, sweeps, path simulations; never
         while a VEGAS grid adapts), one Spark job computes the next
         iterations of this ``run`` too, up to ``MAX_AHEAD`` at a time, so
-        that Spark's fixed cost per job is
-        paid once for all of them.  Each task runs its blocks for every
-        iteration of the job.  The driver still adds up, logs, adapts and
-        checkpoints iteration by iteration; if ``adapt`` did change the state
-        after all, the rows computed ahead are dropped and recomputed.  Same
-        bits either way; a failed job costs its iterations.
+        that Spark's fixed cost per job (scheduling, shipping the task,
+        collecting; the same whatever the job computes) is paid once for all
+        of them: it matters most when iterations are short.  Each task runs
+        its blocks for every iteration of the job.  The driver still adds up,
+        logs, adapts and checkpoints iteration by iteration; if ``adapt`` did
+        change the state after all, the rows computed ahead are dropped and
+        recomputed.  Same bits either way; a failed job costs its iterations.
     executor_timeout : float or None
         Seconds a job may go on with no live executor; default 300.  Spark
         itself waits forever once an application has lost all its executors

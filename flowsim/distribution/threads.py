@@ -23,8 +23,11 @@ TensorFlow initialises, the first ThreadPoolFlow/ScheduledFlow sets:
   one CPU device and no GPU: every core, TensorFlow's default);
 - inter-op threads = max(2, workers), one op executor per device worker.
 
-On 2 cores with CPU:0 split in two, intra-op 1 ran the two devices faster
-than intra-op 2 (``benchmarks/threads.py``; figures in the performance notes).
+The intra-op pool is smaller than the core count on purpose when CPU:0 is
+split: a pool of every core plus the devices' calling threads runs more kernel
+threads than there are cores, and the devices slow each other down (figures in
+``docs/performance.rst``, "Thread settings"; ``benchmarks/threads.py``
+compares on your machine).
 
 Override with the environment variables ``FLOWSIM_INTRA_OP_THREADS`` /
 ``FLOWSIM_INTER_OP_THREADS``, or by calling ``tf.config.threading.set_*``

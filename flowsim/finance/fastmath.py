@@ -1,13 +1,14 @@
 """Vectorizable float64 logarithm for the path kernels.
 
-XLA on CPU evaluates float64 ``log`` element by element (about 5x the cost of
-``exp`` here), and the Heston QE step and the inverse normal CDF need several
-per path step.  :func:`log` computes it from the IEEE-754 bits instead: exponent
-``e`` and mantissa ``m`` in [sqrt(1/2), sqrt(2)), ``log x = e ln 2 + 2 atanh(s)``
-with ``s = (m - 1) / (m + 1)`` by its odd series to ``s**23`` (|s| <= 0.1716, so
-the truncation error is below 2e-18).  Measured error <= 3 ulp for normal
-positive doubles; zero, negative, subnormal, inf and NaN inputs are not
-supported (callers keep arguments in [1e-300, 1e300]).  float32 uses ``tf.math.log``.
+XLA on CPU evaluates float64 ``log`` element by element (several times the cost
+of ``exp``: ``docs/performance.rst``), and the Heston QE step and the inverse
+normal CDF need several per path step.  :func:`log` computes it from the
+IEEE-754 bits instead: exponent ``e`` and mantissa ``m`` in [sqrt(1/2), sqrt(2)),
+``log x = e ln 2 + 2 atanh(s)`` with ``s = (m - 1) / (m + 1)`` by its odd series
+to ``s**23`` (|s| <= 0.1716, so the truncation error is below 2e-18).  Measured
+error <= 3 ulp for normal positive doubles; zero, negative, subnormal, inf and
+NaN inputs are not supported (callers keep arguments in [1e-300, 1e300]).
+float32 uses ``tf.math.log``.
 """
 import math
 

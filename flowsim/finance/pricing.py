@@ -41,7 +41,8 @@ def inverse_normal(u):
 
     Relative error below 1.15e-9 everywhere (the algorithm QuantLib's
     ``InverseCumulativeNormal`` uses), branch-free so it vectorizes and fuses
-    under XLA: about 4x cheaper than ``tf.math.ndtri`` (full precision) here.
+    under XLA, where it is cheaper than ``tf.math.ndtri`` (full precision;
+    figures in ``docs/performance.rst``).
     The approximation error is far below Monte Carlo noise; it is not
     bit-symmetric (``inverse_normal(1 - u)`` may differ from ``-inverse_normal(u)``
     in the last bits), which is why antithetic paths negate the normals.

@@ -273,7 +273,7 @@ def _run_sweep(kernel, params, data, backend, dtype, block_size, flow_kwargs):
     """
     from ..sweep import Sweep, run_rows
     flow_kwargs = dict(flow_kwargs)
-    # Whole-kernel XLA costs ~6 CPU s to compile per shape: off unless asked.
+    # Whole-kernel XLA compiles for seconds per new shape: off unless asked.
     flow_kwargs.setdefault("jit_compile", False)
     key = (kernel.positions, kernel.annualization, params.shape, block_size,
            tuple((k, v.shape, v.dtype.str) for k, v in sorted(data.items())))
@@ -412,9 +412,10 @@ def ma_crossover_sweep(close, pairs, annualization=252, dtype="float64", backend
         ``device``... (see :class:`flowsim.Flow`): rows are independent, so the
         backend, ``block_size`` and ``events_limit`` never change the bits.
         ``jit_compile`` is off by default here: XLA fuses the whole kernel
-        (about half the CPU time per sweep) but compiles for ~6 CPU seconds per
-        new shape, which only pays for repeated large sweeps; on, it may change
-        the last bits.  The equity scan is XLA-compiled either way.
+        (less CPU time per sweep) but compiles for seconds per new shape, which
+        only pays for repeated large sweeps of the same shapes (figures in
+        ``docs/performance.rst``); on, it may change the last bits.  The
+        equity scan is XLA-compiled either way.
 
     Returns a :class:`pandas.DataFrame` with columns ``fast, slow, total_return,
     sharpe, max_drawdown, trades``, one row per pair, in order.  ``sharpe`` is
