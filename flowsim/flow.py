@@ -185,11 +185,12 @@ class Flow:
 
     def _on_chunk(self, entry, events):
         self.timeline.append(entry)
-        if events:
-            self._on_progress(events)
-            if self._eta is not None and "failed" not in entry:
-                self._estimate(entry["device"], events, entry["end"] - entry["start"],
-                               entry["end"])
+        self._on_progress(events)
+        if self._eta is not None and "failed" not in entry and entry["blocks"]:
+            # chunks reported without progress (other MPI ranks' work) still time the run
+            self._estimate(entry["device"], self.grid.events_in(entry["first_block"],
+                                                                entry["blocks"]),
+                           entry["end"] - entry["start"], entry["end"])
 
     def _on_progress(self, events):
         if self._bar is not None:

@@ -251,6 +251,26 @@ def test_long_runs_log_their_estimated_duration(monkeypatch, caplog):
                                          r"device\(s\)\)", at[0]), at
 
 
+def test_duration_is_estimated_from_chunks_reported_without_progress(monkeypatch, caplog):
+    """MPI's root reports other ranks' chunks with progress=False: they still time the run."""
+    from flowsim.backend import LocalExecutor
+
+    class Quiet(LocalExecutor):
+        def execute(self, it):
+            rows = it.rows()
+            for first, n in it.cut():
+                start = it.now()
+                rows.add(first, self.compute(it.task, first, n, self.device))
+                it.chunk(self.device, first, n, start, it.now(), progress=False)
+            return rows.result()
+
+    monkeypatch.setattr(flowsim.flow, "LONG_RUN_EVENTS", 2 * 4096)
+    with caplog.at_level(logging.WARNING, logger="flowsim"):
+        flowsim.Flow(flowsim.examples.gaussian8(), 4096, seed=1, block_size=1024,
+                     events_limit=1024, quiet=True, executor=Quiet("CPU:0")).run(2)
+    assert sum("estimated duration" in r.getMessage() for r in caplog.records) == 1
+
+
 def test_run_help_lists_the_bundled_targets(capsys):
     from flowsim.examples import EXAMPLES
     rc, out, _ = main(capsys, "run", "--help")
