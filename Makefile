@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 EXTRAS := test,mpi,spark,plot,finance
 
-.PHONY: demo test bench docs dist clean venv
+.PHONY: demo test lint bench docs dist clean venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest tests
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check flowsim tests benchmarks examples
 
 # Each prints ratios against anchors measured in the same run (not timed tests).
 BENCHMARKS := plain vegas threads schedule_sim mpi spark sweep paths

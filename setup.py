@@ -21,7 +21,7 @@ setup(
         "spark": ["pyspark>=3.5,<5"],
         "plot": ["matplotlib>=3.8,<4"],
         "finance": ["pandas>=2.1,<4"],
-        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "hypothesis>=6.100,<7",
+        "test": ["ruff>=0.6,<1", "pytest>=8,<10", "pytest-timeout>=2.3,<3", "hypothesis>=6.100,<7",
                  "scipy>=1.11,<2", "matplotlib>=3.8,<4", "pandas>=2.1,<4",
                  "dask[distributed]>=2024.8,<2027"],
         "docs": ["sphinx>=7.2,<10"],

@@ -15,7 +15,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
-
 from _common import DIM, best_of, numpy_double_gaussian, table  # noqa: E402
 
 
@@ -30,6 +29,7 @@ def run_flowsim(n_events, n_iter, seed=1):
 
 def run_vegasflow(n_events, n_iter):
     import logging
+
     import tensorflow as tf
     from vegasflow import PlainFlow
     logging.getLogger("vegasflow").setLevel(logging.ERROR)

@@ -63,7 +63,8 @@ def main(argv=None):
                                 run_ahead=False)}
     spark = flows["spark"]
     print(f"# {args.events:.3g} events/iteration, {args.iters} iterations per run, best of "
-          f"{args.repeat}; spark master {spark.sc.master}, {len(spark.executor.partition(spark.grid))} "
+          f"{args.repeat}; spark master {spark.sc.master}, "
+          f"{len(spark.executor.partition(spark.grid))} "
           f"tasks/iteration; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     try:
         t0 = time.perf_counter()

@@ -113,9 +113,11 @@ def main(argv=None):
     print(f"  flowsim float64 {tj:8.3f} s  {n / tj:10,.0f} combos/s   (jit_compile=True: "
           f"whole kernel through XLA)")
     print(f"  flowsim float32 {t32:8.3f} s  {n / t32:10,.0f} combos/s")
-    print(f"  vectorbt        {tv:8.3f} s  {n / tv:10,.0f} combos/s   (first run {vbt_first:.1f} s, "
+    print(f"  vectorbt        {tv:8.3f} s  {n / tv:10,.0f} combos/s   "
+          f"(first run {vbt_first:.1f} s, "
           f"with numba compile)")
-    print(f"  backtrader      {args.backtrader_pairs / bt_rate:8.3f} s  {bt_rate:10,.1f} combos/s   "
+    print(f"  backtrader      {args.backtrader_pairs / bt_rate:8.3f} s  "
+          f"{bt_rate:10,.1f} combos/s   "
           f"({args.backtrader_pairs} pairs, optstrategy, one process)")
     print(f"  ratio flowsim/vectorbt: {tv / t64:.1f}x float64, {tv / t32:.1f}x float32 "
           f"(target >= 5x); flowsim/backtrader: {n / t64 / bt_rate:,.0f}x")

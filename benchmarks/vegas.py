@@ -25,8 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
-
-from _common import A, DIM, Timed, numpy_double_gaussian, table  # noqa: E402
+from _common import DIM, A, Timed, numpy_double_gaussian, table  # noqa: E402
 
 # This file is named like Lepage's package: keep its folder off the path so
 # that ``import vegas`` finds the package.

@@ -2,7 +2,7 @@
 
     python examples/integrate.py
 """
-import flowsim  # first: it turns TensorFlow's start-up noise down before TF loads
+import flowsim  # noqa: I001 - first: it turns TensorFlow's start-up noise down before TF loads
 import tensorflow as tf
 from flowsim.examples import double_gaussian, double_gaussian_exact
 

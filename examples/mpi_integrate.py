@@ -15,7 +15,6 @@ crash to resume.  Without ``mpirun`` it runs as one rank.
 """
 import argparse
 
-import flowsim
 from flowsim.algorithms import algorithm_class
 from flowsim.distribution import MPIFlow
 from flowsim.examples import double_gaussian, double_gaussian_exact

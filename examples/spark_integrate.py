@@ -30,7 +30,6 @@ from flowsim.examples import double_gaussian, double_gaussian_exact
 def _where_executors_import_flowsim(sc):
     """``flowsim.__file__`` on every executor (shows whether --py-files was used)."""
     def where(_):
-        import flowsim
         yield flowsim.__file__
     n = sc.defaultParallelism
     return sorted(set(sc.parallelize(range(n), n).mapPartitions(where).collect()))

@@ -10,7 +10,8 @@ import importlib as _importlib
 import sys as _sys
 import types as _types
 
-from ._tf import logical_devices, set_virtual_cpus, quiet_import as _quiet_import
+from ._tf import logical_devices, set_virtual_cpus
+from ._tf import quiet_import as _quiet_import
 
 # Before anything imports TensorFlow: its start-up noise silenced (FLOWSIM_TF_VERBOSE=1
 # keeps it) whoever imports it first.  TensorFlow itself loads when compute starts.

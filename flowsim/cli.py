@@ -240,7 +240,8 @@ def parser():
     r.add_argument("--dim", type=int, default=None,
                    help="TARGET is a bare integrand f(x) of x [n, DIM]")
     r.add_argument("--dtype", default="float64", choices=["float64", "float32"])
-    r.add_argument("--backend", default=None, help="threads, mpi, spark or joblib (default one device)")
+    r.add_argument("--backend", default=None,
+                   help="threads, mpi, spark or joblib (default one device)")
     r.add_argument("--schedule", default=None, help="static, dynamic, guided or weighted "
                    "(with --backend threads, scheduled or mpi)")
     r.add_argument("--checkpoint", default=None)

@@ -397,5 +397,6 @@ class Flow:
                 "dtype": self.spec.dtype, **self.executor.meta()}
 
     def __repr__(self):
-        return (f"{type(self).__name__}({type(self.simulation).__name__}, n_events={self.n_events}, "
+        return (f"{type(self).__name__}({type(self.simulation).__name__}, "
+                f"n_events={self.n_events}, "
                 f"seed={self.seed}, devices={self.devices()})")

@@ -36,7 +36,8 @@ DTYPES = ("float64", "float32")
 
 
 def dtype_name(dtype):
-    """``"float32"`` for ``"float32"``, ``np.float32``, ``np.dtype("float32")`` or ``tf.float32``."""
+    """``"float32"`` for ``"float32"``, ``np.float32``, ``np.dtype("float32")``
+    or ``tf.float32``."""
     if isinstance(dtype, str):
         return dtype
     try:

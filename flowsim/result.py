@@ -88,7 +88,8 @@ class Result:
         self.error = _scalar_or_array(err)
         self.chi2_dof = None if chi2 is None else _scalar_or_array(chi2)
         self.n_events = int(sum(r["events"] for r in self.iterations))
-        self.events_per_second = self.n_events / self.wall_time if self.wall_time > 0 else float("nan")
+        self.events_per_second = (self.n_events / self.wall_time if self.wall_time > 0
+                                  else float("nan"))
         self.histograms = self._combine_histograms(kept)
 
     @staticmethod

@@ -425,7 +425,7 @@ def simulate(n_blocks, speeds, policy, chunk=None, max_chunk=None, overhead=0.0,
                           weights=weights, throughput=tp)
         done, events, seq, waiting = [], [], 0, []
 
-        def ask(w, t):
+        def ask(w, t, sched=sched, events=events, waiting=waiting):
             nonlocal seq
             got = sched.next(w, t)
             if got is None:

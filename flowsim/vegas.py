@@ -220,9 +220,10 @@ class Vegas(Plain):
         probability ``weights / max(weights)``).  Random numbers are Philox,
         from ``seed`` (default drawn from the OS), in blocks of 65,536.
         """
+        import secrets
+
         from .blocks import check_count
         from .kernel import check_seed
-        import secrets
         t = tf()
         n = check_count("n", n)
         seed = check_seed(secrets.randbits(62) if seed is None else seed)

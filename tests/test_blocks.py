@@ -7,9 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowsim.blocks import (BLOCK_QUANTUM, MAX_BLOCK, BlockGrid, RowCollector, check_count,
-                            default_block_size, reduce_rows)
 from flowsim.backend import Iteration
+from flowsim.blocks import (
+    BLOCK_QUANTUM,
+    MAX_BLOCK,
+    BlockGrid,
+    RowCollector,
+    check_count,
+    default_block_size,
+    reduce_rows,
+)
 
 events = st.integers(min_value=1, max_value=10**9)
 quanta = st.integers(min_value=1, max_value=4096)

@@ -11,13 +11,12 @@ import time
 
 import numpy as np
 import pytest
+from conftest import ROOT
 
 import flowsim
 from flowsim import checkpoint as ckpt
 from flowsim import fingerprint
 from flowsim._tf import tf
-
-from conftest import ROOT
 
 N, BS, DIM = 4096, 1024, 2
 

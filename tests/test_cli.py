@@ -11,12 +11,11 @@ import time
 import zipfile
 
 import pytest
+from conftest import ROOT
 
 import flowsim
 from flowsim import cli
 from flowsim.examples import double_gaussian_exact
-
-from conftest import ROOT
 
 ENTRY = os.path.join(os.path.dirname(sys.executable), "flowsim")
 

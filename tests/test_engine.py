@@ -7,13 +7,12 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import run_python
 
 import flowsim
 from flowsim import kernel
 from flowsim._tf import tf
 from flowsim.testing import GENZ
-
-from conftest import run_python
 
 BS = 256                 # block size of most tests: 3000 events = 12 blocks, the last partial
 N = 3000
@@ -593,8 +592,9 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, tty, quiet, shown):
 
 def test_second_run_continues_the_stream():
     """run(1) then run(3) on one Flow equals the last three iterations of run(4)."""
-    import flowsim
     import tensorflow as tf
+
+    import flowsim
 
     def f(x):
         return tf.reduce_sum(x * x, axis=1)

@@ -9,9 +9,18 @@ import pytest
 pd = pytest.importorskip("pandas")
 from scipy import integrate, special  # noqa: E402
 
-from flowsim.finance import (GBM, AsianCall, EuropeanCall, EuropeanPut,  # noqa: E402
-                             GeometricAsianCall, Heston, UpAndOutCall, ma_crossover_sweep,
-                             price, strategy_sweep)
+from flowsim.finance import (  # noqa: E402
+    GBM,
+    AsianCall,
+    EuropeanCall,
+    EuropeanPut,
+    GeometricAsianCall,
+    Heston,
+    UpAndOutCall,
+    ma_crossover_sweep,
+    price,
+    strategy_sweep,
+)
 from flowsim.finance.sweep import ma_crossover_data  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

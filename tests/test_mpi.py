@@ -5,7 +5,6 @@ references come from one process without mpirun: ``Flow`` and ``MPIFlow`` as
 size 1.  Jobs write, per rank, the bytes of every value, error and adaptive
 state and the whole ``Result`` as JSON; the tests compare them bit for bit.
 """
-import importlib.util
 import json
 import os
 import shutil
@@ -14,7 +13,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import ROOT
 
 pytestmark = pytest.mark.mpi

@@ -22,7 +22,6 @@ import urllib.request
 
 import numpy as np
 import pytest
-
 from conftest import ROOT
 
 pytestmark = pytest.mark.spark
@@ -31,9 +30,9 @@ pyspark = pytest.importorskip("pyspark", reason="needs flowsim[spark] (pyspark)"
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("no java (Spark needs Java 17)", allow_module_level=True)
 
-import flowsim  # noqa: E402
 from pyspark import cloudpickle  # noqa: E402
 
+import flowsim  # noqa: E402
 from flowsim.distribution import SparkFlow  # noqa: E402
 from flowsim.distribution.spark import NoExecutorError, task_device  # noqa: E402
 from flowsim.examples import double_gaussian  # noqa: E402
@@ -477,6 +476,7 @@ def _worker_facts(sc):
         import gc
         import logging
         import time
+
         from flowsim.distribution import spark as S
         from flowsim.kernel import trace_counts
         threads = None

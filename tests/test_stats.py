@@ -61,7 +61,8 @@ def test_chi2_dof_is_near_one_for_honest_errors():
 
 
 def test_weighted_average_rejects_bad_shapes():
-    with pytest.raises(ValueError, match=r"share a shape \[n_iter, \.\.\.\], got \(2,\) and \(3,\)"):
+    with pytest.raises(ValueError,
+                       match=r"share a shape \[n_iter, \.\.\.\], got \(2,\) and \(3,\)"):
         weighted_average([1.0, 2.0], [1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match="share a shape"):
         weighted_average([], [])

@@ -247,7 +247,7 @@ def test_vector_training_choice_and_histograms():
         # The bins add up to component 1's integral.
         assert abs(hist["values"].sum() - exact[1]) < 4.5 * np.sqrt((hist["errors"] ** 2).sum())
     with pytest.raises(ValueError, match="train=7"):
-        Vegas(genz(2), 2, train=7).components
+        _ = Vegas(genz(2), 2, train=7).components
 
 
 def test_chi2_dof_is_reported():

@@ -8,8 +8,9 @@ its blocks through :func:`flowsim.kernel.run_chunk` (in calls of at most
 driver puts the rows in block order with :class:`flowsim.blocks.RowCollector`,
 which refuses a missing or repeated block, and adds them exactly as
 :class:`flowsim.Flow` does: same seed, same float64 bits.  Spark places,
-retries and reports the tasks; a retried task recomputes exactly the same blocks (the random numbers of a block depend only on
-seed, iteration and block index), so retries never change the answer.  Spark
+retries and reports the tasks; a retried task recomputes exactly the same
+blocks (the random numbers of a block depend only on seed, iteration and
+block index), so retries never change the answer.  Spark
 itself waits forever for an executor when the application has none left (a
 standalone worker that died): while a job runs on a cluster, a watcher thread
 warns on the ``flowsim`` logger and cancels the job (by its job tag) after

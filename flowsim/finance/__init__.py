@@ -12,12 +12,19 @@
 Needs pandas (``pip install 'flowsim[finance]'``) for the sweep tables.
 """
 from .models import GBM, Heston
-from .payoffs import (AsianCall, EuropeanCall, EuropeanPut, GeometricAsianCall, Payoff,
-                      UpAndOutCall)
+from .payoffs import AsianCall, EuropeanCall, EuropeanPut, GeometricAsianCall, Payoff, UpAndOutCall
 from .pricing import PathSimulation, price
-from .sweep import (METRICS, backtest_metrics, crossover_positions, ma_crossover_positions,
-                    ma_crossover_sweep, rolling_means, strategy_sweep)
+from .sweep import (
+    METRICS,
+    backtest_metrics,
+    crossover_positions,
+    ma_crossover_positions,
+    ma_crossover_sweep,
+    rolling_means,
+    strategy_sweep,
+)
 
 __all__ = ["GBM", "Heston", "AsianCall", "EuropeanCall", "EuropeanPut", "GeometricAsianCall",
-           "Payoff", "UpAndOutCall", "PathSimulation", "price", "METRICS", "backtest_metrics", "crossover_positions", "ma_crossover_positions",
-           "ma_crossover_sweep", "rolling_means", "strategy_sweep"]
+           "Payoff", "UpAndOutCall", "PathSimulation", "price", "METRICS", "backtest_metrics",
+           "crossover_positions", "ma_crossover_positions", "ma_crossover_sweep",
+           "rolling_means", "strategy_sweep"]

@@ -18,7 +18,6 @@ from . import fastmath
 from .models import GBM, Heston
 from .payoffs import AsianCall, Payoff
 
-
 _ACKLAM_A = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
              1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
 _ACKLAM_B = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
@@ -200,7 +199,8 @@ def _simulation(model, payoff, n_steps, antithetic, control):
 
 def default_block_size(n_events, dim, lanes_per_event=2, budget=1 << 21):
     """Events per block: even blocks with at most ``budget`` normals in flight."""
-    from ..blocks import BLOCK_QUANTUM, default_block_size as even
+    from ..blocks import BLOCK_QUANTUM
+    from ..blocks import default_block_size as even
     cap = max(BLOCK_QUANTUM, budget // (dim * lanes_per_event) // BLOCK_QUANTUM * BLOCK_QUANTUM)
     return even(n_events, max_block=cap)
 

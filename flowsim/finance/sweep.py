@@ -300,9 +300,10 @@ def strategy_sweep(positions, data, params, names=None, annualization=252, dtype
     positions : callable
         TF-traceable ``positions(params, data)``: ``params`` is a ``[rows,
         n_params]`` block of ``dtype`` floats (integer parameters arrive as
-        exact floats: cast them back with ``tf.cast``), ``data`` a dict of ``[n_bars]`` tensors (``"close"`` and the
-        other columns of ``data``); returns the exposure ``[rows, n_bars]`` held
-        after each bar's close, in [0, 1].  Module-level functions pickle, so
+        exact floats: cast them back with ``tf.cast``), ``data`` a dict of
+        ``[n_bars]`` tensors (``"close"`` and the other columns of ``data``);
+        returns the exposure ``[rows, n_bars]`` held after each bar's close,
+        in [0, 1].  Module-level functions pickle, so
         they run on the MPI and Spark backends.
     data : DataFrame, dict of arrays, or 1-D array
         The bars; needs a ``close`` column (column names are lower-cased), finite
