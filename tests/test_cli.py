@@ -470,3 +470,17 @@ def test_tensorflow_start_up_noise_stays_silent(first):
                        timeout=240, env=env, cwd=ROOT)
     assert p.returncode == 0 and p.stdout.startswith("2.0 ['"), p.stderr[-2000:]
     assert p.stderr == ""
+
+
+def test_the_package_pickles_by_reference_in_closures():
+    """A closure naming ``flowsim`` (a Spark mapPartitions function, a joblib task)
+    pickles: the package is a plain module, imported again where it is unpickled."""
+    import pickle
+
+    import cloudpickle
+    code = "import flowsim, pickle, sys; f = pickle.loads(sys.stdin.buffer.read()); print(f())"
+    blob = cloudpickle.dumps(lambda: flowsim.sweep.__module__)
+    assert pickle.loads(blob)() == "flowsim.sweep"
+    proc = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True,
+                          timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0 and proc.stdout.strip() == b"flowsim.sweep", proc.stderr
