@@ -430,10 +430,7 @@ def test_steady_iterations_share_a_spark_job(local):
 
 @pytest.mark.parametrize("name", ["Vegas", "VegasPlus"])
 def test_adaptive_same_bits_as_flow(local, name):
-    try:
-        cls = getattr(flowsim, name)
-    except (AttributeError, ImportError) as exc:
-        pytest.skip(f"flowsim.{name} is not importable yet: {exc}")
+    cls = getattr(flowsim, name)
     ref_sim, sim = cls(double_gaussian, CASE["dim"]), cls(double_gaussian, CASE["dim"])
     ref = reference(ref_sim, 3)
     res = spark_flow(sim, local, partitions=3).run(3)
