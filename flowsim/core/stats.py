@@ -225,7 +225,7 @@ def mean_and_error(total, m2, n):
     """Mean of ``n`` samples and the standard error of that mean.
 
     ``total`` is the sum of the samples, ``m2`` the sum of their squared
-    deviations from the mean (see :func:`flowsim.plain.moments`).  The error
+    deviations from the mean (see :func:`flowsim.algorithms.plain.moments`).  The error
     of a single sample is infinite: one event says nothing about the spread.
     """
     mean = total / n

@@ -45,7 +45,7 @@ class Result:
     Attributes
     ----------
     value, error : float or numpy array
-        The kept iterations combined (:func:`flowsim.stats.combine`) and the
+        The kept iterations combined (:func:`flowsim.core.stats.combine`) and the
         standard error of that value (arrays for vector-valued integrands).
         Iterations run with the same state (plain Monte Carlo, path pricing,
         a frozen VEGAS map) are pooled: exactly one iteration of all their
@@ -166,7 +166,7 @@ def warn_if_inconsistent(result):
     """Log a warning when the kept iterations disagree beyond their errors.
 
     The threshold is the 99.9 % point of chi^2 with ``n_kept - 1`` degrees of
-    freedom (:func:`flowsim.stats.chi2_limit`): with honest errors a run is
+    freedom (:func:`flowsim.core.stats.chi2_limit`): with honest errors a run is
     warned about once in a thousand.  Typical causes: an adaptive map that
     lost or found a peak between iterations, or a heavy-tailed integrand whose
     per-iteration errors are unreliable at this many events.

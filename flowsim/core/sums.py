@@ -7,8 +7,8 @@ in a fixed two-stage tree: groups of ``BLOCK_QUANTUM`` consecutive events, then
 the group sums.  Each stage is an innermost-axis reduction computed per output
 element, which TensorFlow does not split across threads.
 """
-from ._tf import tf
 from .blocks import BLOCK_QUANTUM
+from .lazy_tf import tf
 
 
 def block_sum(values):

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import rng
-from ._tf import tf
-from .domain import user_error
+from .integrand import user_error
+from .lazy_tf import tf
 
 #: Traces per (simulation class, device): tests assert these stay at one.
 trace_counts = collections.Counter()

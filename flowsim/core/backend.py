@@ -18,7 +18,7 @@ The whole contract::
         def close(self): ...               # release workers (also `with`)
 
 ``execute`` may cut ``it.grid`` as it likes and run chunks in any order, on
-any device or process, through :func:`flowsim.kernel.run_chunk` (or
+any device or process, through :func:`flowsim.core.kernel.run_chunk` (or
 :meth:`Executor.compute`); it reports each chunk with :meth:`Iteration.chunk`
 and returns ``it.rows(...)`` filled in block order.  Because every block has
 its own row and rows are added in block order, an executor cannot change the
@@ -75,7 +75,7 @@ class Processes:
         return value
 
     def load_checkpoint(self, path):
-        """The checkpoint at ``path`` (:func:`flowsim.checkpoint.load`), read by root
+        """The checkpoint at ``path`` (:func:`flowsim.core.checkpoint.load`), read by root
         and shared with every process; None when there is none."""
         return ckpt.load(path)
 
@@ -91,7 +91,7 @@ class Iteration:
     ----------
     task : IterationTask
         Picklable: simulation, kernel spec, seed, iteration number and state.
-        :func:`flowsim.kernel.run_chunk` turns it and a run of blocks into rows.
+        :func:`flowsim.core.kernel.run_chunk` turns it and a run of blocks into rows.
     grid : BlockGrid
         The blocks of the iteration (``grid.n_blocks``, ``grid.events_in``).
     events_limit : int
@@ -128,7 +128,7 @@ class Iteration:
         return cut(first, n, self.grid.blocks_per_call(self.events_limit))
 
     def rows(self):
-        """An empty :class:`~flowsim.blocks.RowCollector` for this iteration; its
+        """An empty :class:`~flowsim.core.blocks.RowCollector` for this iteration; its
         ``result()`` refuses a missing or repeated block."""
         return RowCollector(self.grid.n_blocks, self.width)
 
@@ -183,7 +183,7 @@ class Executor:
 
     def compute(self, task, first, n, device):
         """Rows ``[n, width]`` of blocks ``first..first+n-1`` of ``task`` on ``device``
-        (:func:`flowsim.kernel.run_chunk`; override to wrap it)."""
+        (:func:`flowsim.core.kernel.run_chunk`; override to wrap it)."""
         return run_chunk(task, first, n, device)
 
     def execute(self, it):
@@ -213,7 +213,7 @@ class LocalExecutor(Executor):
     """One device of this process: ``device`` (default the first GPU, else CPU:0)."""
 
     def __init__(self, device=None):
-        from ._tf import resolve_device
+        from .lazy_tf import resolve_device
         self.device = resolve_device(device)
 
 
@@ -326,7 +326,7 @@ def set_threads(intra, inter=None, *, keep=False, strict=False, who="flowsim"):
     else log a warning.  Returns the ``(intra, inter)`` in force afterwards
     (0: TensorFlow's default).
     """
-    from ._tf import tf
+    from .lazy_tf import tf
     cfg = tf().config.threading
     inter = intra if inter is None else inter
     try:

@@ -6,7 +6,7 @@ probability in ``y`` whose widths in ``x`` adapt between iterations, so that
 each increment carries about the same share of ``sum(J^2 f^2)``.  The map is
 numpy state handed to every block as a tensor (the kernel never retraces); the
 per-axis training sums are per-block accumulators made with
-:func:`flowsim.reduce.segment_block_sum` (O(events * dim), no dense masks),
+:func:`flowsim.core.sums.segment_block_sum` (O(events * dim), no dense masks),
 added in block order like every other sum, so a trained grid has the same
 bits on every backend and for every ``events_limit``.
 """
@@ -15,10 +15,10 @@ import os
 
 import numpy as np
 
-from ._tf import tf
-from .domain import evaluate
+from ..core.integrand import evaluate
+from ..core.lazy_tf import tf
+from ..core.sums import block_sum, segment_block_sum
 from .plain import Plain, moments
-from .reduce import block_sum, segment_block_sum
 
 #: Keeps empty increments from collapsing to zero width (as in ``vegas``).
 TINY = 1e-300
@@ -116,7 +116,7 @@ class Vegas(Plain):
     ``Flow.run(n_iter, skip=k)``.  Call :meth:`freeze` to stop training (the
     kernel then skips the training sums).  ``chi2_dof`` of the result near 1
     says the per-iteration errors are consistent; the Flow logs a warning when
-    it is above the 99.9 % point of chi^2 (:func:`flowsim.result.warn_if_inconsistent`).
+    it is above the 99.9 % point of chi^2 (:func:`flowsim.core.result.warn_if_inconsistent`).
 
     Caveat: the map is separable, so it cannot tell two peaks apart on the
     diagonal.  On integrands with several peaks it can adapt to one of them and
@@ -135,7 +135,7 @@ class Vegas(Plain):
     small (figures: ``docs/performance.rst``).  Give such integrands many more
     events per iteration.
 
-    Iterations are combined as :func:`flowsim.stats.combine` describes: a
+    Iterations are combined as :func:`flowsim.core.stats.combine` describes: a
     weighted average over iterations whose weights are capped, so that an
     iteration that missed a peak (low value, low error) or had no hit (error 0)
     cannot take over the result.  Iterations of a frozen map (or ``alpha=0``)
@@ -222,8 +222,8 @@ class Vegas(Plain):
         """
         import secrets
 
-        from .blocks import check_count
-        from .kernel import check_seed
+        from ..core.blocks import check_count
+        from ..core.kernel import check_seed
         t = tf()
         n = check_count("n", n)
         seed = check_seed(secrets.randbits(62) if seed is None else seed)

@@ -1,4 +1,5 @@
-"""Backend names used by :func:`flowsim.integrate`, the CLI and the finance helpers.
+"""Backend names (``None``, "threads", "mpi", ...) to Flow classes, for :func:`flowsim.integrate`,
+the CLI and the finance helpers.
 
 A name maps to ``"module:Class"``; the module is imported only when the backend
 is asked for, so MPI and Spark stay optional dependencies.
@@ -6,8 +7,8 @@ is asked for, so MPI and Spark stay optional dependencies.
 import importlib
 
 BACKENDS = {
-    None: "flowsim.flow:Flow",
-    "flow": "flowsim.flow:Flow",
+    None: "flowsim.core.flow:Flow",
+    "flow": "flowsim.core.flow:Flow",
     "threads": "flowsim.distribution.threads:ThreadPoolFlow",
     "scheduled": "flowsim.distribution.threads:ScheduledFlow",
     "mpi": "flowsim.distribution.mpi:MPIFlow",

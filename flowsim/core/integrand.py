@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 
-from ._tf import tf
 from .blocks import check_count
+from .lazy_tf import tf
 
 
 class Domain:

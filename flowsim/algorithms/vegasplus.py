@@ -15,10 +15,10 @@ count or backend gives the same bits, and exactly ``n_events`` events run.
 """
 import numpy as np
 
-from ._tf import tf
-from .blocks import check_count
+from ..core.blocks import check_count
+from ..core.lazy_tf import tf
+from ..core.sums import block_sum, segment_block_sum
 from .histogram import estimate_record
-from .reduce import block_sum, segment_block_sum
 from .vegas import Vegas, check_fraction
 
 #: Default cap on the number of hypercubes (per-block accumulators are 2*k*H floats).

@@ -11,7 +11,7 @@ adaptive state arrays and a SHA-256 checksum of both.
   (checksum or zip check fails) and one of an older format are refused with a
   ``ValueError`` saying which; the file is left as it is.
 - The configuration includes a fingerprint of the simulation
-  (:mod:`flowsim.fingerprint`: the integrand's code and its values at fixed
+  (:mod:`flowsim.core.fingerprint`: the integrand's code and its values at fixed
   points, limits, histograms...): :func:`differences` names what differs when
   another simulation meets the file.
 - While a run uses the file it holds an exclusive ``flock`` on ``PATH.lock``
@@ -35,7 +35,7 @@ except ImportError:         # not POSIX: no lock
 FORMAT = 2
 #: What a file flowsim wrote starts with: a zip entry named ``header.npy``.
 _ZIP_ENTRY, _FIRST_NAME = b"PK\x03\x04", b"header.npy"
-#: Keys of fingerprints (:mod:`flowsim.fingerprint`) and what differs when they do.
+#: Keys of fingerprints (:mod:`flowsim.core.fingerprint`) and what differs when they do.
 _DIGESTS = {"code": "code differs (bytecode, constants, names or closure values)",
             "values": "values at the check points differ",
             "content": "content differs"}

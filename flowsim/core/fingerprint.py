@@ -69,7 +69,7 @@ def values_digest(fn, points):
     A ``tf.function`` is called through its Python function: no trace, no XLA
     compilation for the check points' shape.
     """
-    from ._tf import tf
+    from .lazy_tf import tf
     t = tf()
     fn = _unwrap(fn)
     for dtype in (np.float64, np.float32):

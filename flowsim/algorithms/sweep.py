@@ -6,9 +6,9 @@ so the output is the same on every backend and for any ``events_limit``.
 """
 import numpy as np
 
-from ._tf import tf
-from .blocks import check_count
-from .simulation import Simulation
+from ..core.blocks import check_count
+from ..core.lazy_tf import tf
+from ..core.simulation import Simulation
 
 
 def _as_structure(out):
@@ -50,7 +50,7 @@ class Sweep(Simulation):
         self.data = data
         self._outputs = None
         if block_rows is None:
-            from .blocks import default_block_size
+            from ..core.blocks import default_block_size
             block_rows = default_block_size(self.n_rows, max_block=4096)
         #: Rows per block; the Flow running this sweep must use it as block_size.
         self.block_rows = check_count("block_rows", block_rows)
@@ -154,7 +154,7 @@ class Sweep(Simulation):
         return out[""] if list(out) == [""] else out
 
     def config(self):
-        from .fingerprint import digest, fingerprint
+        from ..core.fingerprint import digest, fingerprint
         return {"class": "Sweep", "rows": self.n_rows, "kernel": fingerprint(self.kernel),
                 "params": {"content": digest(self.params)},
                 "data": {"content": digest(self._data_dict())}}
@@ -173,7 +173,7 @@ def run_rows(sim, backend=None, dtype="float64", events_limit=None, **flow_kwarg
     The Flow uses ``sim.block_rows`` as its block size and, unless
     ``events_limit`` is given, runs all rows in chunks of up to 10**6.
     """
-    from .backends import flow_class
+    from ..distribution.registry import flow_class
     sim.outputs()
     cls = flow_class(backend)
     if events_limit is None:
@@ -209,7 +209,7 @@ def sweep(kernel, params, data=None, events_limit=None, backend=None, dtype="flo
     Returns numpy arrays in row order: one ``[n_rows]`` / ``[n_rows, k]`` array,
     or a dict of them if the kernel returns a dict.
     """
-    from .blocks import BLOCK_QUANTUM
+    from ..core.blocks import BLOCK_QUANTUM
     sim = Sweep(kernel, params, data, block_rows=block_size)
     if block_size is None and events_limit is not None:
         # Rows are independent: smaller blocks change no output, so honour the limit.

@@ -5,7 +5,7 @@ here are module-level so they pickle (MPI, Spark).
 """
 import math
 
-from ._tf import tf
+from .core.lazy_tf import tf
 
 #: Width of the double-Gaussian peaks (VegasFlow's and vegas's benchmark).
 DOUBLE_GAUSSIAN_A = 0.1
@@ -29,7 +29,7 @@ def double_gaussian_exact(dim, a=DOUBLE_GAUSSIAN_A):
 
 
 def _sim(algorithm, f, dim, **options):
-    from .algorithms import algorithm_class
+    from .algorithms.registry import algorithm_class
     return algorithm_class(algorithm)(f, dim, **options)
 
 

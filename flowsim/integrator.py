@@ -1,6 +1,6 @@
 """One-line entry points."""
-from .algorithms import algorithm_class
-from .backends import flow_class
+from .algorithms.registry import algorithm_class
+from .distribution.registry import flow_class
 
 
 def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=None,

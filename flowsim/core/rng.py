@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from ._tf import tf
+from .lazy_tf import tf
 
 ALGORITHMS = ("splitmix", "philox")
 _GOLDEN = 0x9E3779B97F4A7C15

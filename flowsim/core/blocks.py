@@ -8,12 +8,13 @@ order with :func:`reduce_rows`, so totals cannot depend on how blocks were
 grouped into chunks, where they ran or when they finished.
 """
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 #: Block sizes are multiples of this, so in-block sums can use a fixed
-#: two-stage tree (see :func:`flowsim.reduce.block_sum`).
+#: two-stage tree (see :func:`flowsim.core.sums.block_sum`).
 BLOCK_QUANTUM = 64
 #: Default upper bound on the events of one block.
 MAX_BLOCK = 1 << 16
@@ -118,3 +119,42 @@ class RowCollector:
                 f"block bookkeeping failed: missing blocks {missing[:10].tolist()}, "
                 f"blocks received twice {repeated[:10].tolist()}; refusing a partial sum")
         return self.rows
+
+
+def available_memory():
+    """Bytes of free memory (``SC_AVPHYS_PAGES``, or the cgroup's room if less); None if unknown."""
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh, open("/sys/fs/cgroup/memory.current") as cur:
+            limit = fh.read().strip()
+            if limit != "max":
+                free = min(free, int(limit) - int(cur.read()))
+    except (OSError, ValueError):
+        pass
+    return free
+
+
+def check_memory(simulation, n_blocks, available=None):
+    """Refuse, before any compiling, a run whose rows ``[n_blocks, width]`` float64 (one per
+    block, held by the driver) would not fit in ``available`` bytes (default: free memory)."""
+    from .kernel import layout
+    _, width = layout(simulation)
+    row, available = 8 * width, available_memory() if available is None else available
+    if available is None or row * n_blocks <= available:
+        return
+    hists = sorted(getattr(simulation, "histograms", ()), key=lambda h: -h.bins)
+    what = (f"histogram {hists[0].name!r} has {hists[0].bins:,} bins x 2 accumulators; "
+            if hists else "")
+    raise ValueError(
+        f"{type(simulation).__name__}: the accumulators need {_bytes(row)} per block row "
+        f"({what}{width:,} float64) x {n_blocks:,} blocks = {_bytes(row * n_blocks)}, but only "
+        f"{_bytes(available)} of memory is free; use fewer histogram bins or fewer blocks "
+        f"(a larger block_size or fewer n_events)")
+
+
+def _bytes(n):
+    return next(f"{n / 1024 ** i:.1f} {u}" for i, u in enumerate(("B", "KiB", "MiB", "GiB", "TiB"))
+                if n < 1024 ** (i + 1) or u == "TiB")

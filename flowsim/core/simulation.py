@@ -3,7 +3,7 @@
 A Simulation owns its dimension, the compiled kernel over one block of events,
 the float64 accumulators it needs, how iteration totals become an estimate, and
 how its state adapts between iterations.  It never knows where blocks run: the
-Flow (:mod:`flowsim.flow`) decides that.  Instances are plain Python + numpy
+Flow (:mod:`flowsim.core.flow`) decides that.  Instances are plain Python + numpy
 state and must pickle (module-level integrands pickle with ``pickle``; lambdas
 need ``cloudpickle``, which Spark uses); compiled TensorFlow functions are
 built lazily, per process and per device, and never pickled.
@@ -37,7 +37,7 @@ class Simulation:
 
     def trace_key(self):
         """A hashable value naming this simulation's compiled kernel
-        (:func:`flowsim.kernel.compiled` adds the state's shapes, the kernel
+        (:func:`flowsim.core.kernel.compiled` adds the state's shapes, the kernel
         spec and the device).
 
         Default: a token drawn once per object and kept by pickling, so that a
@@ -67,7 +67,7 @@ class Simulation:
         """Inputs of one block: ``size`` events of ``dim`` uniforms in [0, 1).
 
         ``key`` is the block's int64[2] key ``[seed, (iteration << 32) + block]``;
-        :func:`flowsim.rng.uniform` turns it into numbers with the Flow's
+        :func:`flowsim.core.rng.uniform` turns it into numbers with the Flow's
         generator (``rng=``).  Use its ``stream=`` for more numbers per event.
         """
         del first_event, state
@@ -111,7 +111,7 @@ class Simulation:
     def config(self):
         """JSON-able description used to refuse foreign checkpoints.
 
-        Default: the class, its code (:func:`flowsim.fingerprint.digest`) and ``dim``.
+        Default: the class, its code (:func:`flowsim.core.fingerprint.digest`) and ``dim``.
         Subclasses add what else defines them (limits, integrand fingerprint...).
         """
         from .fingerprint import digest

@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from .._tf import tf
+from ..core.lazy_tf import tf
 
 #: Metric columns of every strategy sweep, in order.
 METRICS = ("total_return", "sharpe", "max_drawdown", "trades")
@@ -271,7 +271,7 @@ def _run_sweep(kernel, params, data, backend, dtype, block_size, flow_kwargs):
     ``params`` and ``data`` (they are tensor arguments), so a cached Sweep gets
     the new arrays and runs without retracing.  Same bits as a fresh one.
     """
-    from ..sweep import Sweep, run_rows
+    from ..algorithms.sweep import Sweep, run_rows
     flow_kwargs = dict(flow_kwargs)
     # Whole-kernel XLA compiles for seconds per new shape: off unless asked.
     flow_kwargs.setdefault("jit_compile", False)
@@ -332,7 +332,7 @@ def strategy_sweep(positions, data, params, names=None, annualization=252, dtype
     """
     if not callable(positions):
         raise TypeError(f"positions must be a callable positions(params, data), got {positions!r}")
-    from ..sweep import param_rows
+    from ..algorithms.sweep import param_rows
     bars = _as_data(data)
     params = param_rows(params)
     names = [f"p{j}" for j in range(params.shape[1])] if names is None else list(names)
@@ -341,7 +341,7 @@ def strategy_sweep(positions, data, params, names=None, annualization=252, dtype
                          f"got {names}")
     kernel = StrategyKernel(positions, _check_annualization(annualization))
     if block_size is None:
-        from ..blocks import default_block_size
+        from ..core.blocks import default_block_size
         block_size = default_block_size(params.shape[0], max_block=256)
     # Floats, so the Sweep casts params and data alike to ``dtype``.
     values = _run_sweep(kernel, params.astype(np.float64), bars, backend, dtype, block_size,

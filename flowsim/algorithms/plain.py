@@ -2,14 +2,14 @@
 
 import numpy as np
 
-from ._tf import tf
-from .blocks import reduce_rows
-from .domain import Domain, evaluate, probe_components
+from ..core.blocks import reduce_rows
+from ..core.integrand import Domain, evaluate, probe_components
+from ..core.kernel import layout
+from ..core.lazy_tf import tf
+from ..core.simulation import Simulation
+from ..core.stats import mean_and_error
+from ..core.sums import block_sum
 from .histogram import Histogram, estimate_record
-from .kernel import layout
-from .reduce import block_sum
-from .simulation import Simulation
-from .stats import mean_and_error
 
 
 def moments(values, valid):
@@ -63,7 +63,7 @@ class Plain(Simulation):
     ``V * std(f) / sqrt(n)`` (``std`` with ``n - 1``; the variance from
     deviations about each block's mean, pooled: exact even when the mean
     dwarfs the spread).  One event has an infinite error (its spread is
-    unknown).  Iterations are pooled (:func:`flowsim.stats.combine`): ``run(5)``
+    unknown).  Iterations are pooled (:func:`flowsim.core.stats.combine`): ``run(5)``
     at ``n`` events gives the value and error of one sample of ``5n`` events.
     The error is a standard error: it is honest when ``n`` is large enough
     for the sample variance to be reliable; for heavy-tailed or sparse
@@ -138,6 +138,6 @@ class Plain(Simulation):
                                n_events)
 
     def config(self):
-        from .fingerprint import box_functions
+        from ..core.fingerprint import box_functions
         return {"class": "Plain", "dim": self.dim,
                 **box_functions(self.integrand, self.domain.limits, self.histograms)}

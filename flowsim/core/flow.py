@@ -2,7 +2,7 @@
 
 A Flow owns the iterations, the timeline, the progress bar, checkpoints,
 Ctrl-C handling and the :class:`~flowsim.Result`; it hands each iteration to
-an :class:`~flowsim.backend.Executor` (default: every block on one device,
+an :class:`~flowsim.core.backend.Executor` (default: every block on one device,
 one call after another).  The classes of :mod:`flowsim.distribution` are Flow
 with another executor.  No Flow knows an algorithm.
 """
@@ -15,8 +15,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .backend import Executor, Iteration, LocalExecutor
-from .blocks import BlockGrid, check_count, default_block_size
-from .histogram import check_memory
+from .blocks import BlockGrid, check_count, check_memory, default_block_size
 from .kernel import IterationTask, KernelSpec, check_seed, layout, same_state, unpack
 from .log import logger
 from .result import Result, _jsonable, warn_if_inconsistent
@@ -57,7 +56,7 @@ def _duration(seconds):
 
 
 class Flow:
-    """Run a :class:`~flowsim.simulation.Simulation` in chunks on one device.
+    """Run a :class:`~flowsim.core.simulation.Simulation` in chunks on one device.
 
     Parameters
     ----------
@@ -92,7 +91,7 @@ class Flow:
         draws a different stream); the integrand's rounding may differ, so it
         is part of the configuration a checkpoint records.
     rng : {"splitmix", "philox"}
-        Counter-based generator (:mod:`flowsim.rng`): ``"splitmix"`` (default,
+        Counter-based generator (:mod:`flowsim.core.rng`): ``"splitmix"`` (default,
         integer ops fused by XLA) or TensorFlow's stateless Philox.  Changes
         the random stream.
     nonfinite : {"raise", "drop"}
@@ -102,8 +101,8 @@ class Flow:
     quiet : bool
         No progress bar (it is also off when stderr is not a terminal).
     executor : Executor or None
-        Where chunks run (:mod:`flowsim.backend`).  Default: a
-        :class:`~flowsim.backend.LocalExecutor` on ``device``.  Give one or
+        Where chunks run (:mod:`flowsim.core.backend`).  Default: a
+        :class:`~flowsim.core.backend.LocalExecutor` on ``device``.  Give one or
         the other.  The classes of :mod:`flowsim.distribution` pass theirs.
     """
 
@@ -140,7 +139,7 @@ class Flow:
         elif device is not None:
             raise ValueError("give device= or executor=, not both")
         elif not isinstance(executor, Executor):
-            raise TypeError(f"executor must be a flowsim.backend.Executor, "
+            raise TypeError(f"executor must be a flowsim.core.backend.Executor, "
                             f"got {type(executor).__name__}")
         self.executor = executor
         self.device = executor.device
@@ -228,7 +227,7 @@ class Flow:
     def config(self):
         """What determines the bits of a run (checked when resuming): the
         simulation's :meth:`~flowsim.Simulation.config` (with its fingerprint,
-        :mod:`flowsim.fingerprint`) and the Flow settings that change the bits."""
+        :mod:`flowsim.core.fingerprint`) and the Flow settings that change the bits."""
         return {"simulation": _jsonable(self.simulation.config()),
                 "n_events": self.n_events, "seed": self.seed,
                 "block_size": self.grid.block_size, "dtype": self.spec.dtype,
@@ -259,13 +258,13 @@ class Flow:
             then ``run(4)`` gives the bits of ``run(5)``'s last four iterations.
         checkpoint : path or None
             Write the state here after every iteration (only the root process
-            writes, atomically: :mod:`flowsim.checkpoint`).  If the file exists
+            writes, atomically: :mod:`flowsim.core.checkpoint`).  If the file exists
             and was made by the same configuration the run resumes from it and
             ends with the same bits as an uninterrupted run.  The configuration
             is this Flow's :meth:`config`: seed, events, dtype... and the
             simulation's fingerprint (its class; the integrand's code and its
             values at fixed points, limits, histograms; see
-            :mod:`flowsim.fingerprint`).  Refused with a ``ValueError``, before
+            :mod:`flowsim.core.fingerprint`).  Refused with a ``ValueError``, before
             any work: a checkpoint of another configuration (naming what
             differs), a file flowsim did not write, one damaged (checksum) or of
             an older format, a directory that is missing or not writable, and a
