@@ -1,4 +1,4 @@
-"""One-line entry points."""
+"""`integrate`: an integrand to a :class:`flowsim.Result` in one call."""
 from .algorithms.registry import algorithm_class
 from .distribution.registry import flow_class
 
