@@ -70,3 +70,12 @@ def test_schedule_and_core_imports_load_no_tensorflow():
     assert out.returncode == 0, out.stderr
     path, loaded = out.stdout.split()
     assert path.startswith(ROOT) and loaded == "False"
+
+
+def test_fingerprints_name_moved_modules_as_before():
+    """Checkpoints written before the layout still resume: the bundled integrand and
+    flowsim's own functions hash under their former module names."""
+    from flowsim.core.fingerprint import _FORMER, fingerprint
+    from flowsim.targets import double_gaussian
+    assert fingerprint(double_gaussian)["name"] == "flowsim.examples.double_gaussian"
+    assert {new: old for old, new in MOVED.items()}.items() <= _FORMER.items()

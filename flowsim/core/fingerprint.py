@@ -36,6 +36,24 @@ import numpy as np
 N_POINTS = 32
 _DEPTH = 4          # how deep closures, attributes and containers are followed
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, np.ndarray, np.generic)
+#: flowsim modules that moved in the package layout, hashed under their former names so
+#: that fingerprints, hence checkpoints written before the move, stay the same.
+_FORMER = {"flowsim.core.simulation": "flowsim.simulation", "flowsim.core.flow": "flowsim.flow",
+           "flowsim.core.backend": "flowsim.backend", "flowsim.core.kernel": "flowsim.kernel",
+           "flowsim.core.blocks": "flowsim.blocks", "flowsim.core.sums": "flowsim.reduce",
+           "flowsim.core.rng": "flowsim.rng", "flowsim.core.integrand": "flowsim.domain",
+           "flowsim.core.stats": "flowsim.stats", "flowsim.core.result": "flowsim.result",
+           "flowsim.core.checkpoint": "flowsim.checkpoint",
+           "flowsim.core.fingerprint": "flowsim.fingerprint", "flowsim.core.lazy_tf": "flowsim._tf",
+           "flowsim.core.log": "flowsim.log", "flowsim.algorithms.plain": "flowsim.plain",
+           "flowsim.algorithms.vegas": "flowsim.vegas",
+           "flowsim.algorithms.vegasplus": "flowsim.vegasplus",
+           "flowsim.algorithms.histogram": "flowsim.histogram",
+           "flowsim.algorithms.sweep": "flowsim.sweep",
+           "flowsim.algorithms.registry": "flowsim.algorithms", "flowsim.integrator": "flowsim.api",
+           "flowsim.distribution.registry": "flowsim.backends",
+           "flowsim.targets": "flowsim.examples",
+           "flowsim.finance.backtest": "flowsim.finance.sweep"}
 
 
 def check_points(limits, n=N_POINTS):
@@ -58,6 +76,7 @@ def fingerprint(fn, points=None):
     if isinstance(target, functools.partial):
         target = _unwrap(target.func)
     module = getattr(target, "__module__", None) or type(target).__module__
+    module = _FORMER.get(module, module)
     qualname = getattr(target, "__qualname__", None) or type(target).__qualname__
     return {"name": f"{module}.{qualname}", "code": digest(fn),
             "values": None if points is None else values_digest(fn, points)}
@@ -126,7 +145,7 @@ def _feed(h, obj, depth, seen):
         for c in obj.co_consts:
             _feed(h, c, depth, seen)
     elif isinstance(obj, types.FunctionType):
-        put("function", obj.__module__, obj.__qualname__)
+        put("function", _FORMER.get(obj.__module__, obj.__module__), obj.__qualname__)
         for part in (obj.__code__, obj.__defaults__, obj.__kwdefaults__):
             _feed(h, part, depth, seen)
         for cell in obj.__closure__ or ():
@@ -142,9 +161,9 @@ def _feed(h, obj, depth, seen):
         for part in (obj.func, obj.args, obj.keywords):
             _feed(h, part, depth, seen)
     elif isinstance(obj, types.ModuleType):
-        put("module", obj.__name__)
+        put("module", _FORMER.get(obj.__name__, obj.__name__))
     elif isinstance(obj, type):
-        put("class", obj.__module__, obj.__qualname__)
+        put("class", _FORMER.get(obj.__module__, obj.__module__), obj.__qualname__)
         for klass in obj.__mro__[:-1]:              # not object
             for name, attr in sorted(vars(klass).items()):
                 attr = getattr(attr, "__func__", attr)      # staticmethod, classmethod
