@@ -36,7 +36,7 @@ def worker(args):
 
     import flowsim
     from flowsim.distribution import MPIFlow
-    from flowsim.examples import double_gaussian
+    from flowsim.targets import double_gaussian
 
     sim = flowsim.Plain(double_gaussian, 8)
     flow = MPIFlow(sim, n_events=args.events, seed=11, threads=1, quiet=True,

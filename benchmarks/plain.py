@@ -20,7 +20,7 @@ from _common import DIM, best_of, numpy_double_gaussian, table  # noqa: E402
 
 def run_flowsim(n_events, n_iter, seed=1):
     import flowsim
-    from flowsim.examples import double_gaussian
+    from flowsim.targets import double_gaussian
     flow = flowsim.Flow(flowsim.Plain(double_gaussian, DIM), n_events=n_events, seed=seed,
                         quiet=True)
     flow.run(1)

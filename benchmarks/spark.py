@@ -30,7 +30,7 @@ from _common import table  # noqa: E402
 
 import flowsim  # noqa: E402
 from flowsim.distribution import SparkFlow  # noqa: E402
-from flowsim.examples import double_gaussian, double_gaussian_exact  # noqa: E402
+from flowsim.targets import double_gaussian, double_gaussian_exact  # noqa: E402
 
 DIM = 8
 TINY = 128

@@ -8,7 +8,7 @@ that load from other processes hits every variant alike:
   (target: at most 5 %);
 - ``ThreadPoolFlow`` on 2 logical CPU devices (target: not slower than Flow).
 
-The integrand is the 8-dim double Gaussian of :mod:`flowsim.examples`, at
+The integrand is the 8-dim double Gaussian of :mod:`flowsim.targets`, at
 2*10^6 events per iteration (31 blocks: a chunk's overhead and the last
 blocks' tail weigh most) and at 10^7 (the size of the MPI and Spark
 benchmarks).  Every variant must give the same bits (checked).  Prints the median per-round ratio
@@ -30,7 +30,7 @@ import flowsim
 flowsim.set_virtual_cpus(2)
 
 from flowsim.distribution import ThreadPoolFlow  # noqa: E402
-from flowsim.examples import double_gaussian, double_gaussian_exact  # noqa: E402
+from flowsim.targets import double_gaussian, double_gaussian_exact  # noqa: E402
 
 
 def main(argv=None):

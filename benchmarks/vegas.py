@@ -1,6 +1,6 @@
 """Adaptive integrators: flowsim Vegas / VegasPlus vs VegasFlow and Lepage's vegas.
 
-8-dim double Gaussian (a = 0.1, flowsim.examples), 2*10^6 events per iteration,
+8-dim double Gaussian (a = 0.1, flowsim.targets), 2*10^6 events per iteration,
 1 warm-up iteration (training + tracing/compilation, not timed) then 5 timed
 iterations that keep adapting, float64, every contender measured in this one run
 (the machine is shared: compare the ratios, not the seconds).  Each contender
@@ -35,7 +35,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 def run_flowsim(cls, n_events, n_iter, seed):
     import flowsim
-    from flowsim.examples import double_gaussian
+    from flowsim.targets import double_gaussian
     sim = getattr(flowsim, cls)(double_gaussian, DIM)
     flow = flowsim.Flow(sim, n_events=n_events, seed=seed, quiet=True)
     flow.run(1)                                    # warm-up: compile + first training
@@ -92,7 +92,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-vegasflow", action="store_true", help="skip the (slow) VegasFlow runs")
     args = p.parse_args()
-    from flowsim.examples import double_gaussian_exact
+    from flowsim.targets import double_gaussian_exact
     exact = double_gaussian_exact(DIM)
     runs = {}
     load0 = os.getloadavg()[0]

@@ -4,7 +4,7 @@
 """
 import flowsim  # noqa: I001 - first: it turns TensorFlow's start-up noise down before TF loads
 import tensorflow as tf
-from flowsim.examples import double_gaussian, double_gaussian_exact
+from flowsim.targets import double_gaussian, double_gaussian_exact
 
 
 def radius(x):

@@ -17,7 +17,7 @@ import argparse
 
 from flowsim.algorithms import algorithm_class
 from flowsim.distribution import MPIFlow
-from flowsim.examples import double_gaussian, double_gaussian_exact
+from flowsim.targets import double_gaussian, double_gaussian_exact
 
 
 def main(argv=None):

@@ -24,7 +24,7 @@ import argparse
 import flowsim
 from flowsim.algorithms import algorithm_class
 from flowsim.distribution import SparkFlow
-from flowsim.examples import double_gaussian, double_gaussian_exact
+from flowsim.targets import double_gaussian, double_gaussian_exact
 
 
 def _where_executors_import_flowsim(sc):

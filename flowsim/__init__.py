@@ -8,8 +8,8 @@ __version__ = "0.1.0"
 
 import importlib as _importlib
 
-from ._tf import logical_devices, set_virtual_cpus
-from ._tf import quiet_import as _quiet_import
+from .core.lazy_tf import logical_devices, set_virtual_cpus
+from .core.lazy_tf import quiet_import as _quiet_import
 
 # Before anything imports TensorFlow: its start-up noise silenced (FLOWSIM_TF_VERBOSE=1
 # keeps it) whoever imports it first.  TensorFlow itself loads when compute starts.
@@ -17,16 +17,16 @@ _quiet_import()
 
 # sweep.py loads no TensorFlow: imported now, so that `flowsim.sweep` is the function
 # (importing a submodule binds its name on the package; here the function rebinds it).
-from .sweep import Sweep, sweep  # noqa: E402
+from .sweep import Sweep, sweep  # noqa: E402  (the old path: binds flowsim.sweep once)
 
 __all__ = ["Flow", "Histogram", "Plain", "Result", "Simulation", "Sweep", "integrate",
            "logical_devices", "set_virtual_cpus", "sweep", "__version__"]
 
 # Public names and the submodule that defines each, imported on first use (PEP 562)
 # so that `flowsim --version`, `import flowsim.schedule` etc. load no TensorFlow.
-_LAZY = {"Flow": "flow", "Histogram": "histogram", "Plain": "plain", "Result": "result",
-         "Simulation": "simulation", "integrate": "api", "Vegas": "vegas",
-         "VegasPlus": "vegasplus"}
+_LAZY = {"Flow": "core.flow", "Histogram": "algorithms.histogram", "Plain": "algorithms.plain",
+         "Result": "core.result", "Simulation": "core.simulation", "integrate": "integrator",
+         "Vegas": "algorithms.vegas", "VegasPlus": "algorithms.vegasplus"}
 
 # Submodules that `import flowsim` used to load, so `flowsim.flow.X` keeps working.
 _SUBMODULES = {"algorithms", "api", "backends", "blocks", "checkpoint", "domain", "flow",

@@ -1,37 +1,6 @@
-"""One-line entry points."""
-from .algorithms import algorithm_class
-from .backends import flow_class
+"""Old import path, kept working: the code lives in :mod:`flowsim.integrator`."""
+import sys
 
+from . import integrator as _module
 
-def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=None,
-              backend=None, checkpoint=None, skip=0, algorithm_options=None, **flow_kwargs):
-    """Integrate ``f`` over ``limits`` and return a :class:`flowsim.Result`.
-
-    Parameters
-    ----------
-    f : callable
-        TF-traceable integrand, ``x`` ``[n, dim]`` -> ``[n]`` or ``[n, k]``.
-    dim : int
-        Number of variables.
-    n_events : int
-        Events per iteration.
-    n_iter : int
-        Iterations (the combined estimate uses all but the first ``skip``).
-    seed : int or None
-        Random seed; same seed, same bits on every backend.
-    algorithm : {"plain", "vegas", "vegasplus"}
-        Monte Carlo algorithm.
-    limits : array of shape (dim, 2) or None
-        Integration box (default unit cube).
-    backend : None or {"threads", "mpi", "spark", "joblib"}
-        Where chunks run (None: one device).
-    checkpoint : path or None
-        Resume from / write to this checkpoint.
-    algorithm_options : dict or None
-        Extra keywords for the algorithm class (e.g. ``{"n_bins": 100}``).
-    **flow_kwargs
-        Passed to the Flow (``events_limit``, ``device``, ``dtype``, ...).
-    """
-    sim = algorithm_class(algorithm)(f, dim, limits=limits, **(algorithm_options or {}))
-    flow = flow_class(backend)(sim, n_events=n_events, seed=seed, **flow_kwargs)
-    return flow.run(n_iter, checkpoint=checkpoint, skip=skip)
+sys.modules[__name__] = _module  # one module object under both names

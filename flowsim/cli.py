@@ -12,7 +12,7 @@ from . import __version__
 
 
 def _devices(args):
-    from ._tf import logical_devices, tf
+    from .core.lazy_tf import logical_devices, tf
     t = tf()
     rows = []
     for name in logical_devices():
@@ -51,7 +51,7 @@ def load_target(target):
 
     ``module`` is looked up in the current directory first (as ``python -m`` does).
     """
-    from .examples import EXAMPLES
+    from .targets import EXAMPLES
     if target in EXAMPLES:
         return EXAMPLES[target]
     if ":" not in target:
@@ -71,7 +71,7 @@ def load_target(target):
 
 def _is_job(obj):
     """A job object that runs itself and prints its own table (``run_cli(args)``)."""
-    from .simulation import Simulation
+    from .core.simulation import Simulation
     return (hasattr(obj, "run_cli") and not isinstance(obj, type)
             and not isinstance(obj, Simulation))
 
@@ -102,8 +102,8 @@ def _check_job(job, args, given):
 
 def _simulation(args, given):
     """The Simulation (or job) ``args.target`` names, refusing options it would ignore."""
-    from .examples import EXAMPLES
-    from .simulation import Simulation
+    from .core.simulation import Simulation
+    from .targets import EXAMPLES
     obj = load_target(args.target)
     built = isinstance(obj, Simulation) or _is_job(obj)
     if args.dim is not None:
@@ -111,7 +111,7 @@ def _simulation(args, given):
             raise _refuse(["dim"], f"{args.target!r} is not a bare integrand (it has its own "
                                    f"dimension); drop --dim, or give module:function --dim N "
                                    f"to integrate a function f(x) of x [n, N]")
-        from .algorithms import algorithm_class
+        from .algorithms.registry import algorithm_class
         return algorithm_class(args.algorithm or "plain")(obj, args.dim)
     if _is_job(obj):
         return _check_job(obj, args, given)
@@ -161,7 +161,7 @@ def _check_output(option, path):
 
 
 def _run(args):
-    from .backends import SCHEDULE_BACKENDS, flow_class
+    from .distribution.registry import SCHEDULE_BACKENDS, flow_class
     given = _given(args)
     sim = _simulation(args, given)
     if _is_job(sim):
@@ -202,7 +202,7 @@ def _run(args):
 
 
 def _targets_help():
-    from .examples import EXAMPLES
+    from .targets import EXAMPLES
     lines = ["targets:"]
     for name, f in EXAMPLES.items():
         doc = (inspect.getdoc(f) or "").splitlines()[0].replace("``", "")
@@ -277,7 +277,7 @@ def main(argv=None):
     if not getattr(args, "func", None):
         parser().print_help()
         return 2
-    from .log import logger
+    from .core.log import logger
     handler = _Stderr(logging.WARNING)
     logger.addHandler(handler)
     try:
@@ -285,7 +285,7 @@ def main(argv=None):
     except KeyboardInterrupt as exc:
         info = getattr(exc, "flowsim_interrupted", ())
         if info is not None:        # None: another MPI rank reports it
-            from .flow import interrupted_message
+            from .core.flow import interrupted_message
             line = ("interrupted" if not info else f"interrupted during iteration {info[0]}"
                     if getattr(args, "job", False) else interrupted_message(*info, cli=True))
             print(f"flowsim: {line}", file=sys.stderr)

@@ -1,14 +1,6 @@
-"""The ``flowsim`` logger: quiet (WARNING) by default, ``flowsim.log.verbose()`` to see progress."""
-import logging
+"""Old import path, kept working: the code lives in :mod:`flowsim.core.log`."""
+import sys
 
-logger = logging.getLogger("flowsim")
-logger.addHandler(logging.NullHandler())
+from .core import log as _module
 
-
-def verbose(level=logging.INFO):
-    """Send flowsim's log records to stderr at ``level``."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("[flowsim] %(levelname)s %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(level)
-    return logger
+sys.modules[__name__] = _module  # one module object under both names

@@ -1,35 +1,6 @@
-"""In-block reductions whose bits do not depend on thread counts.
+"""Old import path, kept working: the code lives in :mod:`flowsim.core.sums`."""
+import sys
 
-TensorFlow's CPU sum over a long axis splits the work by the number of intra-op
-threads, so its rounding changes with them (and MPI ranks or Spark tasks often
-run with fewer threads than a lone process).  :func:`block_sum` instead reduces
-in a fixed two-stage tree: groups of ``BLOCK_QUANTUM`` consecutive events, then
-the group sums.  Each stage is an innermost-axis reduction computed per output
-element, which TensorFlow does not split across threads.
-"""
-from ._tf import tf
-from .blocks import BLOCK_QUANTUM
+from .core import sums as _module
 
-
-def block_sum(values):
-    """Sum ``values`` of shape ``[block_size, ...]`` over axis 0, deterministically."""
-    t = tf()
-    values = t.convert_to_tensor(values)
-    rest = values.shape[1:]
-    flat = t.reshape(values, [-1, int(rest.num_elements() or 1)])
-    cols = t.transpose(flat)                                    # [w, n]
-    groups = t.reshape(cols, [t.shape(cols)[0], -1, BLOCK_QUANTUM])
-    stage1 = t.reduce_sum(groups, axis=-1)                      # [w, n/Q]
-    stage2 = t.reduce_sum(stage1, axis=-1)                      # [w]
-    return t.reshape(stage2, rest)
-
-
-def segment_block_sum(values, ids, n_segments):
-    """Per-segment sums of ``values`` ``[n, ...]`` by integer ``ids`` ``[n]``.
-
-    ``tf.math.unsorted_segment_sum`` adds each segment in event order on CPU
-    (and deterministically on GPU under op determinism): O(events), no dense
-    events-by-bins mask.
-    """
-    t = tf()
-    return t.math.unsorted_segment_sum(values, ids, n_segments)
+sys.modules[__name__] = _module  # one module object under both names

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from ._tf import tf
+from .core.lazy_tf import tf
 
 
 def _centres(dim):

@@ -77,7 +77,7 @@ def test_flow_takes_an_executor_or_a_device_not_both():
 
 
 def _flow_private_names():
-    with open(os.path.join(ROOT, "flowsim", "flow.py")) as fh:
+    with open(os.path.join(ROOT, "flowsim", "core", "flow.py")) as fh:
         tree = ast.parse(fh.read())
     flow = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Flow")
     names = {n.name for n in flow.body if isinstance(n, ast.FunctionDef)}

@@ -280,7 +280,7 @@ def test_second_run_on_the_same_path_is_refused(path):
 
 def test_lock_of_another_process_refuses_and_dies_with_it(path):
     code = ("import importlib.util, sys, time\n"
-            "spec = importlib.util.spec_from_file_location('c', 'flowsim/checkpoint.py')\n"
+            "spec = importlib.util.spec_from_file_location('c', 'flowsim/core/checkpoint.py')\n"
             "c = importlib.util.module_from_spec(spec); spec.loader.exec_module(c)\n"
             "c.lock(sys.argv[1]); print('locked', flush=True); time.sleep(300)\n")
     holder = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=ROOT,

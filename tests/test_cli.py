@@ -480,7 +480,7 @@ def test_the_package_pickles_by_reference_in_closures():
     import cloudpickle
     code = "import flowsim, pickle, sys; f = pickle.loads(sys.stdin.buffer.read()); print(f())"
     blob = cloudpickle.dumps(lambda: flowsim.sweep.__module__)
-    assert pickle.loads(blob)() == "flowsim.sweep"
+    assert pickle.loads(blob)() == "flowsim.algorithms.sweep"
     proc = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True,
                           timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert proc.returncode == 0 and proc.stdout.strip() == b"flowsim.sweep", proc.stderr
+    assert proc.returncode == 0 and proc.stdout.strip() == b"flowsim.algorithms.sweep", proc.stderr

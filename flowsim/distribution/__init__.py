@@ -1,4 +1,4 @@
-"""Flow with another executor (:mod:`flowsim.backend`): where chunks run.
+"""Flow with another executor (:mod:`flowsim.core.backend`): where chunks run.
 
 ``ThreadPoolFlow`` / ``ScheduledFlow`` (every device of one machine), ``MPIFlow``
 (MPI ranks), ``SparkFlow`` (Spark executors), ``JoblibFlow`` (joblib worker

@@ -2,7 +2,7 @@
 
 Each iteration is cut into one contiguous run of blocks per worker
 (:func:`flowsim.schedule.static_shares`); each run is one joblib task that
-computes its blocks through :func:`flowsim.kernel.run_chunk` (in calls of at
+computes its blocks through :func:`flowsim.core.kernel.run_chunk` (in calls of at
 most ``events_limit`` events) and returns their rows.  The driver adds them in
 block order: same seed, same float64 bits as :class:`flowsim.Flow`.
 
@@ -18,12 +18,12 @@ Inside ``joblib.parallel_config(backend="dask")`` (with a
         result = JoblibFlow(flowsim.Plain(f, 4), 10**7, seed=1).run(5)
 
 Workers compile the kernel once: a task's simulation keeps its trace key when
-pickled, so :mod:`flowsim.kernel`'s cache serves later tasks and iterations in
+pickled, so :mod:`flowsim.core.kernel`'s cache serves later tasks and iterations in
 the same process.  On loky, each worker's TensorFlow gets ``cores / workers``
 threads (before TensorFlow starts in that worker).
 
 Faults.  An exception in a task reaches the driver as the task's own type and
-text when it is a builtin one (else :class:`flowsim.backend.RemoteError`),
+text when it is a builtin one (else :class:`flowsim.core.backend.RemoteError`),
 with where it ran (blocks, host, process).  A worker process that dies
 (killed, out of memory) ends the task with loky's ``TerminatedWorkerError``
 (Dask retries tasks of a lost worker itself): the iteration is run again once,
@@ -33,11 +33,11 @@ on a fresh pool, with the same bits; a second death raises a
 import os
 import time
 
-from ..backend import Executor, cores, describe, rebuild, set_threads
-from ..blocks import cut
-from ..flow import Flow
-from ..kernel import run_chunk
-from ..log import logger
+from ..core.backend import Executor, cores, describe, rebuild, set_threads
+from ..core.blocks import cut
+from ..core.flow import Flow
+from ..core.kernel import run_chunk
+from ..core.log import logger
 from ..schedule import static_shares
 
 __all__ = ["JoblibExecutor", "JoblibFlow", "WorkerLostError"]
@@ -131,7 +131,7 @@ def _task(task, first, n, per_call, device, threads):
 
 
 class JoblibFlow(Flow):
-    """Run a :class:`~flowsim.simulation.Simulation` as joblib tasks.
+    """Run a :class:`~flowsim.core.simulation.Simulation` as joblib tasks.
 
     Takes every keyword of :class:`flowsim.Flow` (same meaning, same bits for
     the same seed), plus:

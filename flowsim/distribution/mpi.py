@@ -23,10 +23,10 @@ Faults: see :mod:`flowsim.distribution.mpicomm`, which holds the collective.
 import os
 import socket
 
-from ..backend import ENTRY, Executor, RunAhead, block_seconds, entry, stack
-from ..flow import Flow
-from ..log import logger
-from ..result import Result
+from ..core.backend import ENTRY, Executor, RunAhead, block_seconds, entry, stack
+from ..core.flow import Flow
+from ..core.log import logger
+from ..core.result import Result
 from ..schedule import Throughput, static_shares
 from .mpicomm import MPIProcesses, RankError, _agreed, _install_excepthook, _Mute, _wait, mpi, place  # noqa: F401
 
@@ -41,7 +41,7 @@ class MPIExecutor(Executor):
     Shares come from :func:`flowsim.schedule.static_shares`: equal, or (for
     ``schedule="weighted"``) in proportion to the ranks' measured speeds.
     While waiting for the others a rank computes its share of the next
-    iteration (:class:`~flowsim.backend.RunAhead`) in steps of ``AHEAD_STEP``
+    iteration (:class:`~flowsim.core.backend.RunAhead`) in steps of ``AHEAD_STEP``
     seconds, when ``run_ahead`` and the node has a core for every rank.
     """
 
@@ -173,7 +173,7 @@ class MPIExecutor(Executor):
 
 
 class MPIFlow(Flow):
-    """Run a :class:`~flowsim.simulation.Simulation` across the ranks of ``comm``.
+    """Run a :class:`~flowsim.core.simulation.Simulation` across the ranks of ``comm``.
 
     Every rank calls this constructor and :meth:`run` with the same arguments
     (checked: a rank with another configuration stops every rank with an
@@ -308,7 +308,7 @@ class MPIFlow(Flow):
 
 # -- helpers ------------------------------------------------------------------------------
 def _resolve(device):
-    from .._tf import resolve_device
+    from ..core.lazy_tf import resolve_device
     return resolve_device(device)
 
 

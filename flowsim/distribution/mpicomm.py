@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from .._tf import tf
-from ..backend import Processes, describe, set_threads
+from ..core.backend import Processes, describe, set_threads
+from ..core.lazy_tf import tf
 
 
 class RankError(RuntimeError):

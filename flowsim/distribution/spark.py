@@ -3,9 +3,9 @@
 Each iteration is one Spark job (one job does several iterations when the
 simulation's state stays put: ``run_ahead``).  The blocks of the iteration are
 cut into ``partitions`` contiguous runs; partition ``p`` is one task that runs
-its blocks through :func:`flowsim.kernel.run_chunk` (in calls of at most
+its blocks through :func:`flowsim.core.kernel.run_chunk` (in calls of at most
 ``events_limit`` events) and returns ``(iteration, first_block, rows)``.  The
-driver puts the rows in block order with :class:`flowsim.blocks.RowCollector`,
+driver puts the rows in block order with :class:`flowsim.core.blocks.RowCollector`,
 which refuses a missing or repeated block, and adds them exactly as
 :class:`flowsim.Flow` does: same seed, same float64 bits.  Spark places,
 retries and reports the tasks; a retried task recomputes exactly the same
@@ -16,7 +16,7 @@ standalone worker that died): while a job runs on a cluster, a watcher thread
 warns on the ``flowsim`` logger and cancels the job (by its job tag) after
 ``executor_timeout`` seconds without a live executor.
 
-The :class:`~flowsim.kernel.IterationTask` (the simulation and its adaptive
+The :class:`~flowsim.core.kernel.IterationTask` (the simulation and its adaptive
 state) is serialised with cloudpickle, as Spark pickles functions; up to
 ``INLINE_TASK_BYTES`` it travels in the job's closure, above that it is
 broadcast once per iteration.  On executors, each Python worker imports
@@ -35,11 +35,11 @@ import re
 import time
 import uuid
 
-from .._tf import device_name
-from ..backend import Executor, RemoteError, RunAhead, rebuild
-from ..blocks import check_count
-from ..flow import Flow
-from ..kernel import layout
+from ..core.backend import Executor, RemoteError, RunAhead, rebuild
+from ..core.blocks import check_count
+from ..core.flow import Flow
+from ..core.kernel import layout
+from ..core.lazy_tf import device_name
 from ..schedule import static_shares
 from .spark_session import EXECUTOR_POLL, _check_timeout, _ExecutorWatch, _session  # noqa: F401
 from .spark_worker import _WORKER, ERROR_TAG, _run_partition, task_device  # noqa: F401
@@ -69,7 +69,7 @@ class _TaskFailed(SparkTaskError, RemoteError):
 
 
 class SparkFlow(Flow):
-    """Run a :class:`~flowsim.simulation.Simulation` as Spark tasks.
+    """Run a :class:`~flowsim.core.simulation.Simulation` as Spark tasks.
 
     Takes every keyword of :class:`flowsim.Flow` (same meaning, same bits for
     the same seed), plus:

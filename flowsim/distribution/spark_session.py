@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from ..log import logger
+from ..core.log import logger
 
 #: Seconds between two looks at the live executors while a job runs on a cluster.
 EXECUTOR_POLL = 0.5

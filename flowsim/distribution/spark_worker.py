@@ -2,9 +2,9 @@
 
 Each Python worker (Spark reuses them) sets itself up once (quiet logs,
 TensorFlow threads = the task's cores, GPUs), keeps the latest task by job,
-runs its partition's blocks through :func:`flowsim.kernel.run_chunk` and
+runs its partition's blocks through :func:`flowsim.core.kernel.run_chunk` and
 returns ``(iteration, first_block, rows, start, end, label)`` per call.  A
-failure travels to the driver as :func:`flowsim.backend.describe`'s account,
+failure travels to the driver as :func:`flowsim.core.backend.describe`'s account,
 base64 JSON behind ``ERROR_TAG`` in the exception text (Py4J keeps only text).
 
 PySpark's worker daemon runs a full ``gc.collect()`` after every task of a
@@ -15,7 +15,7 @@ costs").  So after a task that imported TensorFlow or compiled a kernel, the
 worker collects once and then ``gc.freeze()``-s what is there (long-lived:
 modules, graphs, kernels); later collections only look at objects made since.
 Cyclic garbage of those objects is not collected (e.g. a kernel dropped from
-:mod:`flowsim.kernel`'s cache of ``MAX_KERNELS``): a bounded leak per distinct
+:mod:`flowsim.core.kernel`'s cache of ``MAX_KERNELS``): a bounded leak per distinct
 simulation.
 """
 import base64
@@ -26,14 +26,14 @@ import os
 import threading
 import time
 
-from ..backend import describe, set_threads
-from ..blocks import cut
-from ..kernel import run_chunk, trace_counts
+from ..core.backend import describe, set_threads
+from ..core.blocks import cut
+from ..core.kernel import run_chunk, trace_counts
 
 ERROR_TAG = "flowsim-task-error"
 
 #: Per Python worker: whether TF is set up and the latest task by job key; its
-#: compiled kernels stay in :mod:`flowsim.kernel`'s cache (a task's simulation
+#: compiled kernels stay in :mod:`flowsim.core.kernel`'s cache (a task's simulation
 #: keeps its trace key through pickling).
 _WORKER = {"ready": False, "frozen": False, "tasks": {}}
 _WORKER_LOCK = threading.Lock()
@@ -45,7 +45,7 @@ def _setup_worker(ctx, requested):
         return
     logging.getLogger("flowsim").setLevel(logging.WARNING)
     set_threads(max(1, int(ctx.cpus())), keep=True)   # the task's cores, if still possible
-    from .._tf import tf
+    from ..core.lazy_tf import tf
     t = tf()
     gpus = t.config.list_physical_devices("GPU")
     if gpus and requested is None:
@@ -109,7 +109,7 @@ def _run_partition(payload, job, per_call, requested, iterations, index, chunks)
     try:
         _setup_worker(ctx, requested)
         task = _worker_task(payload, job)
-        from .._tf import logical_devices
+        from ..core.lazy_tf import logical_devices
         device = task_device(requested, ctx.resources(), logical_devices())
         label = f"{os.uname().nodename}:{os.getpid()}/{device}"
         out = []

@@ -3,7 +3,7 @@
 :class:`ScheduledFlow` runs an iteration's chunks on several devices at once,
 cut by a policy of :mod:`flowsim.schedule`; :class:`ThreadPoolFlow` is the same
 machinery with its default policy.  Each worker runs its chunks inside its
-device scope through :meth:`flowsim.backend.Executor.compute` (one compiled
+device scope through :meth:`flowsim.core.backend.Executor.compute` (one compiled
 function per device, traced once) and reports it to the Flow, so every chunk
 lands in ``Result.timeline``.  Rows are
 added in block order: every device count and schedule gives the bits of
@@ -47,14 +47,14 @@ re-raised with its traceback.
 """
 import threading
 
-from .. import _tf
 from .. import schedule as sched_mod
-from .._tf import device_name, logical_devices, resolve_device, tf
-from ..backend import Executor, set_threads, thread_settings
-from ..blocks import check_count
-from ..flow import Flow
-from ..kernel import trace_counts
-from ..log import logger
+from ..core import lazy_tf as _tf
+from ..core.backend import Executor, set_threads, thread_settings
+from ..core.blocks import check_count
+from ..core.flow import Flow
+from ..core.kernel import trace_counts
+from ..core.lazy_tf import device_name, logical_devices, resolve_device, tf
+from ..core.log import logger
 
 #: Weight of earlier iterations in the learned device speeds.
 DECAY = 0.5

@@ -11,10 +11,7 @@
 
 Needs pandas (``pip install 'flowsim[finance]'``) for the sweep tables.
 """
-from .models import GBM, Heston
-from .payoffs import AsianCall, EuropeanCall, EuropeanPut, GeometricAsianCall, Payoff, UpAndOutCall
-from .pricing import PathSimulation, price
-from .sweep import (
+from .backtest import (
     METRICS,
     backtest_metrics,
     crossover_positions,
@@ -23,6 +20,9 @@ from .sweep import (
     rolling_means,
     strategy_sweep,
 )
+from .models import GBM, Heston
+from .payoffs import AsianCall, EuropeanCall, EuropeanPut, GeometricAsianCall, Payoff, UpAndOutCall
+from .pricing import PathSimulation, price
 
 __all__ = ["GBM", "Heston", "AsianCall", "EuropeanCall", "EuropeanPut", "GeometricAsianCall",
            "Payoff", "UpAndOutCall", "PathSimulation", "price", "METRICS", "backtest_metrics",

@@ -12,7 +12,7 @@ float32 uses ``tf.math.log``.
 """
 import math
 
-from .._tf import tf
+from ..core.lazy_tf import tf
 
 _LN2_HI = 6.93147180369123816490e-01     # fdlibm split of ln 2: hi has 32 low zero bits
 _LN2_LO = 1.90821492927058770002e-10

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from .sweep import METRICS
+from .backtest import METRICS
 
 
 def _is_root():
@@ -34,7 +34,7 @@ def _max_diffs(a, b):
 
 def precision_check(close, pairs, table64=None, **kwargs):
     """``(table64, table32, {metric: max |float32 - float64|})`` over the grid."""
-    from .sweep import ma_crossover_sweep
+    from .backtest import ma_crossover_sweep
     if table64 is None:
         table64 = ma_crossover_sweep(close, pairs, **kwargs)
     table32 = ma_crossover_sweep(close, pairs, dtype="float32", **kwargs)
@@ -44,7 +44,7 @@ def precision_check(close, pairs, table64=None, **kwargs):
 def backtest_report(bars, top=10, backend=None, dtype="float64", out=print, as_json=False,
                     **flow_kwargs):
     """Sweep the default grid over ``bars``; print the best pairs and the float32 check."""
-    from .sweep import ma_crossover_sweep
+    from .backtest import ma_crossover_sweep
     close = bars["close"].to_numpy(np.float64)
     pairs = default_grid(len(close))
     start = time.perf_counter()

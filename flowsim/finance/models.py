@@ -8,7 +8,7 @@ Models are frozen dataclasses: hashable, picklable, and compared by value.
 import math
 from dataclasses import dataclass
 
-from .._tf import tf
+from ..core.lazy_tf import tf
 from . import fastmath
 
 

@@ -9,7 +9,7 @@ payoff's dates must fall on that grid (Asian fixings: ``n_steps`` a multiple of
 import math
 from dataclasses import dataclass
 
-from .._tf import tf
+from ..core.lazy_tf import tf
 from .models import _POSITIVE, _check_fields
 
 

@@ -2,7 +2,7 @@
 
 :class:`PathSimulation` is a :class:`flowsim.Simulation` whose ``dim`` is the
 number of normals a path needs (``n_steps * model.factors``).  A block's normals
-are the inverse normal CDF of its counter-based uniforms (:mod:`flowsim.rng`),
+are the inverse normal CDF of its counter-based uniforms (:mod:`flowsim.core.rng`),
 so they are a pure function of (seed, block): a price keeps its bits for any
 ``events_limit``, device count or backend.
 """
@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 
-from .. import rng
-from .._tf import tf
-from ..reduce import block_sum
-from ..simulation import Simulation
+from ..core import rng
+from ..core.lazy_tf import tf
+from ..core.simulation import Simulation
+from ..core.sums import block_sum
 from . import fastmath
 from .models import GBM, Heston
 from .payoffs import AsianCall, Payoff
@@ -185,7 +185,7 @@ class PathSimulation(Simulation):
         return (self.model, self.payoff, self.n_steps, self.antithetic, self.control)
 
     def config(self):
-        from ..fingerprint import digest
+        from ..core.fingerprint import digest
         return {"class": "PathSimulation", "model": repr(self.model),
                 "payoff": repr(self.payoff), "n_steps": self.n_steps,
                 "antithetic": self.antithetic, "control": self.control,
@@ -199,8 +199,8 @@ def _simulation(model, payoff, n_steps, antithetic, control):
 
 def default_block_size(n_events, dim, lanes_per_event=2, budget=1 << 21):
     """Events per block: even blocks with at most ``budget`` normals in flight."""
-    from ..blocks import BLOCK_QUANTUM
-    from ..blocks import default_block_size as even
+    from ..core.blocks import BLOCK_QUANTUM
+    from ..core.blocks import default_block_size as even
     cap = max(BLOCK_QUANTUM, budget // (dim * lanes_per_event) // BLOCK_QUANTUM * BLOCK_QUANTUM)
     return even(n_events, max_block=cap)
 
@@ -240,8 +240,8 @@ def price(model, payoff, n_paths, n_steps, seed=None, antithetic=True, backend=N
 
     ``Result.value`` is the price, ``Result.error`` its standard error.
     """
-    from ..backends import flow_class
-    from ..blocks import check_count
+    from ..core.blocks import check_count
+    from ..distribution.registry import flow_class
     n_paths = check_count("n_paths", n_paths)
     if antithetic is True and n_paths % 2:
         raise ValueError(f"n_paths must be even with antithetic=True (paths come in "

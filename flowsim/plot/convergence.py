@@ -17,7 +17,7 @@ def _figure(width=8.0, height=4.5):
 
 def _cumulative(values, errors, events, states):
     """The combined estimate of iterations ``0..i`` for every ``i`` (as Result combines)."""
-    from ..stats import combine
+    from ..core.stats import combine
     out_v, out_e = [], []
     for i in range(len(values)):
         m, e, _ = combine(values[:i + 1, None], errors[:i + 1, None], events[:i + 1],
@@ -126,7 +126,7 @@ def save_convergence(result, path, simulation=None, dpi=120):
         second panel with its trained grid.
     dpi : int
     """
-    from ..vegas import Vegas
+    from ..algorithms.vegas import Vegas
     with_grid = isinstance(simulation, Vegas)
     n_dims = simulation.dim if with_grid else 0
     fig = _figure(height=4.5 + (1.0 + 0.3 * n_dims if with_grid else 0.0))

@@ -1,10 +1,10 @@
-"""Algorithm names used by :func:`flowsim.integrate` and the CLI."""
+"""Algorithm names ("plain", "vegas", "vegasplus") to Simulation classes (integrate, CLI)."""
 import importlib
 
 ALGORITHMS = {
-    "plain": "flowsim.plain:Plain",
-    "vegas": "flowsim.vegas:Vegas",
-    "vegasplus": "flowsim.vegasplus:VegasPlus",
+    "plain": "flowsim.algorithms.plain:Plain",
+    "vegas": "flowsim.algorithms.vegas:Vegas",
+    "vegasplus": "flowsim.algorithms.vegasplus:VegasPlus",
 }
 
 

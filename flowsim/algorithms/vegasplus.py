@@ -1,0 +1,307 @@
+"""VEGAS+: the VEGAS map plus adaptive stratified sampling (Lepage 2021, arXiv 2009.05112).
+
+The unit cube of ``y`` is cut into ``H = prod(nstrat)`` hypercubes.  Each
+iteration gives hypercube ``h`` ``n_h`` events (at least two), chosen between
+iterations from the standard deviation ``sigma_h`` of ``f J`` measured in it:
+``n_h - n_min`` proportional to ``sigma_h ** beta``.  The integral is the sum of
+the hypercube means and its variance the sum of their variances.
+
+Distributable like any Simulation: the allocation is numpy state fixed before an
+iteration starts (:meth:`VegasPlus.prepare`), the events of the iteration are laid
+out on the block grid in hypercube order (a cumulative-count table in the state
+tells the kernel which hypercube event ``e`` belongs to), and the per-hypercube
+sums are per-block accumulators added in block order.  So any chunking, device
+count or backend gives the same bits, and exactly ``n_events`` events run.
+"""
+import numpy as np
+
+from ..core.blocks import check_count
+from ..core.lazy_tf import tf
+from ..core.sums import block_sum, segment_block_sum
+from .histogram import estimate_record
+from .vegas import Vegas, check_fraction
+
+#: Default cap on the number of hypercubes (per-block accumulators are 2*k*H floats).
+MAX_HCUBES = 1 << 16
+#: Default average events per hypercube used to choose ``nstrat``.
+EVENTS_PER_HCUBE = 24
+
+
+def choose_nstrat(dim, n_events, max_hcubes=MAX_HCUBES, per_hcube=EVENTS_PER_HCUBE):
+    """Strata per axis: as even as possible with ``prod <= min(max_hcubes, n / per_hcube)``."""
+    limit = max(1, min(max_hcubes, n_events // per_hcube))
+    ns = max(1, int(np.floor(limit ** (1.0 / dim) + 1e-9)))
+    while ns ** dim > limit:
+        ns -= 1
+    nstrat = [ns] * dim
+    for d in range(dim):            # give some axes one more stratum while it fits
+        trial = list(nstrat)
+        trial[d] += 1
+        if np.prod(trial, dtype=np.float64) <= limit:
+            nstrat = trial
+    return np.array(nstrat, dtype=np.int64)
+
+
+def allocate(weights, n_events, n_min):
+    """Integer events per hypercube: ``n_min`` each plus the rest in proportion
+    to ``weights`` (largest remainders, ties to the lower index); sums to ``n_events``."""
+    weights = np.asarray(weights, dtype=np.float64)
+    h = weights.size
+    rest = n_events - h * n_min
+    total = weights.sum()
+    if not (total > 0 and np.isfinite(total)):
+        weights, total = np.ones(h), float(h)
+    share = rest * (weights / total)
+    base = np.floor(share).astype(np.int64)
+    left = int(rest - base.sum())
+    if left > 0:
+        order = np.argsort(-(share - base), kind="stable")
+        base[order[:left]] += 1
+    return n_min + base
+
+
+def _cumsum(x, group=64):
+    """Inclusive cumulative sum of an int32 vector whose size is a multiple of ``group``,
+    in two short levels (XLA lowers one long cumsum to a quadratic window reduction)."""
+    t = tf()
+    rows = t.reshape(x, [-1, group])
+    inner = t.math.cumsum(rows, axis=1)
+    outer = t.math.cumsum(inner[:, -1], exclusive=True)
+    return t.reshape(inner + outer[:, None], [-1])
+
+
+def _hypercube_of(ends, first, size, h):
+    """Hypercube of events ``first .. first+size-1``: ``i`` with ``ends[i-1] <= e < ends[i]``.
+
+    O(size + h) per block: the hypercube of the first event counts the ``ends`` at
+    or below it; the hypercubes starting inside the block (at most ``size`` of them,
+    as each has at least one event) mark their first event, and a cumulative sum of
+    the marks numbers the rest.  Padding events past the last end get ``h - 1``.
+    """
+    t = tf()
+    h0 = t.reduce_sum(t.cast(ends <= first, t.int32))
+    width = min(h, size)
+    start = t.minimum(h0, h - width)
+    window = t.gather(ends, start + t.range(width)) - first               # [width]
+    inside = (window > 0) & (window < size)
+    pos = t.where(inside, t.cast(window, t.int32), size)
+    marks = t.math.unsorted_segment_sum(t.ones([width], t.int32), pos, size + 1)[:size]
+    return t.minimum(h0 + _cumsum(marks), h - 1)
+
+
+class VegasPlus(Vegas):
+    """VEGAS+ integration: the VEGAS map plus adaptive stratified sampling.
+
+    Parameters
+    ----------
+    integrand, dim, limits, n_bins, train, histograms, grid
+        As for :class:`flowsim.Vegas` (``train`` also picks which component's
+        ``sigma_h`` drives the allocation, or their quadrature sum for
+        ``"norm"``).
+    alpha : float
+        Damping of the map refinement, >= 0.  Default 0.5 (``vegas``'s), not
+        Vegas' 1.5: with stratification the per-increment training data is
+        noisier, and a map that follows the noise samples worse (the
+        comparison on the 8-dim double Gaussian: ``docs/performance.rst``).
+        Smaller values adapt more slowly and more steadily; raise it if the
+        map is still improving after many iterations (the per-iteration
+        errors still falling).
+    beta : float
+        Damping of the stratification, in [0, 1] (default 0.75, as in
+        ``vegas``).  0 gives every hypercube the same events (plain
+        stratification); 1 allocates in proportion to ``sigma_h`` (optimal
+        in theory, but noisy estimates of ``sigma_h`` make it over-react).
+    nstrat : sequence of int or None
+        Strata per axis.  Default: chosen at the first iteration from its
+        event count, as even as possible with at most ``max_hcubes`` hypercubes
+        and about ``24`` events per hypercube on average.  Fixed afterwards
+        (the kernel's state shapes depend on it).
+    max_hcubes : int
+        Cap on the number of hypercubes when ``nstrat`` is chosen (default
+        65,536).  Each block returns ``2 k H`` floats of per-hypercube sums,
+        so this bounds the memory and traffic per block.
+    neval_frac : float
+        Fraction of the events allocated adaptively, in [0, 1) (default 0.75);
+        the others are spread evenly (at least 2 per hypercube).
+
+    ``sigma_h`` is the per-event standard deviation of ``f J`` in the
+    hypercube times its volume (so ``beta = 1`` is Neyman's optimal
+    allocation); the ``vegas`` package uses the standard deviation of the
+    hypercube's mean instead, which also depends on the previous ``n_h``.
+    The allocation uses only the last iteration (no averaging), like ``vegas``.
+
+    An iteration of ``n_events`` needs ``n_events >= 2 H``.  The stratified
+    estimate is ``sum_h V_h mean_h(f J)`` with variance ``sum_h V_h^2
+    var_h(f J) / n_h``.  Histograms weight each event by ``V_h n / n_h``;
+    their errors use the unstratified formula (an approximation: it
+    ignores the stratification).  :meth:`sample` draws from the map only.
+    """
+
+    _count_increments = True          # y is stratified: the map trains on real counts
+
+    def __init__(self, integrand, dim, limits=None, n_bins=50, alpha=0.5, beta=0.75,
+                 nstrat=None, max_hcubes=MAX_HCUBES, neval_frac=0.75, train=0,
+                 histograms=(), grid=None):
+        self.beta = check_fraction("beta", beta, 0.0, 1.0)
+        self.max_hcubes = check_count("max_hcubes", max_hcubes)
+        self.neval_frac = check_fraction("neval_frac", neval_frac, 0.0, 1.0)
+        if self.neval_frac >= 1.0:
+            raise ValueError(f"neval_frac must be in [0, 1), got {neval_frac!r}")
+        self.nstrat = None
+        self.sigf = None                   # sigma_h ** beta, per hypercube
+        self._alloc = None                 # (n_events, counts) of the next iteration
+        super().__init__(integrand, dim, limits=limits, n_bins=n_bins, alpha=alpha,
+                         train=train, histograms=histograms, grid=grid)
+        if nstrat is not None:
+            self._set_nstrat(nstrat)
+
+    # -- the stratification --------------------------------------------------------
+    def _set_nstrat(self, nstrat):
+        ns = np.array(nstrat).reshape(-1)
+        if ns.shape != (self.dim,) or not np.issubdtype(ns.dtype, np.integer) or np.any(ns < 1):
+            raise ValueError(f"nstrat must be {self.dim} integers >= 1, got {nstrat!r}")
+        self.nstrat = ns.astype(np.int64)
+        if self.sigf is None or self.sigf.size != self.n_hcubes:
+            self.sigf = np.ones(self.n_hcubes)
+        self._alloc = None
+
+    @property
+    def n_hcubes(self):
+        return int(np.prod(self.nstrat)) if self.nstrat is not None else None
+
+    def prepare(self, n_events):
+        """Fix the hypercube allocation of the next iteration of ``n_events`` events."""
+        n_events = check_count("n_events", n_events)
+        if self.nstrat is None:
+            self._set_nstrat(choose_nstrat(self.dim, n_events, self.max_hcubes))
+        h = self.n_hcubes
+        if n_events < 2 * h:
+            raise ValueError(f"VegasPlus needs n_events >= 2 * hypercubes = {2 * h} "
+                             f"(nstrat={self.nstrat.tolist()}), got {n_events}; pass a "
+                             f"smaller nstrat or max_hcubes")
+        if self._alloc is None or self._alloc[0] != n_events:
+            n_min = max(2, int((1.0 - self.neval_frac) * n_events / h))
+            n_min = min(n_min, n_events // h)
+            weights = self.sigf if self.beta > 0 else np.ones(h)
+            self._alloc = (n_events, allocate(weights, n_events, n_min))
+
+    @property
+    def counts(self):
+        """Events per hypercube of the next iteration (after :meth:`prepare`)."""
+        return None if self._alloc is None else self._alloc[1]
+
+    # -- the Simulation contract ---------------------------------------------------
+    def accumulators(self):
+        acc = super().accumulators()
+        k = max(self.components, 1)
+        del acc["sum"], acc["m2"], acc["count"]
+        acc["hcube"] = (self._need_nstrat(), 2 * k)
+        return acc
+
+    def _need_nstrat(self):
+        if self.nstrat is None:
+            raise RuntimeError("VegasPlus: the hypercubes are chosen from the first "
+                               "iteration's size; run it in a Flow (or call prepare(n_events) "
+                               "or pass nstrat=) first")
+        return self.n_hcubes
+
+    def state(self):
+        h = self._need_nstrat()
+        if self._alloc is None:
+            raise RuntimeError("VegasPlus.state() before prepare(n_events)")
+        n_events, counts = self._alloc
+        cum = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        stride = np.concatenate([[1], np.cumprod(self.nstrat)[:-1]]).astype(np.int64)
+        st = super().state()
+        st.update({"ends": cum[1:], "nstrat": self.nstrat.copy(), "stride": stride,
+                   "hweight": (n_events / h) / counts.astype(np.float64)})
+        return st
+
+    def inputs(self, key, first_event, size, dtype, state):
+        u = super().inputs(key, first_event, size, dtype, state)
+        return {"u": u, "first": first_event}
+
+    def block(self, inputs, valid, state):
+        t = tf()
+        u, first = inputs["u"], inputs["first"]
+        size = u.shape[0]
+        h = self.n_hcubes
+        cube = _hypercube_of(state["ends"], first, size, h)
+        digits = (t.cast(cube, t.int64)[:, None] // state["stride"]) % state["nstrat"]
+        y = (t.cast(digits, u.dtype) + u) / t.cast(state["nstrat"], u.dtype)
+        x, v, keep, bad, ids = self._core(y, valid, state["left"], state["width"])
+        seg = t.where(keep, cube, h)
+        hc = segment_block_sum(t.concat([v, v * v], axis=1), seg, h + 1)[:h]
+        out = {"hcube": hc, "nonfinite": block_sum(t.cast(bad, t.float64)),
+               **self._train(self._training_value(v), ids, keep, state)}
+        if self.histograms:
+            w = v * t.gather(state["hweight"], cube)[:, None]
+            for hist in self.histograms:
+                out.update(hist.block(x, w[:, hist.component]))
+        return out
+
+    def _hcube_stats(self, totals, n_events):
+        if self._alloc is None or self._alloc[0] != n_events:
+            raise RuntimeError("VegasPlus: totals do not match the prepared allocation")
+        counts = self._alloc[1].astype(np.float64)[:, None]
+        k = max(self.components, 1)
+        s1, s2 = totals["hcube"][:, :k], totals["hcube"][:, k:]
+        dv = 1.0 / self.n_hcubes
+        mean = s1 / counts
+        var = np.maximum(s2 - s1 * mean, 0.0) / (counts - 1.0)   # per-event variance
+        return dv * mean, dv * dv * var, counts
+
+    def estimate(self, totals, n_events):
+        mean, var, counts = self._hcube_stats(totals, n_events)
+        value = mean.sum(axis=0)
+        error = np.sqrt((var / counts).sum(axis=0))
+        return estimate_record(value, error, self.components, self.histograms, totals,
+                               n_events)
+
+    def adapt(self, totals, n_events):
+        if self.frozen:
+            return
+        _, var, _ = self._hcube_stats(totals, n_events)
+        sigma2 = var.sum(axis=1) if self.train == "norm" else var[:, self.train]
+        if self.beta > 0:
+            self.sigf = np.sqrt(sigma2) ** self.beta
+        super().adapt(totals, n_events)
+        self._alloc = None
+
+    # -- save / load, checkpoints ----------------------------------------------------
+    def _strata(self):
+        """``nstrat`` and ``sigf`` (none before the hypercubes are chosen)."""
+        if self.nstrat is None:
+            return {}
+        return {"nstrat": self.nstrat.copy(), "sigf": self.sigf.copy()}
+
+    def _set_strata(self, arrays):
+        """Restore what :meth:`_strata` gave; False if ``arrays`` has none."""
+        if "nstrat" not in arrays:
+            return False
+        self._set_nstrat(arrays["nstrat"])
+        self.sigf = np.array(arrays["sigf"], dtype=np.float64)
+        return True
+
+    def _grid_arrays(self):
+        return {"edges": self.edges, **self._strata()}
+
+    def _set_grid_arrays(self, arrays):
+        self.set_edges(arrays["edges"])
+        self._set_strata(arrays)
+
+    def config(self):
+        cfg = super().config()
+        cfg.update({"beta": self.beta, "neval_frac": self.neval_frac,
+                    "max_hcubes": self.max_hcubes})
+        return cfg
+
+    def get_state(self):
+        return {**super().get_state(), **self._strata()}
+
+    def set_state(self, state):
+        super().set_state(state)
+        if not self._set_strata(state) and self.nstrat is not None:
+            # a state from before any iteration
+            self.sigf = np.ones(self.n_hcubes)
+        self._alloc = None

@@ -1,0 +1,160 @@
+"""The block grid of an iteration, and the block-order reduction.
+
+An iteration of ``n_events`` is cut into ``n_blocks`` blocks of ``block_size``
+events (the last one may be partly empty; its missing events are masked).  The
+random numbers of a block depend only on (seed, iteration, block index), and a
+chunk returns one row of partial sums per block.  The driver adds rows in block
+order with :func:`reduce_rows`, so totals cannot depend on how blocks were
+grouped into chunks, where they ran or when they finished.
+"""
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Block sizes are multiples of this, so in-block sums can use a fixed
+#: two-stage tree (see :func:`flowsim.core.sums.block_sum`).
+BLOCK_QUANTUM = 64
+#: Default upper bound on the events of one block.
+MAX_BLOCK = 1 << 16
+
+
+def check_count(name, value, minimum=1):
+    """Raise a clear error unless ``value`` is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, float) and value.is_integer():
+            raise TypeError(f"{name} must be an integer, got the float {value!r}; "
+                            f"write {int(value)}")
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def default_block_size(n_events, max_block=MAX_BLOCK):
+    """Even blocks of at most ``max_block`` events, rounded up to the quantum.
+
+    With ``n_events`` = 2*10^6 this gives 31 blocks of 64,576 events, so at most
+    ``BLOCK_QUANTUM * n_blocks`` events per iteration are padding.
+    """
+    n_blocks = math.ceil(n_events / max_block)
+    per_block = math.ceil(n_events / n_blocks)
+    return math.ceil(per_block / BLOCK_QUANTUM) * BLOCK_QUANTUM
+
+
+@dataclass(frozen=True)
+class BlockGrid:
+    """``n_events`` laid out in blocks of ``block_size``."""
+
+    n_events: int
+    block_size: int
+
+    def __post_init__(self):
+        check_count("n_events", self.n_events)
+        check_count("block_size", self.block_size)
+        if self.block_size % BLOCK_QUANTUM:
+            raise ValueError(f"block_size must be a multiple of {BLOCK_QUANTUM}, "
+                             f"got {self.block_size}")
+
+    @property
+    def n_blocks(self):
+        return math.ceil(self.n_events / self.block_size)
+
+    def blocks_per_call(self, events_limit):
+        """Whole blocks in one call of at most ``events_limit`` events (at least 1)."""
+        return max(1, events_limit // self.block_size)
+
+    def events_in(self, first_block, n_blocks):
+        """Real (unmasked) events in blocks ``first_block .. first_block+n_blocks-1``."""
+        start = first_block * self.block_size
+        stop = min((first_block + n_blocks) * self.block_size, self.n_events)
+        return max(stop - start, 0)
+
+
+def cut(first, n, per):
+    """Blocks ``first .. first+n-1`` as runs ``[(first, n)]`` of at most ``per`` blocks."""
+    return [(b, min(per, first + n - b)) for b in range(first, first + n, per)]
+
+
+def reduce_rows(rows):
+    """Add per-block rows ``[n_blocks, width]`` in block order (float64).
+
+    Written as an explicit left-to-right loop: the bits of the total are a
+    function of the rows alone, the same on every backend.
+    """
+    rows = np.asarray(rows, dtype=np.float64)
+    total = rows[0].copy()
+    for row in rows[1:]:
+        total += row
+    return total
+
+
+class RowCollector:
+    """Gathers chunk rows into block order, checking every block arrives once."""
+
+    def __init__(self, n_blocks, width):
+        self.rows = np.zeros((n_blocks, width), dtype=np.float64)
+        self.seen = np.zeros(n_blocks, dtype=np.int64)
+
+    def add(self, first_block, rows):
+        rows = np.asarray(rows, dtype=np.float64)
+        n = rows.shape[0]
+        n_blocks, width = self.rows.shape
+        if rows.ndim != 2 or rows.shape[1] != width:
+            raise RuntimeError(f"block bookkeeping failed: got rows of width "
+                               f"{rows.shape[-1] if rows.ndim == 2 else list(rows.shape)}, "
+                               f"expected {width}")
+        if first_block < 0 or first_block + n > n_blocks:
+            raise RuntimeError(f"block bookkeeping failed: a chunk of blocks {first_block}.."
+                               f"{first_block + n - 1} is outside the grid of {n_blocks} blocks")
+        self.rows[first_block:first_block + n] = rows
+        self.seen[first_block:first_block + n] += 1
+
+    def result(self):
+        missing = np.flatnonzero(self.seen == 0)
+        repeated = np.flatnonzero(self.seen > 1)
+        if missing.size or repeated.size:
+            raise RuntimeError(
+                f"block bookkeeping failed: missing blocks {missing[:10].tolist()}, "
+                f"blocks received twice {repeated[:10].tolist()}; refusing a partial sum")
+        return self.rows
+
+
+def available_memory():
+    """Bytes of free memory (``SC_AVPHYS_PAGES``, or the cgroup's room if less); None if unknown."""
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh, open("/sys/fs/cgroup/memory.current") as cur:
+            limit = fh.read().strip()
+            if limit != "max":
+                free = min(free, int(limit) - int(cur.read()))
+    except (OSError, ValueError):
+        pass
+    return free
+
+
+def check_memory(simulation, n_blocks, available=None):
+    """Refuse, before any compiling, a run whose rows ``[n_blocks, width]`` float64 (one per
+    block, held by the driver) would not fit in ``available`` bytes (default: free memory)."""
+    from .kernel import layout
+    _, width = layout(simulation)
+    row, available = 8 * width, available_memory() if available is None else available
+    if available is None or row * n_blocks <= available:
+        return
+    hists = sorted(getattr(simulation, "histograms", ()), key=lambda h: -h.bins)
+    what = (f"histogram {hists[0].name!r} has {hists[0].bins:,} bins x 2 accumulators; "
+            if hists else "")
+    raise ValueError(
+        f"{type(simulation).__name__}: the accumulators need {_bytes(row)} per block row "
+        f"({what}{width:,} float64) x {n_blocks:,} blocks = {_bytes(row * n_blocks)}, but only "
+        f"{_bytes(available)} of memory is free; use fewer histogram bins or fewer blocks "
+        f"(a larger block_size or fewer n_events)")
+
+
+def _bytes(n):
+    return next(f"{n / 1024 ** i:.1f} {u}" for i, u in enumerate(("B", "KiB", "MiB", "GiB", "TiB"))
+                if n < 1024 ** (i + 1) or u == "TiB")

@@ -1,0 +1,207 @@
+"""Fingerprints: how a checkpoint recognises the simulation that wrote it.
+
+A function (integrand, observable, sweep kernel) is recorded as
+``{"name", "code", "values"}``:
+
+- ``name``: module and qualified name;
+- ``code``: a digest of its code -- bytecode, constants, the global names it
+  uses, defaults, and closure values that are numbers, strings or arrays
+  (nested functions, ``functools.partial``, ``tf.function`` and callable
+  objects are followed; other objects count by their type only, never by
+  ``repr``, which may hold a memory address);
+- ``values``: a digest of its values at :data:`N_POINTS` fixed points of the
+  box, computed eagerly with TensorFlow on CPU:0 in float64 (float32 if only
+  that works), rounded to 10 significant digits (so CPUs that round an
+  ``exp`` differently in the last bit agree, unless a value sits on a
+  rounding boundary).  ``None`` when the function
+  cannot be called eagerly on a ``[n, dim]`` tensor: the fingerprint is then
+  its name and code only.
+
+:func:`digest` also covers data (sweep parameters) and classes (path models
+and payoffs: the code of their methods).  Digests are SHA-256 of deterministic
+bytes: every process (MPI ranks, the Spark driver) computes the same ones for
+the same simulation, and two separately built but identical simulations match.
+Bytecode differs between Python versions, so a checkpoint resumes under the
+Python version that wrote it.  A fingerprint evaluates each function once,
+eagerly, on the :data:`N_POINTS` check points: small next to tracing and
+compiling the kernel (figures in ``docs/performance.rst``).
+"""
+import functools
+import hashlib
+import types
+
+import numpy as np
+
+#: Check points per fingerprint.
+N_POINTS = 32
+_DEPTH = 4          # how deep closures, attributes and containers are followed
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, np.ndarray, np.generic)
+#: flowsim modules that moved in the package layout, hashed under their former names so
+#: that fingerprints, hence checkpoints written before the move, stay the same.
+_FORMER = {"flowsim.core.simulation": "flowsim.simulation", "flowsim.core.flow": "flowsim.flow",
+           "flowsim.core.backend": "flowsim.backend", "flowsim.core.kernel": "flowsim.kernel",
+           "flowsim.core.blocks": "flowsim.blocks", "flowsim.core.sums": "flowsim.reduce",
+           "flowsim.core.rng": "flowsim.rng", "flowsim.core.integrand": "flowsim.domain",
+           "flowsim.core.stats": "flowsim.stats", "flowsim.core.result": "flowsim.result",
+           "flowsim.core.checkpoint": "flowsim.checkpoint",
+           "flowsim.core.fingerprint": "flowsim.fingerprint", "flowsim.core.lazy_tf": "flowsim._tf",
+           "flowsim.core.log": "flowsim.log", "flowsim.algorithms.plain": "flowsim.plain",
+           "flowsim.algorithms.vegas": "flowsim.vegas",
+           "flowsim.algorithms.vegasplus": "flowsim.vegasplus",
+           "flowsim.algorithms.histogram": "flowsim.histogram",
+           "flowsim.algorithms.sweep": "flowsim.sweep",
+           "flowsim.algorithms.registry": "flowsim.algorithms", "flowsim.integrator": "flowsim.api",
+           "flowsim.distribution.registry": "flowsim.backends",
+           "flowsim.targets": "flowsim.examples",
+           "flowsim.finance.backtest": "flowsim.finance.sweep"}
+
+
+def check_points(limits, n=N_POINTS):
+    """``n`` fixed points ``[n, dim]`` (float64) spread over the box ``limits``.
+
+    SplitMix64 of a counter: integer arithmetic, the same bits everywhere.
+    """
+    limits = np.asarray(limits, dtype=np.float64)
+    z = np.arange(1, n * len(limits) + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+        z = (z ^ (z >> np.uint64(shift))) * np.uint64(mult)
+    z ^= z >> np.uint64(31)
+    u = (z >> np.uint64(11)).astype(np.float64).reshape(n, len(limits)) * 2.0 ** -53
+    return limits[:, 0] + u * (limits[:, 1] - limits[:, 0])
+
+
+def fingerprint(fn, points=None):
+    """``{"name", "code", "values"}`` of callable ``fn`` (``values`` only with ``points``)."""
+    target = _unwrap(fn)
+    if isinstance(target, functools.partial):
+        target = _unwrap(target.func)
+    module = getattr(target, "__module__", None) or type(target).__module__
+    module = _FORMER.get(module, module)
+    qualname = getattr(target, "__qualname__", None) or type(target).__qualname__
+    return {"name": f"{module}.{qualname}", "code": digest(fn),
+            "values": None if points is None else values_digest(fn, points)}
+
+
+def values_digest(fn, points):
+    """Digest of ``fn(points)`` evaluated eagerly on CPU:0, or None if that fails.
+
+    A ``tf.function`` is called through its Python function: no trace, no XLA
+    compilation for the check points' shape.
+    """
+    from .lazy_tf import tf
+    t = tf()
+    fn = _unwrap(fn)
+    for dtype in (np.float64, np.float32):
+        try:
+            with t.device("CPU:0"):
+                out = np.asarray(fn(t.constant(points.astype(dtype))), dtype=np.float64)
+        except Exception:  # noqa: BLE001 - not eager-callable: name and code only
+            continue
+        text = " ".join(np.char.mod("%.9e", out.ravel() + 0.0))     # + 0.0: -0 is 0
+        return _hex(f"{dtype.__name__}{list(out.shape)}:{text}".encode())
+    return None
+
+
+def digest(obj):
+    """Digest of a function's or class's code (see the module doc), or of data:
+    numbers, strings, arrays (dtype, shape, bytes) and containers of them."""
+    h = hashlib.sha256()
+    _feed(h, obj, 0, set())
+    return h.hexdigest()[:16]
+
+
+def _hex(data):
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _unwrap(fn):
+    return getattr(fn, "python_function", fn)       # tf.function -> the Python function
+
+
+def _feed(h, obj, depth, seen):
+    def put(*parts):
+        h.update(("\x1f".join(map(str, parts)) + "\x1e").encode())
+
+    if isinstance(obj, (np.ndarray, np.generic)):
+        a = np.ascontiguousarray(obj)
+        put("array", a.dtype.str, a.shape)
+        if a.dtype.hasobject:
+            for v in a.ravel():
+                _feed(h, v, depth + 1, seen)
+        else:
+            h.update(a.tobytes())
+        return
+    if isinstance(obj, _PLAIN):
+        put(type(obj).__name__, repr(obj))
+        return
+    if depth > _DEPTH or id(obj) in seen:
+        put("...", type(obj).__qualname__)
+        return
+    seen.add(id(obj))
+    obj = _unwrap(obj)
+    if isinstance(obj, types.CodeType):
+        put("code", obj.co_argcount, obj.co_kwonlyargcount, obj.co_names)
+        h.update(obj.co_code)
+        for c in obj.co_consts:
+            _feed(h, c, depth, seen)
+    elif isinstance(obj, types.FunctionType):
+        put("function", _FORMER.get(obj.__module__, obj.__module__), obj.__qualname__)
+        for part in (obj.__code__, obj.__defaults__, obj.__kwdefaults__):
+            _feed(h, part, depth, seen)
+        for cell in obj.__closure__ or ():
+            try:
+                _feed(h, cell.cell_contents, depth + 1, seen)
+            except ValueError:                      # an empty cell
+                put("empty")
+    elif isinstance(obj, types.MethodType):
+        _feed(h, obj.__func__, depth, seen)
+        _feed(h, obj.__self__, depth + 1, seen)
+    elif isinstance(obj, functools.partial):
+        put("partial")
+        for part in (obj.func, obj.args, obj.keywords):
+            _feed(h, part, depth, seen)
+    elif isinstance(obj, types.ModuleType):
+        put("module", _FORMER.get(obj.__name__, obj.__name__))
+    elif isinstance(obj, type):
+        put("class", _FORMER.get(obj.__module__, obj.__module__), obj.__qualname__)
+        for klass in obj.__mro__[:-1]:              # not object
+            for name, attr in sorted(vars(klass).items()):
+                attr = getattr(attr, "__func__", attr)      # staticmethod, classmethod
+                attr = getattr(attr, "fget", attr)          # property
+                if isinstance(attr, types.FunctionType):
+                    put(name)
+                    _feed(h, attr, depth + 1, seen)
+    elif isinstance(obj, (tuple, list)):
+        put(type(obj).__name__, len(obj))
+        for v in obj:
+            _feed(h, v, depth + 1, seen)
+    elif isinstance(obj, (dict, set, frozenset)):
+        items = obj.items() if isinstance(obj, dict) else ((v, None) for v in obj)
+        put(type(obj).__name__, len(obj))
+        for k, v in sorted(items, key=lambda kv: repr(kv[0])):
+            _feed(h, k, depth + 1, seen)
+            _feed(h, v, depth + 1, seen)
+    elif hasattr(obj, "numpy") and hasattr(obj, "dtype"):      # eager tensor or variable
+        try:
+            _feed(h, np.asarray(obj.numpy()), depth, seen)
+        except Exception:  # noqa: BLE001 - a symbolic tensor: its type only
+            put("tensor", type(obj).__qualname__)
+    else:
+        # A callable object or other instance: its class's code and its public
+        # plain attributes (caches and compiled functions are private or not plain).
+        _feed(h, type(obj), depth, seen)
+        for name, v in sorted(getattr(obj, "__dict__", {}).items()):
+            if not name.startswith("_") and (isinstance(v, (_PLAIN, tuple, list))
+                                             or callable(v)):
+                put(name)
+                _feed(h, v, depth + 1, seen)
+
+
+def box_functions(integrand, limits, histograms):
+    """Config entries of an integrand over the box ``limits`` and its histograms."""
+    points = check_points(limits)
+    return {"limits": np.asarray(limits).tolist(), "integrand": fingerprint(integrand, points),
+            "histograms": {h.name: {"bins": h.bins, "range": list(h.range),
+                                    "component": h.component,
+                                    "observable": fingerprint(h.observable, points)}
+                           for h in histograms}}

@@ -1,0 +1,139 @@
+"""Integration domains and checked integrand evaluation, shared by algorithms."""
+import importlib.util
+import os
+
+import numpy as np
+
+from .blocks import check_count
+from .lazy_tf import tf
+
+
+class Domain:
+    """A box ``limits`` = ``[[low_1, high_1], ..., [low_dim, high_dim]]``.
+
+    ``limits=None`` is the unit cube.  A single ``(low, high)`` pair applies to
+    every dimension.
+    """
+
+    def __init__(self, dim, limits=None):
+        self.dim = check_count("dim", dim)
+        if limits is None:
+            lim = np.tile([0.0, 1.0], (self.dim, 1))
+        else:
+            try:
+                lim = np.array(limits, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"limits must be numbers shaped [dim, 2], got {limits!r}") from exc
+            if lim.shape == (2,):
+                lim = np.tile(lim, (self.dim, 1))
+            if lim.shape != (self.dim, 2):
+                raise ValueError(f"limits must have shape [dim, 2] = [{self.dim}, 2] "
+                                 f"(or be one (low, high) pair), got shape {list(lim.shape)}")
+        if not np.all(np.isfinite(lim)):
+            raise ValueError(f"limits must be finite, got {lim.tolist()}")
+        bad = np.flatnonzero(lim[:, 0] >= lim[:, 1])
+        if bad.size:
+            d = int(bad[0])
+            raise ValueError(f"limits: low must be < high in every dimension; dimension {d} "
+                             f"has low={float(lim[d, 0])!r} >= high={float(lim[d, 1])!r}")
+        self.limits = lim
+        self.low = lim[:, 0]
+        self.width = lim[:, 1] - lim[:, 0]
+        self.volume = float(np.prod(self.width))
+
+    def map(self, u):
+        """Unit-cube points ``u`` ``[n, dim]`` -> points of the box (same dtype)."""
+        t = tf()
+        return (t.constant(self.low, u.dtype) + u * t.constant(self.width, u.dtype))
+
+
+def probe_components(integrand, dim, name="integrand"):
+    """Trace ``integrand`` symbolically once: 0 for ``[n]`` output, k for ``[n, k]``.
+
+    An exception the integrand raises itself (``ValueError("...")``, ``1 / 0``...)
+    keeps its type and message; only a failure inside TensorFlow (``x.numpy()``,
+    mixed dtypes...) becomes a TypeError saying the integrand is not traceable.
+    """
+    t = tf()
+    if not callable(integrand):
+        raise TypeError(f"{name} must be callable, got {integrand!r}")
+    first = None
+    for dtype in (t.float64, t.float32):     # a float32-only integrand is fine in float32 Flows
+        spec = t.TensorSpec([None, dim], dtype)
+        try:
+            out = t.function(integrand).get_concrete_function(spec).structured_outputs
+        except Exception as exc:  # noqa: BLE001 - reported below with the float64 attempt
+            first = first or exc
+            continue
+        return _components(out, dim, name, dtype)
+    own = user_error(first)
+    if own is not None:
+        own.add_note(f"(raised by the {name} {_qualname(integrand)} while flowsim traced it "
+                     f"on x of shape [n, {dim}])")
+        raise own
+    raise TypeError(f"{name} must be TensorFlow-traceable on x of shape [n, {dim}]: "
+                    f"tracing it failed with {type(first).__name__}: {first}") from first
+
+
+def _qualname(f):
+    return getattr(f, "__qualname__", None) or repr(f)
+
+
+def user_error(exc):
+    """The exception user code raised, if ``exc`` (maybe re-wrapped by AutoGraph) came
+    from outside TensorFlow; None for TensorFlow's own errors (tracing problems)."""
+    # AutoGraph re-raises a copy ("in user code: ...", or a StagingError when it cannot
+    # copy the type) whose __context__ is the exception it copied.
+    while hasattr(exc, "ag_error_metadata") and hasattr(exc.__context__, "ag_error_metadata"):
+        exc = exc.__context__
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or _TF_DIR is None:
+        return None
+    return None if os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_TF_DIR) else exc
+
+
+def _tf_dir():
+    spec = importlib.util.find_spec("tensorflow")
+    return os.path.dirname(spec.origin) + os.sep if spec and spec.origin else None
+
+
+_TF_DIR = _tf_dir()
+
+
+def _components(out, dim, name, dtype):
+    t = tf()
+    if not isinstance(out, t.Tensor):
+        raise TypeError(f"{name} must return one tensor of shape [n] or [n, k], "
+                        f"got {type(out).__name__}")
+    if out.shape.rank == 0:
+        raise ValueError(f"{name} returns a scalar, expected shape [n]: one value per point "
+                         f"of x [n, {dim}] (or [n, k]); for a constant c return "
+                         f"c * tf.ones_like(x[:, 0])")
+    if out.dtype != dtype:
+        raise TypeError(f"{name} must return {dtype.name} values for x of dtype {dtype.name} "
+                        f"(expected [n] or [n, k] {dtype.name}), got {out.dtype.name}")
+    shape = out.shape
+    if shape.rank == 1:
+        return 0
+    if shape.rank == 2 and shape[1] is not None:
+        return int(shape[1])
+    raise ValueError(f"{name} must return shape [n] or [n, k] for x of shape [n, {dim}], "
+                     f"got {shape}")
+
+
+def evaluate(integrand, x, components, name="integrand"):
+    """``integrand(x)`` as ``[n, max(components, 1)]``, checked at trace time."""
+    t = tf()
+    out = integrand(x)
+    out = t.convert_to_tensor(out)
+    k = _components(out, x.shape[1], name, x.dtype)
+    if k != components:
+        raise ValueError(f"{name} returned {k or 'no'} components at trace time but "
+                         f"{components or 'no'} when probed")
+    n = x.shape[0]
+    if out.shape[0] is not None and n is not None and out.shape[0] != n:
+        raise ValueError(f"{name} must return one value per point: expected shape "
+                         f"[{n}{', ' + str(k) if k else ''}], got {list(out.shape)}")
+    return t.reshape(out, [-1, max(components, 1)])

@@ -1,0 +1,246 @@
+"""Compiling and running one chunk of blocks on one device.
+
+Every backend runs work through :func:`run_chunk`: given an :class:`IterationTask`
+(picklable: simulation, seed, iteration, state) and a run of blocks, it returns
+the ``[n_blocks, width]`` float64 rows.  The TensorFlow function behind it is
+traced once per (simulation, device, kernel spec): the block count, the first
+block, the iteration and the adaptive state are all tensor arguments, so new
+chunk sizes and new iterations never retrace.
+
+The compiled functions live in one cache, here (:func:`compiled`), keyed by
+what determines the trace: the simulation's
+:meth:`~flowsim.Simulation.trace_key`, the shapes and dtypes of its state,
+the :class:`KernelSpec` and the device.  Pickled copies of a simulation (the
+task a worker process receives) share its key, so a worker compiles once and
+reuses the kernel for every later task of that simulation.
+"""
+import collections
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import rng
+from .integrand import user_error
+from .lazy_tf import tf
+
+#: Traces per (simulation class, device): tests assert these stay at one.
+trace_counts = collections.Counter()
+_lock = threading.Lock()
+#: Compiled chunk functions, least recently used first (:func:`compiled`).
+_KERNELS = collections.OrderedDict()
+#: Most compiled functions kept per process.
+MAX_KERNELS = 32
+
+DTYPES = ("float64", "float32")
+
+
+def dtype_name(dtype):
+    """``"float32"`` for ``"float32"``, ``np.float32``, ``np.dtype("float32")``
+    or ``tf.float32``."""
+    if isinstance(dtype, str):
+        return dtype
+    try:
+        return np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).name
+    except TypeError:
+        return dtype
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """How blocks are computed: float dtype, block size, XLA, random generator."""
+
+    dtype: str = "float64"
+    block_size: int = 1 << 16
+    jit_compile: bool = True
+    rng: str = "splitmix"
+
+    def __post_init__(self):
+        # np.float32, np.dtype("float32") and tf.float32 all mean "float32".
+        object.__setattr__(self, "dtype", dtype_name(self.dtype))
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.rng not in rng.ALGORITHMS:
+            raise ValueError(f"rng must be one of {rng.ALGORITHMS}, got {self.rng!r}")
+
+
+@dataclass
+class IterationTask:
+    """Everything a worker needs to run blocks of one iteration."""
+
+    simulation: object
+    spec: KernelSpec
+    seed: int
+    iteration: int
+    n_events: int
+    state: dict
+    _tensors: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["_tensors"] = {}
+        return d
+
+    def at(self, iteration):
+        """The same run at another ``iteration``, with this task's state (and tensors)."""
+        return IterationTask(self.simulation, self.spec, self.seed, iteration, self.n_events,
+                             self.state, self._tensors)
+
+    def same_run(self, other):
+        """Whether ``other`` computes the same rows (iteration, seed, spec, state alike)."""
+        return (self.iteration == other.iteration and self.seed == other.seed
+                and self.spec == other.spec and self.n_events == other.n_events
+                and same_state(self.state, other.state))
+
+
+def same_state(a, b):
+    """Bitwise equality of two simulation states (dicts of arrays)."""
+    if a is b:
+        return True
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        x, y = np.asarray(a[k]), np.asarray(b[k])
+        if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            return False
+    return True
+
+
+def layout(simulation):
+    """``[(name, shape, start, stop)]`` of the accumulators in a row, and the width."""
+    acc = simulation.accumulators()
+    out, start = [], 0
+    for name in sorted(acc):
+        shape = tuple(int(s) for s in acc[name])
+        size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        out.append((name, shape, start, start + size))
+        start += size
+    return out, start
+
+
+def unpack(simulation, row):
+    """Split a flat row (or totals vector) back into named accumulators."""
+    fields, _ = layout(simulation)
+    return {name: np.asarray(row[a:b]).reshape(shape) for name, shape, a, b in fields}
+
+
+def _build(simulation, spec, device):
+    t = tf()
+    dtype = getattr(t, spec.dtype)
+    bs = spec.block_size
+    fields, width = layout(simulation)
+    state_spec = {k: t.TensorSpec(np.shape(v), t.as_dtype(np.asarray(v).dtype))
+                  for k, v in simulation.state().items()}
+    name = type(simulation).__name__
+
+    def one_block(key, first_event, n_events, state):
+        x = simulation.inputs(key, first_event, bs, dtype, state)
+        valid = first_event + t.range(bs, dtype=t.int64) < n_events
+        out = simulation.block(x, valid, state)
+        parts = []
+        for acc, shape, _, _ in fields:
+            if acc not in out:
+                raise KeyError(f"{name}.block did not return accumulator {acc!r} "
+                               f"(it returned {sorted(out)})")
+            value = t.convert_to_tensor(out[acc])
+            if value.dtype != t.float64:
+                raise TypeError(f"{name}.block: accumulator {acc!r} must be float64, "
+                                f"got {value.dtype.name}")
+            if tuple(value.shape) != shape:
+                raise ValueError(f"{name}.block: accumulator {acc!r} has shape "
+                                 f"{list(value.shape)}, expected {list(shape)}")
+            parts.append(t.reshape(value, [-1]))
+        return t.concat(parts, axis=0)
+
+    if spec.jit_compile:
+        one_block = t.function(one_block, jit_compile=True)
+
+    signature = [t.TensorSpec([2], t.int64), t.TensorSpec([], t.int64),
+                 t.TensorSpec([], t.int64), t.TensorSpec([], t.int64), state_spec]
+
+    @t.function(input_signature=signature)
+    def chunk(base, first_block, n_blocks, n_events, state):
+        with _lock:
+            trace_counts[(name, device)] += 1
+        with rng.using(spec.rng):
+            return _loop(base, first_block, n_blocks, n_events, state)
+
+    def _loop(base, first_block, n_blocks, n_events, state):
+        rows = t.TensorArray(t.float64, size=t.cast(n_blocks, t.int32),
+                             element_shape=[width])
+
+        def body(i, rows):
+            b = first_block + i
+            key = t.stack([base[0], base[1] + b])
+            row = one_block(key, b * bs, n_events, state)
+            return i + 1, rows.write(t.cast(i, t.int32), row)
+
+        _, rows = t.while_loop(lambda i, _: i < n_blocks, body,
+                               [t.constant(0, t.int64), rows])
+        return rows.stack()
+
+    return chunk
+
+
+def trace_key(simulation, spec, device):
+    """What determines the trace of ``simulation``'s chunk function."""
+    shapes = tuple((k, np.shape(v), np.asarray(v).dtype.str)
+                   for k, v in sorted(simulation.state().items()))
+    return (type(simulation).__qualname__, simulation.trace_key(), shapes, spec, device)
+
+
+def compiled(simulation, spec, device):
+    """The chunk function of ``simulation`` for ``device``: built once per
+    :func:`trace_key`, kept in a cache of the last ``MAX_KERNELS``."""
+    key = trace_key(simulation, spec, device)
+    with _lock:
+        fn = _KERNELS.get(key)
+        if fn is not None:
+            _KERNELS.move_to_end(key)
+            return fn
+    fn = _build(simulation, spec, device)       # outside the lock: tracing is lazy anyway
+    with _lock:
+        fn = _KERNELS.setdefault(key, fn)
+        _KERNELS.move_to_end(key)
+        while len(_KERNELS) > MAX_KERNELS:
+            _KERNELS.popitem(last=False)
+    return fn
+
+
+def cached_kernels(simulation):
+    """How many compiled functions the cache holds for ``simulation``."""
+    key = simulation.trace_key()
+    with _lock:
+        return sum(1 for k in _KERNELS
+                   if k[0] == type(simulation).__qualname__ and k[1] == key)
+
+
+def check_seed(seed):
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    if not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be in [0, 2**63), got {seed!r}")
+    return int(seed)
+
+
+def run_chunk(task, first_block, n_blocks, device):
+    """Rows ``[n_blocks, width]`` of blocks ``first_block ..`` of ``task`` on ``device``."""
+    t = tf()
+    fn = compiled(task.simulation, task.spec, device)
+    with t.device(device):
+        tensors = task._tensors.get(device)
+        if tensors is None:
+            tensors = task._tensors[device] = {
+                k: t.constant(v) for k, v in task.state.items()}
+        base = t.constant([task.seed, task.iteration << 32], t.int64)
+        try:
+            rows = fn(base, t.constant(first_block, t.int64), t.constant(n_blocks, t.int64),
+                      t.constant(task.n_events, t.int64), tensors)
+        except Exception as exc:
+            own = user_error(exc) if hasattr(exc, "ag_error_metadata") else None
+            if own is None or own is exc:
+                raise
+            own.add_note(f"(raised while flowsim traced the {type(task.simulation).__name__} "
+                         f"kernel)")
+            raise own from None     # the integrand's own error, not AutoGraph's copy
+    return rows.numpy()

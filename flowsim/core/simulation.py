@@ -1,0 +1,136 @@
+"""The Simulation contract: *what* one block of work computes.
+
+A Simulation owns its dimension, the compiled kernel over one block of events,
+the float64 accumulators it needs, how iteration totals become an estimate, and
+how its state adapts between iterations.  It never knows where blocks run: the
+Flow (:mod:`flowsim.core.flow`) decides that.  Instances are plain Python + numpy
+state and must pickle (module-level integrands pickle with ``pickle``; lambdas
+need ``cloudpickle``, which Spark uses); compiled TensorFlow functions are
+built lazily, per process and per device, and never pickled.
+"""
+import numpy as np
+
+from . import rng
+
+
+class Simulation:
+    """Base class.  Subclasses set :attr:`dim` and implement the marked methods.
+
+    The engine calls, per iteration::
+
+        state = sim.state()                    # numpy arrays, fixed shapes
+        # on some device, per block b of the iteration:
+        x = sim.inputs(key_b, first_event_b, block_size, dtype, state)
+        acc_b = sim.block(x, valid_b, state)   # {name: float64 tensor}
+        # on the driver, rows added in block order:
+        est = sim.estimate(totals, n_events)
+        sim.adapt(totals, n_events)            # between iterations
+    """
+
+    #: Number of uniform random numbers per event.
+    dim = None
+
+    # -- what the kernel needs -------------------------------------------------
+    def accumulators(self):
+        """``{name: shape}`` of the per-block float64 partial sums.  Required."""
+        raise NotImplementedError
+
+    def trace_key(self):
+        """A hashable value naming this simulation's compiled kernel
+        (:func:`flowsim.core.kernel.compiled` adds the state's shapes, the kernel
+        spec and the device).
+
+        Default: a token drawn once per object and kept by pickling, so that a
+        copy sent to a worker process reuses the kernel that worker compiled
+        for an earlier task.  It assumes what the constructor fixed (the
+        integrand, dimension, limits, histograms) does not change afterwards:
+        build a new simulation rather than editing one that has run.
+        Simulations whose kernel depends only on hashable settings may return
+        those (:class:`flowsim.finance.pricing.PathSimulation` does): equal
+        settings then share one compilation.
+        """
+        token = self.__dict__.get("_trace_token")
+        if token is None:
+            import uuid
+            token = self.__dict__.setdefault("_trace_token", uuid.uuid4().hex)
+        return token
+
+    def state(self):
+        """``{name: numpy array}`` passed to every block of an iteration.
+
+        Shapes must stay fixed across iterations (values may change): the
+        compiled function is traced once and takes these as arguments.
+        """
+        return {}
+
+    def inputs(self, key, first_event, size, dtype, state):
+        """Inputs of one block: ``size`` events of ``dim`` uniforms in [0, 1).
+
+        ``key`` is the block's int64[2] key ``[seed, (iteration << 32) + block]``;
+        :func:`flowsim.core.rng.uniform` turns it into numbers with the Flow's
+        generator (``rng=``).  Use its ``stream=`` for more numbers per event.
+        """
+        del first_event, state
+        return rng.uniform(key, [size, self.dim], dtype)
+
+    def block(self, inputs, valid, state):
+        """Accumulators of one block: ``{name: float64 tensor of its shape}``.
+
+        ``valid`` is a boolean ``[size]`` mask; events where it is False are
+        padding of the last block and must contribute nothing.  Optionally
+        return ``"nonfinite"`` (scalar count of dropped NaN/Inf events) so the
+        Flow can raise or report them.  Required.
+        """
+        raise NotImplementedError
+
+    # -- what the driver does with totals --------------------------------------
+    def estimate(self, totals, n_events):
+        """Turn one iteration's totals into ``{"value": arr, "error": arr, ...}``.
+
+        ``error`` is the standard deviation of this iteration's ``value``.
+        Extra keys (histograms, ...) are kept in the iteration record.
+        """
+        raise NotImplementedError
+
+    def adapt(self, totals, n_events):
+        """Update adaptive state between iterations (the VEGAS grid).  Optional."""
+
+    def prepare(self, n_events):
+        """Called by the Flow before it takes :meth:`state` for an iteration of
+        ``n_events`` events, so a layout that depends on the iteration size (the
+        VEGAS+ hypercube allocation) can be fitted.  Must be deterministic.  Optional."""
+
+    def combine(self, rows, n_events):
+        """Totals of an iteration from its ``[n_blocks, width]`` rows.
+
+        Default: add in block order.  Sweeps override this to gather.
+        """
+        from .blocks import reduce_rows
+        return reduce_rows(rows)
+
+    def config(self):
+        """JSON-able description used to refuse foreign checkpoints.
+
+        Default: the class, its code (:func:`flowsim.core.fingerprint.digest`) and ``dim``.
+        Subclasses add what else defines them (limits, integrand fingerprint...).
+        """
+        from .fingerprint import digest
+        return {"class": type(self).__qualname__, "dim": self.dim,
+                "kernel": {"code": digest(type(self))}}
+
+    def get_state(self):
+        """Adaptive state to checkpoint (numpy arrays).  Default: :meth:`state`."""
+        return {k: np.array(v) for k, v in self.state().items()}
+
+    def set_state(self, state):
+        """Restore what :meth:`get_state` returned.  Adaptive subclasses override."""
+        if state:
+            raise NotImplementedError(
+                f"{type(self).__name__} has adaptive state but no set_state")
+
+    # -- pickling: the trace token travels with the copy ---------------------
+    def __getstate__(self):
+        return dict(self.__dict__)
+
+    def __setstate__(self, d):
+        self.__dict__.update(d)
