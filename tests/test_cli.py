@@ -145,7 +145,6 @@ def test_real_processes():
     assert "absl" not in p.stderr and "cuda" not in p.stderr.lower(), p.stderr[-2000:]
 
 
-@pytest.mark.skipif(not os.path.exists(ENTRY), reason="flowsim script not installed in this venv")
 def test_console_script_calls_cli_main():
     """The installed `flowsim` script is the entry point of setup.py (flowsim.cli:main)."""
     with open(ENTRY, encoding="utf-8") as fh:
@@ -427,7 +426,6 @@ def test_import_version_and_help_load_no_tensorflow(python, argv):
     assert ("flowsim 0.1.0" if argv == ["--version"] else "usage: flowsim") in p.stdout
 
 
-@pytest.mark.skipif(not os.path.exists(ENTRY), reason="flowsim script not installed in this venv")
 def test_console_script_version_is_fast():
     """The installed `flowsim --version`, whole process: under 3 s, a generous margin for a
     loaded machine (it took 4.4-5.4 s when `import flowsim` loaded TensorFlow; ~0.1 s now)."""

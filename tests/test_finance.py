@@ -4,12 +4,11 @@ import os
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
+from scipy import integrate, special
 
-pd = pytest.importorskip("pandas")
-from scipy import integrate, special  # noqa: E402
-
-from flowsim.finance import (  # noqa: E402
+from flowsim.finance import (
     GBM,
     AsianCall,
     EuropeanCall,
@@ -21,7 +20,7 @@ from flowsim.finance import (  # noqa: E402
     price,
     strategy_sweep,
 )
-from flowsim.finance.sweep import ma_crossover_data  # noqa: E402
+from flowsim.finance.sweep import ma_crossover_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))

@@ -11,6 +11,7 @@ this process; results are compared bit for bit (``tobytes``).
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -26,9 +27,10 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.spark
 
-pyspark = pytest.importorskip("pyspark", reason="needs flowsim[spark] (pyspark)")
+import pyspark  # noqa: E402  (flowsim[spark]; make test installs it: missing is a failure)
+
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-    pytest.skip("no java (Spark needs Java 17)", allow_module_level=True)
+    raise RuntimeError("no java on PATH and no JAVA_HOME: Spark needs Java 17")
 
 from pyspark import cloudpickle  # noqa: E402
 
@@ -258,10 +260,22 @@ class Cluster:
         try:
             self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                         "--port", str(self.port), "--webui-port", str(self.ui))
+            self._wait(self._bound_ports, "master")
             self._wait(lambda: _master_state(self.ui), "master")
             self._start_worker()
         except Exception as exc:  # reported by wait()
             self.error = exc
+
+    def _bound_ports(self):
+        """The ports the master really bound, read from its log: a port probed free earlier
+        may be taken by then (Spark then moves to the next one)."""
+        log = open(os.path.join(self.tmp, "master.log")).read()
+        url = re.search(r"Starting Spark master at (spark://\S+)", log)
+        ui = re.search(r"Bound MasterWebUI to \S+, and started at http://\S+:(\d+)", log)
+        if url is None or ui is None:
+            return None
+        self.url, self.ui = url.group(1), int(ui.group(1))
+        return True
 
     def _start_worker(self):
         known = {w["id"] for w in _master_state(self.ui)["workers"]}
