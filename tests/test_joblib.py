@@ -63,14 +63,15 @@ def covered(result, n_blocks):
 @pytest.fixture(scope="module")
 def reference():
     out = {}
-    for cls in (flowsim.Plain, flowsim.Vegas):
+    for cls in (flowsim.Plain,):
         out[cls.__name__] = bits(flowsim.Flow(cls(double_gaussian, 4), quiet=True, **CASE).run(3))
     return out
 
 
 @pytest.mark.timeout(600)
 def test_loky_same_bits_as_flow(reference):
-    for cls in (flowsim.Plain, flowsim.Vegas):
+    """Every algorithm's bits: test_conformance.py; here the Result's facts."""
+    for cls in (flowsim.Plain,):
         flow = JoblibFlow(cls(double_gaussian, 4), n_jobs=2, quiet=True, **CASE)
         res = flow.run(3)
         assert bits(res) == reference[cls.__name__], cls.__name__
@@ -104,7 +105,7 @@ def test_dask_local_cluster_same_bits_as_flow(reference):
             distributed.Client(cluster) as client, \
             joblib.parallel_config(backend="dask"):
         assert client.scheduler_info()["address"].startswith("tcp://127.0.0.1:")
-        for cls in (flowsim.Plain, flowsim.Vegas):
+        for cls in (flowsim.Plain,):
             flow = JoblibFlow(cls(double_gaussian, 4), quiet=True, **CASE)
             res = flow.run(3)
             assert bits(res) == reference[cls.__name__], cls.__name__

