@@ -304,9 +304,32 @@ def rebuild(info, where=""):
 # -- TensorFlow threads ---------------------------------------------------------------
 def thread_settings(n_workers, n_gpu_workers, cores=None):
     """``(intra_op, inter_op)`` thread counts for ``n_workers`` device workers of
-    one process, ``n_gpu_workers`` of them on GPUs (:class:`ScheduledFlow`'s rule,
-    see :mod:`flowsim.distribution.threads`).  The environment variables
-    ``FLOWSIM_INTRA_OP_THREADS`` / ``FLOWSIM_INTER_OP_THREADS`` override each value.
+    one process, ``n_gpu_workers`` of them on GPUs (the rule of
+    :class:`~flowsim.distribution.ScheduledFlow` and ThreadPoolFlow).
+
+    TensorFlow runs the CPU kernels of *all* logical CPU devices on one shared
+    intra-op pool, and feeds every device from one inter-op pool.  Before
+    TensorFlow initialises, the first ThreadPoolFlow/ScheduledFlow sets:
+
+    - intra-op threads = cores − GPU workers − (CPU workers − 1), at least 1:
+      CPU kernels leave one core per GPU free to launch that GPU's kernels, and
+      with ``k`` logical CPU devices (:func:`flowsim.set_virtual_cpus`) the
+      calling thread of each of the other ``k − 1`` devices runs kernels too, so
+      the shared pool plus those threads make one thread per core (GPUs only, or
+      one CPU device and no GPU: every core, TensorFlow's default);
+    - inter-op threads = max(2, workers), one op executor per device worker.
+
+    The intra-op pool is smaller than the core count on purpose when CPU:0 is
+    split: a pool of every core plus the devices' calling threads runs more kernel
+    threads than there are cores, and the devices slow each other down (figures in
+    ``docs/performance.rst``, "Thread settings"; ``benchmarks/threads.py``
+    compares on your machine).
+
+    Override with the environment variables ``FLOWSIM_INTRA_OP_THREADS`` /
+    ``FLOWSIM_INTER_OP_THREADS``, or by calling ``tf.config.threading.set_*``
+    yourself before creating the Flow (values you set are never changed).  Once
+    TensorFlow has initialised (any earlier TF work) the settings cannot change
+    and are left as they are.
     """
     cores = cores or _cores()
     cpu_workers = n_workers - n_gpu_workers

@@ -192,3 +192,41 @@ def resolve_device(device):
     if name not in available:
         raise ValueError(f"unknown device {device!r}; this machine has {', '.join(available)}")
     return name
+
+
+def planned_gpu_workers(devices):
+    """GPU workers a ``devices=`` argument will give, without initialising TF."""
+    n_gpu = len(tf().config.list_physical_devices("GPU"))
+    if devices is None:
+        return n_gpu, None
+    if isinstance(devices, int) and not isinstance(devices, bool):
+        return min(devices, n_gpu), devices
+    names = [devices] if isinstance(devices, str) else list(devices)
+    return sum(device_name(str(d)).startswith("GPU") for d in names), len(names)
+
+
+def select_devices(devices):
+    """``(device names, weights or None)`` for the ``devices=`` argument."""
+    every = logical_devices()
+    weights = None
+    if devices is None:
+        return every, None
+    if isinstance(devices, bool):
+        raise TypeError(f"devices must be None, a count, a list or a dict, got {devices!r}")
+    if isinstance(devices, int):
+        if not 1 <= devices <= len(every):
+            raise ValueError(f"devices={devices}: this machine has {len(every)} "
+                             f"device(s): {', '.join(every)}")
+        return every[:devices], None
+    if isinstance(devices, str):
+        devices = [devices]
+    if isinstance(devices, dict):
+        weights = [float(w) for w in devices.values()]
+        if any(not w >= 0 for w in weights) or not sum(weights) > 0:
+            raise ValueError(f"device weights must be >= 0 and not all 0, got {devices}")
+    names = [resolve_device(d) for d in devices]
+    if not names:
+        raise ValueError("devices= is empty")
+    if len(set(names)) != len(names):
+        raise ValueError(f"devices lists a device twice: {names}")
+    return names, weights

@@ -13,14 +13,11 @@ wheel, whose ``mpirun`` lands next to ``python`` in the environment)::
     mpirun -n 4 python examples/mpi_integrate.py
     mpirun -n 4 flowsim run gaussian8 --backend mpi
 
-Open MPI refuses to run as root and to start more ranks than cores unless told;
-on a laptop or in a container add ``--allow-run-as-root --oversubscribe`` (or
-set ``OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe``).
+Open MPI refuses to run as root or more ranks than cores unless told
+(``--allow-run-as-root --oversubscribe``; README, "MPI").
 
 Faults: see :mod:`flowsim.distribution.mpicomm`, which holds the collective.
 """
-import os
 import socket
 
 from ..core.backend import ENTRY, Executor, RunAhead, block_seconds, entry, stack
@@ -28,9 +25,9 @@ from ..core.flow import Flow
 from ..core.log import logger
 from ..core.result import Result
 from ..schedule import Throughput, static_shares
-from .mpicomm import MPIProcesses, RankError, _agreed, _install_excepthook, _Mute, _wait, mpi, place  # noqa: F401
+from . import mpicomm
+from .mpicomm import SCHEDULES, RankError, mpi  # noqa: F401  (public here too)
 
-SCHEDULES = ("static", "weighted")
 #: Seconds of work a rank does ahead between two tests of the collective.
 AHEAD_STEP = 0.01
 
@@ -86,11 +83,7 @@ class MPIExecutor(Executor):
         idle = self._plan_ahead(it, mine) if own is None else None
         replies = procs.exchange({"iteration": task.iteration, "parts": parts,
                                   "timeline": mine}, own=own, idle=idle)
-        if len({reply["iteration"] for reply in replies}) != 1:
-            raise _agreed(RuntimeError(
-                f"MPIFlow: ranks are in different iterations "
-                f"{sorted({reply['iteration'] for reply in replies})}; every rank must make "
-                f"the same calls"), procs.rank)
+        mpicomm.check_same_iteration(replies, procs.rank)
         rows = it.rows()
         for r, reply in enumerate(replies):
             for first, block_rows in reply["parts"]:
@@ -125,7 +118,8 @@ class MPIExecutor(Executor):
 
     def _plan_ahead(self, it, mine):
         """The ``idle`` step for this iteration's exchange, or None (``run_ahead``)."""
-        if self.processes.size == 1 or not self._spare_cores() or not self.ahead.plan(it):
+        spare = mpicomm.spare_cores(self.device, self.local_size, self.threads)
+        if self.processes.size == 1 or not spare or not self.ahead.plan(it):
             return None
         task = it.task.at(it.task.iteration + 1)
         pending = [b for first, n in self.share(it) for b in range(first, first + n)]
@@ -151,12 +145,6 @@ class MPIExecutor(Executor):
                                     ahead=True)])
             return True
         return step
-
-    def _spare_cores(self):
-        """Whether every rank on this node has its own cores (or a GPU)."""
-        if (self.device or "").upper().startswith("GPU"):
-            return True
-        return self.local_size * (self.threads or 1) <= (os.cpu_count() or 1)
 
     def _measure(self, replies):
         """Chunk speeds of every rank for ``schedule="weighted"`` (same on every rank)."""
@@ -240,21 +228,21 @@ class MPIFlow(Flow):
                  comm=None, threads=None, schedule=None, run_ahead=True, **flow_kwargs):
         MPI = mpi()
         comm = MPI.COMM_WORLD if comm is None else comm
-        procs = MPIProcesses(comm)
+        procs = mpicomm.MPIProcesses(comm)
         self.comm, self.rank, self.size = comm, procs.rank, procs.size
         if self.size > 1:
-            _install_excepthook(comm)
-        _wait(comm.Ibarrier())                 # ranks start apart: wait without spinning
+            mpicomm._install_excepthook(comm)
+        mpicomm._wait(comm.Ibarrier())                 # ranks start apart: wait without spinning
         node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank, self.local_size = node.Get_rank(), node.Get_size()
         node.Free()
         self.run_ahead = bool(run_ahead)
         try:        # an error on some ranks reaches the others in the next exchange
-            self.schedule = _check_schedule(schedule)
-            device, self.threads = place(device, threads, self.local_rank, self.local_size)
+            self.schedule = mpicomm._check_schedule(schedule)
+            device, self.threads = mpicomm.place(device, threads, self.local_rank, self.local_size)
             if "executor" in flow_kwargs:
                 raise TypeError("MPIFlow builds its own executor")
-            executor = MPIExecutor(procs, _resolve(device), self.threads, self.schedule,
+            executor = MPIExecutor(procs, mpicomm._resolve(device), self.threads, self.schedule,
                                    self.run_ahead, self.local_size)
             super().__init__(simulation, n_events, seed=seed, events_limit=events_limit,
                              executor=executor, **flow_kwargs)
@@ -267,7 +255,7 @@ class MPIFlow(Flow):
             raise
         mismatch = [r for r, info in enumerate(ranks) if info["config"] != ranks[0]["config"]]
         if mismatch:
-            raise _agreed(ValueError(
+            raise mpicomm._agreed(ValueError(
                 f"MPIFlow: every rank must build the same run; rank {mismatch[0]} has "
                 f"{ranks[mismatch[0]]['config']}, rank 0 has {ranks[0]['config']}"), self.rank)
         executor.ranks = ranks
@@ -284,7 +272,7 @@ class MPIFlow(Flow):
         procs = self.executor.processes
         muted = None
         if self.rank != 0:
-            muted = _Mute()
+            muted = mpicomm._Mute()
             logger.addFilter(muted)
         self.executor.ahead.clear()
         try:
@@ -304,18 +292,3 @@ class MPIFlow(Flow):
         finally:
             if muted is not None:
                 logger.removeFilter(muted)
-
-
-# -- helpers ------------------------------------------------------------------------------
-def _resolve(device):
-    from ..core.lazy_tf import resolve_device
-    return resolve_device(device)
-
-
-def _check_schedule(schedule):
-    schedule = "static" if schedule is None else schedule
-    if schedule not in SCHEDULES:
-        raise ValueError(f"MPIFlow: schedule must be one of {', '.join(map(repr, SCHEDULES))}, "
-                         f"got {schedule!r} (dynamic and guided need a shared work queue; "
-                         f"use backend 'scheduled' within one machine)")
-    return schedule

@@ -232,3 +232,36 @@ def place(device, threads, local_rank, local_size):
     if threads is not None:
         set_threads(threads, strict=explicit, who="MPIFlow")
     return device, threads
+
+
+#: Schedules MPIFlow takes (no shared work queue: no "dynamic" or "guided").
+SCHEDULES = ("static", "weighted")
+
+
+def _resolve(device):
+    from ..core.lazy_tf import resolve_device
+    return resolve_device(device)
+
+
+def _check_schedule(schedule):
+    schedule = "static" if schedule is None else schedule
+    if schedule not in SCHEDULES:
+        raise ValueError(f"MPIFlow: schedule must be one of {', '.join(map(repr, SCHEDULES))}, "
+                         f"got {schedule!r} (dynamic and guided need a shared work queue; "
+                         f"use backend 'scheduled' within one machine)")
+    return schedule
+
+
+def check_same_iteration(replies, rank):
+    """Raise (on every rank alike) if the ranks' replies are of different iterations."""
+    iterations = sorted({reply["iteration"] for reply in replies})
+    if len(iterations) != 1:
+        raise _agreed(RuntimeError(f"MPIFlow: ranks are in different iterations {iterations}; "
+                                   f"every rank must make the same calls"), rank)
+
+
+def spare_cores(device, local_size, threads):
+    """Whether every rank on this node has its own cores (or a GPU)."""
+    if (device or "").upper().startswith("GPU"):
+        return True
+    return local_size * (threads or 1) <= (os.cpu_count() or 1)

@@ -28,20 +28,25 @@ the task (``TaskContext.resources()["gpu"]``), else on CPU:0.
 What runs on the executors is in :mod:`flowsim.distribution.spark_worker`.
 """
 import atexit
-import base64
 import functools
-import json
-import re
 import time
 import uuid
 
-from ..core.backend import Executor, RemoteError, RunAhead, rebuild
+from ..core.backend import Executor, RunAhead
 from ..core.blocks import check_count
 from ..core.flow import Flow
 from ..core.kernel import layout
-from ..core.lazy_tf import device_name
 from ..schedule import static_shares
-from .spark_session import EXECUTOR_POLL, _check_timeout, _ExecutorWatch, _session  # noqa: F401
+from .spark_session import (  # noqa: F401
+    EXECUTOR_POLL,
+    NoExecutorError,
+    SparkTaskError,
+    _check_device,
+    _check_timeout,
+    _driver_error,
+    _ExecutorWatch,
+    _session,
+)
 from .spark_worker import _WORKER, ERROR_TAG, _run_partition, task_device  # noqa: F401
 
 __all__ = ["NoExecutorError", "SparkFlow", "SparkTaskError"]
@@ -52,21 +57,6 @@ MAX_AHEAD = 8
 #: Iteration tasks (simulation + state, pickled) up to this size travel inside
 #: the Spark job's closure; larger ones are broadcast (once per executor).
 INLINE_TASK_BYTES = 1 << 16
-
-_ERROR_RE = re.compile(re.escape(ERROR_TAG) + r"\[([A-Za-z0-9+/=]+)\]")
-
-
-class SparkTaskError(RuntimeError):
-    """A Spark job of a :class:`SparkFlow` failed (task error, lost worker, ...)."""
-
-
-class NoExecutorError(SparkTaskError):
-    """A job was cancelled: no live Spark executor for ``executor_timeout`` seconds."""
-
-
-class _TaskFailed(SparkTaskError, RemoteError):
-    """A task raised an exception that is not a builtin one (its text is kept)."""
-
 
 class SparkFlow(Flow):
     """Run a :class:`~flowsim.core.simulation.Simulation` as Spark tasks.
@@ -288,37 +278,3 @@ class SparkExecutor(Executor):
             full = rows[i].result()
             done[i][0].update(enumerate(full))
         return done
-
-
-def _check_device(device):
-    """A device name for every executor (not checked on the driver), or None."""
-    if device is None:
-        return None
-    if not isinstance(device, str):
-        raise TypeError(f"device must be None or a string like 'CPU:0' or 'GPU:1', "
-                        f"got {device!r}")
-    name = device_name(device)
-    kind, _, index = name.partition(":")
-    if kind not in ("CPU", "GPU") or not index.isdigit():
-        raise ValueError(f"device must look like 'CPU:0' or 'GPU:1', got {device!r}")
-    return name
-
-
-def _driver_error(exc, iteration):
-    """The exception to raise for a failed Spark job: the task's own when we can."""
-    text = str(exc)
-    found = _ERROR_RE.findall(text)
-    if found:
-        info = json.loads(base64.b64decode(found[-1]).decode())
-        where = (f"[Spark task: partition {info['partition']}, attempt {info['attempt']}, "
-                 f"blocks {info['blocks']}, iteration {iteration + 1}, host {info['host']}]")
-        error = rebuild(info, where)
-        return error if not isinstance(error, RemoteError) else _TaskFailed(info, str(error))
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    reason = next((line for line in lines if "Job aborted" in line or "SparkException" in line),
-                  lines[0] if lines else type(exc).__name__)
-    crashed = next((line for line in lines if "exited unexpectedly" in line
-                    or "ExecutorLostFailure" in line), "")
-    detail = f" ({crashed[:300]})" if crashed and crashed not in reason else ""
-    return SparkTaskError(f"the Spark job of iteration {iteration + 1} failed; no partial "
-                          f"result is used: {reason[:600]}{detail}")

@@ -1,13 +1,20 @@
-"""SparkFlow's driver side: the session it uses or starts, and the watch that
-cancels a job when no executor is alive (Spark would wait forever)."""
+"""SparkFlow's driver side: the session it uses or starts, the watch that
+cancels a job when no executor is alive (Spark would wait forever), and the
+exceptions a failed job raises (a task's own, read back from Spark's text)."""
+import base64
+import json
 import math
 import numbers
 import os
+import re
 import sys
 import threading
 import time
 
+from ..core.backend import RemoteError, rebuild
+from ..core.lazy_tf import device_name
 from ..core.log import logger
+from .spark_worker import ERROR_TAG
 
 #: Seconds between two looks at the live executors while a job runs on a cluster.
 EXECUTOR_POLL = 0.5
@@ -105,3 +112,52 @@ class _ExecutorWatch:
                     return
             except Exception:     # the context is stopping: nothing left to watch
                 return
+
+
+_ERROR_RE = re.compile(re.escape(ERROR_TAG) + r"\[([A-Za-z0-9+/=]+)\]")
+
+
+class SparkTaskError(RuntimeError):
+    """A Spark job of a :class:`SparkFlow` failed (task error, lost worker, ...)."""
+
+
+class NoExecutorError(SparkTaskError):
+    """A job was cancelled: no live Spark executor for ``executor_timeout`` seconds."""
+
+
+class _TaskFailed(SparkTaskError, RemoteError):
+    """A task raised an exception that is not a builtin one (its text is kept)."""
+
+
+def _check_device(device):
+    """A device name for every executor (not checked on the driver), or None."""
+    if device is None:
+        return None
+    if not isinstance(device, str):
+        raise TypeError(f"device must be None or a string like 'CPU:0' or 'GPU:1', "
+                        f"got {device!r}")
+    name = device_name(device)
+    kind, _, index = name.partition(":")
+    if kind not in ("CPU", "GPU") or not index.isdigit():
+        raise ValueError(f"device must look like 'CPU:0' or 'GPU:1', got {device!r}")
+    return name
+
+
+def _driver_error(exc, iteration):
+    """The exception to raise for a failed Spark job: the task's own when we can."""
+    text = str(exc)
+    found = _ERROR_RE.findall(text)
+    if found:
+        info = json.loads(base64.b64decode(found[-1]).decode())
+        where = (f"[Spark task: partition {info['partition']}, attempt {info['attempt']}, "
+                 f"blocks {info['blocks']}, iteration {iteration + 1}, host {info['host']}]")
+        error = rebuild(info, where)
+        return error if not isinstance(error, RemoteError) else _TaskFailed(info, str(error))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    reason = next((line for line in lines if "Job aborted" in line or "SparkException" in line),
+                  lines[0] if lines else type(exc).__name__)
+    crashed = next((line for line in lines if "exited unexpectedly" in line
+                    or "ExecutorLostFailure" in line), "")
+    detail = f" ({crashed[:300]})" if crashed and crashed not in reason else ""
+    return SparkTaskError(f"the Spark job of iteration {iteration + 1} failed; no partial "
+                          f"result is used: {reason[:600]}{detail}")

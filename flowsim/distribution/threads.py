@@ -9,31 +9,9 @@ lands in ``Result.timeline``.  Rows are
 added in block order: every device count and schedule gives the bits of
 :class:`flowsim.Flow` (on one device type; CPUs and GPUs may round differently).
 
-Threads
--------
-TensorFlow runs the CPU kernels of *all* logical CPU devices on one shared
-intra-op pool, and feeds every device from one inter-op pool.  Before
-TensorFlow initialises, the first ThreadPoolFlow/ScheduledFlow sets:
-
-- intra-op threads = cores − GPU workers − (CPU workers − 1), at least 1:
-  CPU kernels leave one core per GPU free to launch that GPU's kernels, and
-  with ``k`` logical CPU devices (:func:`flowsim.set_virtual_cpus`) the
-  calling thread of each of the other ``k − 1`` devices runs kernels too, so
-  the shared pool plus those threads make one thread per core (GPUs only, or
-  one CPU device and no GPU: every core, TensorFlow's default);
-- inter-op threads = max(2, workers), one op executor per device worker.
-
-The intra-op pool is smaller than the core count on purpose when CPU:0 is
-split: a pool of every core plus the devices' calling threads runs more kernel
-threads than there are cores, and the devices slow each other down (figures in
-``docs/performance.rst``, "Thread settings"; ``benchmarks/threads.py``
-compares on your machine).
-
-Override with the environment variables ``FLOWSIM_INTRA_OP_THREADS`` /
-``FLOWSIM_INTER_OP_THREADS``, or by calling ``tf.config.threading.set_*``
-yourself before creating the Flow (values you set are never changed).  Once
-TensorFlow has initialised (any earlier TF work) the settings cannot change
-and are left as they are.
+Threads: before TensorFlow initialises, the first ThreadPoolFlow/ScheduledFlow
+sizes TensorFlow's thread pools for its device workers
+(:func:`flowsim.core.backend.thread_settings` says how and how to override).
 
 Faults
 ------
@@ -53,7 +31,7 @@ from ..core.backend import Executor, set_threads, thread_settings
 from ..core.blocks import check_count
 from ..core.flow import Flow
 from ..core.kernel import trace_counts
-from ..core.lazy_tf import device_name, logical_devices, resolve_device, tf
+from ..core.lazy_tf import planned_gpu_workers, select_devices, tf
 from ..core.log import logger
 
 #: Weight of earlier iterations in the learned device speeds.
@@ -67,17 +45,6 @@ def configure_threads(n_workers, n_gpu_workers):
     default, i.e. TensorFlow was already running and its settings stay).
     """
     return set_threads(*thread_settings(n_workers, n_gpu_workers), keep=True)
-
-
-def _planned_gpu_workers(devices):
-    """GPU workers a ``devices=`` argument will give, without initialising TF."""
-    n_gpu = len(tf().config.list_physical_devices("GPU"))
-    if devices is None:
-        return n_gpu, None
-    if isinstance(devices, int) and not isinstance(devices, bool):
-        return min(devices, n_gpu), devices
-    names = [devices] if isinstance(devices, str) else list(devices)
-    return sum(device_name(str(d)).startswith("GPU") for d in names), len(names)
 
 
 class _Item:
@@ -262,8 +229,8 @@ class ScheduledFlow(Flow):
 
     Caveats: on a mix of CPU and GPU devices the blocks a CPU runs may round
     differently from a GPU, so bits there depend on the (timing-dependent)
-    schedule; on one device type they never do.  Thread settings: see the
-    module docstring.
+    schedule; on one device type they never do.  Thread settings:
+    :func:`flowsim.core.backend.thread_settings`.
     """
 
     backend = "scheduled"
@@ -281,40 +248,13 @@ class ScheduledFlow(Flow):
             raise TypeError(f"{type(self).__name__} builds its own executor")
         self.schedule = sched_mod.check_policy(schedule or self.default_schedule)
         self.chunk = None if chunk is None else check_count("chunk", chunk)
-        n_gpu, n_workers = _planned_gpu_workers(devices)
+        n_gpu, n_workers = planned_gpu_workers(devices)
         if n_workers is None:
             n_workers = n_gpu + (_tf._VIRTUAL_CPUS or 1)
         self.thread_settings = configure_threads(n_workers, n_gpu)
-        names, weights = _select(devices)
+        names, weights = select_devices(devices)
         super().__init__(simulation, n_events, seed=seed, executor=self.executor_class(
             names, weights, self.schedule, self.chunk, name=self.backend), **flow_kwargs)
-
-
-def _select(devices):
-    """``(device names, weights or None)`` for the ``devices=`` argument."""
-    every = logical_devices()
-    weights = None
-    if devices is None:
-        return every, None
-    if isinstance(devices, bool):
-        raise TypeError(f"devices must be None, a count, a list or a dict, got {devices!r}")
-    if isinstance(devices, int):
-        if not 1 <= devices <= len(every):
-            raise ValueError(f"devices={devices}: this machine has {len(every)} "
-                             f"device(s): {', '.join(every)}")
-        return every[:devices], None
-    if isinstance(devices, str):
-        devices = [devices]
-    if isinstance(devices, dict):
-        weights = [float(w) for w in devices.values()]
-        if any(not w >= 0 for w in weights) or not sum(weights) > 0:
-            raise ValueError(f"device weights must be >= 0 and not all 0, got {devices}")
-    names = [resolve_device(d) for d in devices]
-    if not names:
-        raise ValueError("devices= is empty")
-    if len(set(names)) != len(names):
-        raise ValueError(f"devices lists a device twice: {names}")
-    return names, weights
 
 
 class ThreadPoolFlow(ScheduledFlow):
