@@ -50,6 +50,15 @@ class Broken(flowsim.Plain):
         raise ValueError(ERROR_TEXT)
 
 
+def asserting_integrand(x):
+    """Fails at run time, inside TensorFlow (``InvalidArgumentError``)."""
+    from flowsim.core.lazy_tf import tf
+    t = tf()
+    t.debugging.assert_less(t.reduce_max(x), t.constant(-1.0, x.dtype),
+                            message="integrand out of range")
+    return t.reduce_sum(x, axis=1)
+
+
 def sweep_kernel(params, data):
     """A per-row kernel of a strategy-like sweep: two outputs per parameter row."""
     from flowsim.core.lazy_tf import tf
@@ -81,6 +90,8 @@ CASES = {
     "sweep": (_sweep, {"sweep": True}),
     "resume": (lambda: flowsim.Plain(double_gaussian, 4), dict(GRID, n_iters=3, resume=True)),
     "error": (lambda: Broken(double_gaussian, 4), dict(GRID, n_iters=1)),
+    "tf_error": (lambda: flowsim.Plain(asserting_integrand, 4),
+                 dict(GRID, n_iters=1, message="integrand out of range")),
 }
 
 
@@ -146,6 +157,7 @@ def run_case(name, make_flow, prototypes, tmpdir, label="flow"):
     (``tmpdir`` must be new for each ``label``: checkpoints go there)."""
     _, spec = CASES[name]
     spec = dict(spec)
+    spec.pop("message", None)
     sim = prototypes.fresh(name)
     try:
         if spec.pop("sweep", False):
@@ -181,7 +193,8 @@ def compare(got, want, label):
             problems.append(f"{label} {name}: no result")
             continue
         if "raised" in ref:
-            if mine.get("raised") != ref["raised"] or ref["message"] not in mine.get("message", ""):
+            phrase = CASES[name][1].get("message", ref["message"])
+            if mine.get("raised") != ref["raised"] or phrase not in mine.get("message", ""):
                 problems.append(f"{label} {name}: raised {mine.get('raised')}: "
                                 f"{mine.get('message', '')[:300]!r}, want {ref['raised']}: "
                                 f"{ref['message'][:300]!r}")

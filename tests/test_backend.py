@@ -115,6 +115,29 @@ def test_run_ahead_serves_only_the_same_run():
     assert ahead.take(_task(2, a)) == ({}, [])
 
 
+class IntegrandDomainError(ArithmeticError):
+    """A user's exception type, importable where the run was started."""
+
+
+def test_remote_errors_keep_importable_types():
+    try:
+        raise IntegrandDomainError("log of a negative weight")
+    except IntegrandDomainError as exc:
+        info = describe(exc, rank=1)
+    again = rebuild(info, "[rank 1]")
+    assert type(again) is IntegrandDomainError
+    assert str(again) == "log of a negative weight [rank 1]"
+    assert again.remote_traceback == info["traceback"]
+    tf = flowsim.core.lazy_tf.tf()
+    try:
+        tf.debugging.assert_less(tf.constant(1.0), 0.0, message="integrand out of range")
+    except tf.errors.InvalidArgumentError as exc:
+        info = describe(exc)
+    again = rebuild(info, "[task 3]")
+    assert type(again) is tf.errors.InvalidArgumentError
+    assert "integrand out of range" in str(again) and str(again).endswith("[task 3]")
+
+
 def test_remote_errors_keep_builtin_types_and_name_others():
     try:
         raise KeyError("missing thing")

@@ -29,7 +29,6 @@ while the state stays put), :class:`RemoteError` / :func:`describe` (an
 exception raised in another process, with its type, text, traceback and
 where), :func:`set_threads` (TensorFlow's thread pools, before it starts).
 """
-import builtins
 import os
 import threading
 import time
@@ -285,19 +284,28 @@ class RemoteError(RuntimeError):
 
 
 def rebuild(info, where=""):
-    """The exception to raise for :func:`describe`'s ``info``: the builtin type
-    with its own text (and ``where`` appended) when it is one, else a
-    :class:`RemoteError` naming the type."""
+    """The exception to raise for :func:`describe`'s ``info``: its own type with its
+    own text (and ``where`` appended) when that type is a builtin or lives in a
+    module this process has imported (the user's integrand module, TensorFlow's
+    errors), else a :class:`RemoteError` naming the type.  The remote traceback
+    is kept as ``remote_traceback``."""
+    import functools
+    import sys
     message = info["message"].rstrip()
     sep = "\n" if "\n" in message else " "
     tail = f"{sep}{where}" if where else ""
-    if info.get("module") == "builtins":
-        cls = getattr(builtins, info["type"], None)
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            try:
-                return cls(f"{message}{tail}")
-            except Exception:  # noqa: BLE001, S110 - a constructor with other arguments
-                pass
+    module = sys.modules.get(info.get("module") or "")
+    cls = functools.reduce(lambda obj, name: getattr(obj, name, None),
+                           info["type"].split("."), module) if module else None
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        for args in ((f"{message}{tail}",), (None, None, f"{message}{tail}")):
+            try:            # one text argument, or TensorFlow's (node_def, op, message)
+                error = cls(*args)
+            except Exception:  # noqa: BLE001, S112 - a constructor with other arguments
+                continue
+            if f"{message}{tail}" in str(error):
+                error.remote_traceback = info.get("traceback", "")
+                return error
     return RemoteError(info, f"{info['module']}.{info['type']}: {message}{tail}")
 
 
