@@ -265,7 +265,7 @@ class MPIFlow(Flow):
 
         Parameters as for :meth:`flowsim.Flow.run`.  Only rank 0 writes
         ``checkpoint``.  An exception on any rank raises on every rank: the
-        failing ranks' own exception if every rank failed alike (as ``Flow``
+        failing ranks' own exception if every rank failed with one type (as ``Flow``
         would), else :class:`RankError` naming the failed rank, its error and
         traceback.
         """

@@ -103,9 +103,11 @@ class MPIProcesses(Processes):
         failures = [e for e, _ in replies if e is not None]
         if not failures:
             return [p for _, p in replies]
+        # Every rank failed with one type (a bug in the integrand, say): each raises its
+        # own exception, as Flow would.  Texts may differ (TensorFlow names its ops).
         if own is not None and len(failures) == self.size and len(
-                {(f["type"], f["message"]) for f in failures}) == 1:
-            raise _agreed(own, self.rank)          # everyone failed alike: as Flow would
+                {(f["module"], f["type"]) for f in failures}) == 1:
+            raise _agreed(own, self.rank)
         exc = _agreed(RankError(failures, self.size), self.rank)
         if own is not None:
             raise exc from own
