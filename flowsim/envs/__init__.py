@@ -18,12 +18,14 @@ after ``import flowsim.envs`` (or as ``"flowsim.envs:flowsim/Stocks-v0"``).
 import importlib
 
 from .market import ACC_DTYPE, Market, sample_prices
+from .policies import MLP, Coin, Momentum
 from .rollout import Rollout, RolloutResult, rollout
 
 ENV_ID = "flowsim/Stocks-v0"
 
-__all__ = ["ACC_DTYPE", "ENV_ID", "Market", "Rollout", "RolloutResult", "TradingEnv",
-           "TradingVectorEnv", "register", "rollout", "sample_prices"]
+__all__ = ["ACC_DTYPE", "ENV_ID", "MLP", "Coin", "Market", "Momentum", "Rollout",
+           "RolloutResult", "TradingEnv", "TradingVectorEnv", "register", "rollout",
+           "sample_prices"]
 
 
 def register():

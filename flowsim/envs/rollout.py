@@ -116,7 +116,8 @@ class Rollout(Simulation):
 
     def state(self):
         m = self.market
-        out = {"prices": m.prices, "observations": m.observations, "end_tick": m.end_tick}
+        out = {"prices": m.prices, "observations": m.observations, "end_tick": m.end_tick,
+               "fees": market.fee_factors()}
         if self.params is not None:
             out["params"] = self.params
         return out
@@ -150,7 +151,7 @@ class Rollout(Simulation):
             action = actions_from(out, rng.uniform_step(key, i, [size], dtype, stream=1))
             active = tick < end
             new = market.step(state["prices"], series, action, tick, last, position, end,
-                              total_reward, total_profit)
+                              total_reward, total_profit, state["fees"])
             kept = [t.where(active, a, b) for a, b in
                     zip(new[:5], (tick, last, position, total_reward, total_profit))]
             trades = trades + t.cast(new[7] & active, t.int32)

@@ -124,6 +124,7 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
             self._vars["done"] = t.Variable(np.zeros(n, bool))
             for k in ("total_reward", "total_profit"):
                 self._vars[k] = t.Variable(np.zeros(n, ACC_DTYPE))
+            self._fees = t.Variable(market.fee_factors(), trainable=False)
             self._vars["seed"] = t.Variable(np.zeros(n, np.int64))
             self._vars["episode"] = t.Variable(np.zeros(n, np.int64))
         n_spec = t.TensorSpec([n], t.int32)
@@ -145,14 +146,28 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         """Reset values of the environments in ``mask`` (others keep theirs)."""
         t = tf()
         v = self._vars
-        u = rng.uniform_keys(t.stack([v["seed"], v["episode"]]))
-        start, end = market.start_ticks(u, self._series, self._end_tick, self.window_size,
-                                        self.episode_length)
+        start, end = self._starts(self._series, self._end_tick, v["seed"], v["episode"])
         keep = {k: v[k].read_value() for k in v}
         out = {"tick": start, "last": start - 1, "position": t.zeros_like(start), "end": end,
                "total_reward": t.zeros_like(keep["total_reward"]),
                "total_profit": t.ones_like(keep["total_profit"])}
         return {k: t.where(mask, x, keep[k]) for k, x in out.items()}
+
+    def _starts(self, series, end_tick, seeds, episodes):
+        u = rng.uniform_keys(tf().stack([seeds, episodes]))
+        return market.start_ticks(u, series, end_tick, self.window_size, self.episode_length)
+
+    def start_ticks(self, seed, episode=0):
+        """Start ticks ``[num_envs]`` of episode number ``episode`` (0 after a seeded
+        reset, +1 at each later reset or autoreset) of every environment after
+        ``reset(seed=seed)``: ``window_size`` for whole-frame episodes, else drawn."""
+        t = tf()
+        n = self.num_envs
+        series = t.constant(np.arange(n, dtype=np.int32) % self.market.n_series)
+        seeds = t.constant(np.arange(n, dtype=np.int64) + int(seed))
+        start, _ = self._starts(series, t.constant(self.market.end_tick), seeds,
+                                t.fill([n], t.constant(int(episode), t.int64)))
+        return start.numpy()
 
     def _outputs(self, state, reward, truncated):
         t = tf()
@@ -174,7 +189,7 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         reset = v["done"].read_value()
         tick, last, position, total_reward, total_profit, reward, truncated, _ = market.step(
             self._prices, self._series, action, v["tick"], v["last"], v["position"], v["end"],
-            v["total_reward"], v["total_profit"])
+            v["total_reward"], v["total_profit"], self._fees)
         v["episode"].assign(v["episode"] + t.cast(reset, t.int64))
         fresh = self._fresh(reset)
         state = {"tick": tick, "last": last, "position": position, "end": v["end"],
