@@ -76,7 +76,7 @@ def test_equals_gym_anytrading_bit_for_bit_on_googl():
     tr = compare_step_by_step(names, actions, ours, ref, n_steps)
     assert not tr.any()
     # the episode really ended once in the run, on the same step for every sequence
-    assert ours._vars["tick"].numpy().max() < 30 + 40 + 2
+    assert ours.ticks.max() < 30 + 40 + 2
 
 
 @pytest.mark.timeout(600)
@@ -174,7 +174,7 @@ def test_reset_mask_resets_only_those_environments():
     assert np.array_equal(obs[mask], obs0[mask]) and np.array_equal(obs[~mask], obs5[~mask])
     assert np.array_equal(infos["_total_profit"], mask)
     assert np.array_equal(infos["position"], [0, 0, 0, 0])
-    ticks = env._vars["tick"].numpy()
+    ticks = env.ticks
     assert np.array_equal(ticks[~mask] - 5, TradingVectorEnv(STOCKS_GOOGL, 4, episode_length=50)
                           .start_ticks(7)[~mask])
     with pytest.raises(ValueError, match="reset_mask"):
@@ -196,13 +196,13 @@ def test_random_start_ticks_are_fixed_by_the_seed():
     assert one.start_ticks(3 + 5)[0] == a[5]
     env.reset(seed=3)
     env.reset()
-    second = env._vars["tick"].numpy()
+    second = env.ticks
     assert not np.array_equal(second, a)
     env.reset(seed=3)
     for _ in range(100):
         env.step(np.zeros(8, int))
     env.step(np.zeros(8, int))              # the autoreset: episode 1 of every env
-    assert np.array_equal(env._vars["tick"].numpy(), second)
+    assert np.array_equal(env.ticks, second)
     # unseeded first reset: OS entropy, so two batches differ
     assert not np.array_equal(TradingVectorEnv(STOCKS_GOOGL, 8, episode_length=100).reset()[0],
                               TradingVectorEnv(STOCKS_GOOGL, 8, episode_length=100).reset()[0])

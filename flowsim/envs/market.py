@@ -211,14 +211,19 @@ def observe(table, series, tick, window_size):
 
 
 def fee_factors():
-    """``[1 - FEE_ASK, 1 - FEE_BID]`` in :data:`ACC_DTYPE`, for :func:`step` (a tensor
-    argument rather than a constant the graph optimizer could fold into neighbours)."""
+    """``[1 - FEE_ASK, 1 - FEE_BID]`` in :data:`ACC_DTYPE` (see :func:`step`)."""
     return np.array([1 - FEE_ASK, 1 - FEE_BID], ACC_DTYPE)
 
 
 def step(prices, series, action, tick, last, position, end, total_reward, total_profit,
          fees):
-    """One StocksEnv step of every environment (``fees``: :func:`fee_factors`, a tensor).
+    """One StocksEnv step of every environment.
+
+    ``fees`` is ``(1 - FEE_ASK, 1 - FEE_BID)`` as two tensors shaped like the totals
+    (:func:`fee_factors` filled per environment): with scalars, TensorFlow's graph
+    optimizer (without XLA) reorders the chain of products to multiply the scalars
+    first ("minimize broadcasts"), which changes gym-anytrading's rounding in about a
+    third of the steps.
 
     Returns ``(tick, last, position, total_reward, total_profit, reward, truncated,
     trade)``; ``reward`` is float32, the totals keep their dtype (:data:`ACC_DTYPE`).
@@ -237,12 +242,8 @@ def step(prices, series, action, tick, last, position, end, total_reward, total_
     before = t.gather(flat, series * length + last)
     reward = t.where(trade & long, current - before, t.zeros_like(current))
     total_reward = total_reward + t.cast(reward, acc)
-    # the fees as vectors: with scalars, TensorFlow's graph optimizer (without XLA)
-    # reorders the chain of products to multiply the scalars first ("minimize
-    # broadcasts"), changing gym-anytrading's rounding in about a third of the steps
-    shape = t.shape(total_profit)
-    shares = total_profit * t.fill(shape, fees[0]) / t.cast(before, acc)
-    profit = shares * t.fill(shape, fees[1]) * t.cast(current, acc)
+    shares = total_profit * fees[0] / t.cast(before, acc)
+    profit = shares * fees[1] * t.cast(current, acc)
     total_profit = t.where((trade | truncated) & long, profit, total_profit)
     position = t.where(trade, 1 - position, position)
     last = t.where(trade, tick, last)

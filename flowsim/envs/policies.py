@@ -53,8 +53,8 @@ class MLP:
     """A small multi-layer perceptron: observations -> probabilities of (Sell, Buy).
 
     The observation is flattened and scaled (prices relative to the window's
-    last price, diffs by that price), then passed through ``tanh`` hidden
-    layers and a softmax.  ``weights`` is a list of ``(W, b)`` numpy pairs;
+    last price, diffs by that price; :meth:`forward`), then passed through
+    ``tanh`` hidden layers and a softmax.  ``weights`` is a list of ``(W, b)`` numpy pairs;
     :meth:`random` draws them.  Plain numbers, so it pickles to any worker;
     ``variables()`` gives trainable ``tf.Variable`` copies and ``from_variables``
     the policy back (``examples/train_policy.py``).
@@ -76,22 +76,26 @@ class MLP:
         return cls(weights)
 
     @staticmethod
-    def features(obs):
-        """Scale-free inputs ``[batch, 2 * window]`` of observations ``[batch, window, 2]``."""
-        t = tf()
-        last = obs[:, -1:, 0:1]
-        scaled = t.concat([obs[:, :, 0:1] / last - 1.0, obs[:, :, 1:2] / last], axis=2)
-        return t.reshape(scaled, [t.shape(obs)[0], -1]) * 10.0
-
-    @staticmethod
     def forward(weights, obs):
-        """Probabilities ``[batch, 2]`` of observations under ``weights`` (arrays or tensors)."""
+        """Probabilities ``[batch, 2]`` of observations under ``weights`` (arrays or tensors).
+
+        The inputs are the observation flattened, prices and diffs divided by the
+        window's last price (prices minus 1), times 10.  That scaling is linear per
+        observation, so it is applied after the first product (one multiply per
+        hidden unit instead of one divide per input: the first layer then costs
+        little more than its matrix product).
+        """
         t = tf()
-        x = MLP.features(obs)
-        for i, (w, b) in enumerate(weights):
-            x = t.matmul(x, w) + b
-            if i < len(weights) - 1:
-                x = t.tanh(x)
+        n = t.shape(obs)[0]
+        window = int(obs.shape[1])
+        flat = t.reshape(obs, [n, 2 * window])
+        scale = 10.0 / obs[:, -1, 0:1]                              # [batch, 1]
+        w, b = weights[0]
+        price_rows = np.zeros(2 * window, np.float32)
+        price_rows[0::2] = 10.0                                      # the "- 1" of prices
+        x = scale * t.matmul(flat, w) + (b - t.linalg.matvec(t.transpose(w), price_rows))
+        for w, b in weights[1:]:
+            x = t.matmul(t.tanh(x), w) + b
         return t.nn.softmax(x)
 
     def __call__(self, obs):

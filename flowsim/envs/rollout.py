@@ -142,6 +142,7 @@ class Rollout(Simulation):
             row = t.minimum(event // self.n_episodes, self.n_rows - 1)
             params = t.gather(state["params"], row)
         acc = t.as_dtype(ACC_DTYPE)
+        fees = (t.fill([size], state["fees"][0]), t.fill([size], state["fees"][1]))
         carry = (t.constant(0, t.int32), tick, tick - 1, t.zeros([size], t.int32),
                  t.zeros([size], acc), t.ones([size], acc), t.zeros([size], t.int32))
 
@@ -151,7 +152,7 @@ class Rollout(Simulation):
             action = actions_from(out, rng.uniform_step(key, i, [size], dtype, stream=1))
             active = tick < end
             new = market.step(state["prices"], series, action, tick, last, position, end,
-                              total_reward, total_profit, state["fees"])
+                              total_reward, total_profit, fees)
             kept = [t.where(active, a, b) for a, b in
                     zip(new[:5], (tick, last, position, total_reward, total_profit))]
             trades = trades + t.cast(new[7] & active, t.int32)

@@ -111,22 +111,31 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         self._ones = np.ones(self.num_envs, dtype=bool)
 
     # -- state on the device -------------------------------------------------------
+    # Three variables (each captured variable costs a TF call ~10 us): int32 rows
+    # INTS, ACC_DTYPE rows TOTALS (the fee factors ride along as constant rows, so
+    # the fee products see equal shapes: market.step), int64 rows KEYS.
+    INTS = ("tick", "last", "position", "end", "done")
+    TOTALS = ("total_reward", "total_profit", "fee_ask", "fee_bid")
+    KEYS = ("seed", "episode")
+
     def _build(self):
         t = tf()
         n, m = self.num_envs, self.market
+        # numpy observations of a CPU device: gathered by numpy from the host copy of
+        # the windows (the same float32 rows; ~10x cheaper than a TF gather + copy out)
+        host = self.backend == "numpy" and "CPU" in self.device.upper() and m.windows is not None
+        self._host_windows = m.windows.reshape(-1, self.window_size, 2) if host else None
+        self._host_rows = (np.arange(n) % m.n_series) * m.length
         with t.device(self.device):
             self._prices = t.constant(m.prices)
             self._observations = t.constant(m.observations)
             self._end_tick = t.constant(m.end_tick)
             self._series = t.constant(np.arange(n, dtype=np.int32) % m.n_series)
-            zeros = np.zeros(n, np.int32)
-            self._vars = {k: t.Variable(zeros) for k in ("tick", "last", "position", "end")}
-            self._vars["done"] = t.Variable(np.zeros(n, bool))
-            for k in ("total_reward", "total_profit"):
-                self._vars[k] = t.Variable(np.zeros(n, ACC_DTYPE))
-            self._fees = t.Variable(market.fee_factors(), trainable=False)
-            self._vars["seed"] = t.Variable(np.zeros(n, np.int64))
-            self._vars["episode"] = t.Variable(np.zeros(n, np.int64))
+            totals = np.zeros((len(self.TOTALS), n), ACC_DTYPE)
+            totals[2:] = market.fee_factors()[:, None]
+            self._vars = (t.Variable(np.zeros((len(self.INTS), n), np.int32)),
+                          t.Variable(totals),
+                          t.Variable(np.zeros((len(self.KEYS), n), np.int64)))
         n_spec = t.TensorSpec([n], t.int32)
         step = t.function(self._on_device(self._step_fn), jit_compile=self.jit_compile)
         reset = t.function(self._on_device(self._reset_fn), jit_compile=self.jit_compile)
@@ -142,20 +151,40 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
                 return fn(*args)
         return placed
 
-    def _fresh(self, mask):
-        """Reset values of the environments in ``mask`` (others keep theirs)."""
+    def _read(self):
+        ints, totals, keys = (v.read_value() for v in self._vars)
+        state = {k: ints[i] for i, k in enumerate(self.INTS)}
+        state.update({k: totals[i] for i, k in enumerate(self.TOTALS)})
+        state.update({k: keys[i] for i, k in enumerate(self.KEYS)})
+        return state
+
+    def _write(self, state):
         t = tf()
-        v = self._vars
-        start, end = self._starts(self._series, self._end_tick, v["seed"], v["episode"])
-        keep = {k: v[k].read_value() for k in v}
+        state = dict(state, done=t.cast(state["done"], t.int32))
+        for var, names in zip(self._vars, (self.INTS, self.TOTALS, self.KEYS)):
+            var.assign(t.stack([state[k] for k in names]))
+
+    def _fresh(self, state, mask):
+        """``state`` with the environments of ``mask`` starting their next episode
+        (numbered by ``state["episode"]``)."""
+        t = tf()
+        start, end = self._starts(self._series, self._end_tick, state["seed"],
+                                  state["episode"])
         out = {"tick": start, "last": start - 1, "position": t.zeros_like(start), "end": end,
-               "total_reward": t.zeros_like(keep["total_reward"]),
-               "total_profit": t.ones_like(keep["total_profit"])}
-        return {k: t.where(mask, x, keep[k]) for k, x in out.items()}
+               "total_reward": t.zeros_like(state["total_reward"]),
+               "total_profit": t.ones_like(state["total_profit"])}
+        return dict(state, **{k: t.where(mask, x, state[k]) for k, x in out.items()})
 
     def _starts(self, series, end_tick, seeds, episodes):
         u = rng.uniform_keys(tf().stack([seeds, episodes]))
         return market.start_ticks(u, series, end_tick, self.window_size, self.episode_length)
+
+    @property
+    def ticks(self):
+        """Current tick of every environment (numpy ``[num_envs]``; after ``reset``)."""
+        if self._vars is None:
+            raise RuntimeError("call reset() first")
+        return self._vars[0][self.INTS.index("tick")].numpy()
 
     def start_ticks(self, seed, episode=0):
         """Start ticks ``[num_envs]`` of episode number ``episode`` (0 after a seeded
@@ -170,46 +199,46 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         return start.numpy()
 
     def _outputs(self, state, reward, truncated):
+        """``(obs, table)``: observations (None when numpy gathers them on the host) and
+        float64 rows reward, truncated, total_reward, total_profit, position, tick."""
         t = tf()
-        obs = market.observe(self._observations, self._series, state["tick"],
-                             self.window_size)
+        obs = None
+        if self._host_windows is None:
+            obs = market.observe(self._observations, self._series, state["tick"],
+                                 self.window_size)
         table = t.stack([t.cast(reward, t.float64), t.cast(truncated, t.float64),
                          t.cast(state["total_reward"], t.float64),
                          t.cast(state["total_profit"], t.float64),
-                         t.cast(state["position"], t.float64)])
+                         t.cast(state["position"], t.float64),
+                         t.cast(state["tick"], t.float64)])
         return obs, table
-
-    def _assign(self, state):
-        for k, x in state.items():
-            self._vars[k].assign(x)
 
     def _step_fn(self, action):
         t = tf()
-        v = self._vars
-        reset = v["done"].read_value()
+        old = self._read()
+        reset = t.cast(old["done"], t.bool)
         tick, last, position, total_reward, total_profit, reward, truncated, _ = market.step(
-            self._prices, self._series, action, v["tick"], v["last"], v["position"], v["end"],
-            v["total_reward"], v["total_profit"], self._fees)
-        v["episode"].assign(v["episode"] + t.cast(reset, t.int64))
-        fresh = self._fresh(reset)
-        state = {"tick": tick, "last": last, "position": position, "end": v["end"],
-                 "total_reward": total_reward, "total_profit": total_profit}
-        state = {k: t.where(reset, fresh[k], x) for k, x in state.items()}
+            self._prices, self._series, action, old["tick"], old["last"], old["position"],
+            old["end"], old["total_reward"], old["total_profit"],
+            (old["fee_ask"], old["fee_bid"]))
+        stepped = dict(old, tick=tick, last=last, position=position,
+                       total_reward=total_reward, total_profit=total_profit,
+                       episode=old["episode"] + t.cast(reset, t.int64))
+        state = self._fresh(stepped, reset)
         reward = t.where(reset, t.zeros_like(reward), reward)
         truncated = truncated & ~reset
-        self._assign(state)
-        v["done"].assign(truncated)
+        self._write(dict(state, done=truncated))
         return self._outputs(state, reward, truncated)
 
     def _reset_fn(self, mask, seeds, seeded):
         t = tf()
-        v = self._vars
-        v["seed"].assign(t.where(mask & seeded, seeds, v["seed"]))
-        v["episode"].assign(t.where(mask, t.where(seeded, t.zeros_like(v["episode"]),
-                                                  v["episode"] + 1), v["episode"]))
-        state = self._fresh(mask)
-        self._assign(state)
-        v["done"].assign(v["done"] & ~mask)
+        old = self._read()
+        episode = t.where(mask, t.where(seeded, t.zeros_like(old["episode"]),
+                                        old["episode"] + 1), old["episode"])
+        state = dict(old, seed=t.where(mask & seeded, seeds, old["seed"]), episode=episode)
+        state = self._fresh(state, mask)
+        state["done"] = t.cast(state["done"], t.bool) & ~mask
+        self._write(state)
         return self._outputs(state, t.zeros(self.num_envs, t.float32),
                              t.zeros(self.num_envs, t.bool))
 
@@ -297,8 +326,12 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
                      "position": t.cast(table[4], t.int64)}
             masks = {f"_{k}": t.constant(mask) for k in INFO_KEYS}
             return table, {**infos, **masks}
-        self._observations = obs.numpy()
         table = table.numpy()
+        if obs is None:
+            rows = self._host_rows + table[5].astype(np.int64)
+            self._observations = np.take(self._host_windows, rows, axis=0)
+        else:
+            self._observations = obs.numpy()
         infos = {"total_reward": table[2], "total_profit": table[3],
                  "position": table[4].astype(np.int64)}
         if mask is not self._ones:
