@@ -372,6 +372,7 @@ class TradingEnv(gymnasium.Env):
         self.action_space = self._vec.single_action_space
 
     def reset(self, *, seed=None, options=None):
+        """``(obs, info)`` of a new episode (``seed``: as gymnasium's)."""
         super().reset(seed=seed)
         if options:
             raise ValueError(f"options: TradingEnv takes none, got {sorted(options)}")
@@ -379,6 +380,7 @@ class TradingEnv(gymnasium.Env):
         return obs[0], self._info(infos)
 
     def step(self, action):
+        """``(obs, reward, terminated, truncated, info)`` after ``action`` (0 Sell, 1 Buy)."""
         obs, reward, _, truncated, infos = self._vec.step(np.array([action], dtype=np.int64))
         return obs[0], float(reward[0]), False, bool(truncated[0]), self._info(infos)
 
@@ -389,4 +391,5 @@ class TradingEnv(gymnasium.Env):
                 "position": int(infos["position"][0])}
 
     def close(self):
+        """Release the device state."""
         self._vec.close()
