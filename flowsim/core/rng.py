@@ -97,3 +97,43 @@ def uniform(key, shape, dtype, stream=0, algorithm=None):
     else:
         raise ValueError(f"uniform: dtype must be float64 or float32, got {dtype.name}")
     return t.reshape(u, shape)
+
+
+def uniform_step(key, step, shape, dtype, stream=0, algorithm=None):
+    """Uniforms of ``shape`` for sub-step ``step`` of a block (a loop inside a kernel).
+
+    ``step`` is an integer tensor (the counter of a ``tf.while_loop``); the
+    numbers are a pure function of (``key``, ``stream``, ``step``) and differ
+    from :func:`uniform`'s.  ``algorithm`` defaults to the Flow's ``rng``.
+    """
+    t = tf()
+    algorithm = algorithm or current()
+    dtype = t.as_dtype(dtype)
+    step = t.cast(step, t.int64)
+    if algorithm == "philox":
+        key = t.cast(key, t.int64)
+        seed = t.stack([key[0] + stream * 0x5851F42D, key[1]])
+        seed = t.random.experimental.stateless_fold_in(seed, step, alg="philox")
+        return t.random.stateless_uniform(shape, seed=seed, dtype=dtype, alg="philox")
+    if algorithm != "splitmix":
+        raise ValueError(f"rng must be one of {ALGORITHMS}, got {algorithm!r}")
+    k = t.bitcast(t.cast(key, t.int64), t.uint64)
+    h = _mix64(t.bitwise.bitwise_xor(k[1], _mix64(t.bitcast(step, t.uint64) + _u64(_GOLDEN))))
+    return uniform(t.stack([t.bitcast(k[0], t.int64), t.bitcast(h, t.int64)]), shape, dtype,
+                   stream=stream, algorithm="splitmix")
+
+
+def uniform_keys(keys, dtype=None):
+    """One uniform in [0, 1) per column of ``keys`` (int64 ``[2, n]``): ``[n]``.
+
+    SplitMix64 of each key, whatever the Flow's ``rng``: for per-item streams
+    such as (sub-environment seed, episode number).
+    """
+    t = tf()
+    dtype = t.as_dtype(dtype or t.float64)
+    z = _mix64(_stream_key(keys, 0) + _u64(_GOLDEN))
+    if dtype == t.float64:
+        return t.cast(t.bitwise.right_shift(z, _u64(11)), t.float64) * (2.0 ** -53)
+    if dtype == t.float32:
+        return t.cast(t.bitwise.right_shift(z, _u64(40)), t.float32) * (2.0 ** -24)
+    raise ValueError(f"uniform_keys: dtype must be float64 or float32, got {dtype.name}")

@@ -1,0 +1,164 @@
+"""Trading environments: flowsim.envs against gym-anytrading on gymnasium, same run.
+
+Three ways to step gym-anytrading's StocksEnv rules on its bundled STOCKS_GOOGL
+data (window 30, whole-frame episodes of 2,304 steps), in this process one
+after the other, each the best of a few repeats (the machine is shared):
+
+1. gymnasium ``SyncVectorEnv`` of 64 gym-anytrading ``stocks-v0`` environments,
+   actions drawn beforehand (and, as a second row, actions from a small MLP
+   evaluated in numpy on the batch of observations);
+2. ``flowsim.envs.TradingVectorEnv`` at 1,024 environments, ``step`` called from
+   Python with actions drawn beforehand: one compiled TF call per step,
+   returning numpy observations ``[1024, 30, 2]``, rewards, flags and infos;
+3. ``flowsim.envs.rollout`` of a small MLP policy (60-16-2, softmax, actions
+   drawn from its probabilities) over 4,096 whole episodes: the policy and the
+   environment inside one compiled loop (:class:`flowsim.Flow`, one device;
+   and ``backend="threads"`` over two logical CPUs, one per core).
+
+Every row produces the observations of every step (the same work); prints
+env-steps per second and the ratios to row 1 (targets: >= 50x for 2, >= 500x
+for 3)::
+
+    .venv/bin/python benchmarks/envs.py [--steps 300] [--episodes 4096]
+
+Needs gymnasium and gym-anytrading (the ``test`` extra).
+"""
+import argparse
+import os
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+from _common import table  # noqa: E402
+
+
+def best_rate(fn, work, repeat=5):
+    """Most ``work`` units per second over ``repeat`` timed calls of ``fn``."""
+    best = 0.0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = max(best, work / (time.perf_counter() - t0))
+    return best
+
+
+def numpy_mlp(weights, obs):
+    """The MLP policy's probability of Buy, in numpy, for a batch of observations."""
+    last = obs[:, -1:, 0:1]
+    x = np.concatenate([obs[:, :, 0:1] / last - 1.0, obs[:, :, 1:2] / last], axis=2)
+    x = x.reshape(len(obs), -1) * 10.0
+    for i, (w, b) in enumerate(weights):
+        x = x @ w + b
+        if i < len(weights) - 1:
+            x = np.tanh(x)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e[:, 1] / e.sum(axis=1)
+
+
+def gym_anytrading_rates(n_steps, weights):
+    import gym_anytrading  # noqa: F401  (registers stocks-v0)
+    import gymnasium
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = gymnasium.make_vec("stocks-v0", num_envs=64, vectorization_mode="sync")
+        env.reset(seed=0)
+        actions = np.random.default_rng(0).integers(0, 2, (n_steps, 64))
+
+        def random_actions():
+            for a in actions:
+                env.step(a)
+
+        rng = np.random.default_rng(1)
+        state = {"obs": env.reset(seed=0)[0]}
+
+        def mlp_actions():
+            for _ in range(n_steps):
+                p = numpy_mlp(weights, state["obs"])
+                state["obs"] = env.step((rng.random(64) < p).astype(np.int64))[0]
+
+        single = gymnasium.make("stocks-v0").unwrapped
+        single.reset(seed=0)
+
+        def one_env():
+            for i in range(n_steps * 10):
+                if single.step(i % 2)[3]:
+                    single.reset()
+
+        return (best_rate(random_actions, 64 * n_steps), best_rate(mlp_actions, 64 * n_steps),
+                best_rate(one_env, 10 * n_steps))
+
+
+def flowsim_step_rate(n_steps, n_envs=1024):
+    from gym_anytrading.datasets import STOCKS_GOOGL
+
+    from flowsim.envs import TradingVectorEnv
+    env = TradingVectorEnv(STOCKS_GOOGL, n_envs)
+    env.reset(seed=0)
+    actions = np.random.default_rng(0).integers(0, 2, (n_steps, n_envs))
+    env.step(actions[0])                        # compile
+
+    def run():
+        for a in actions:
+            obs, rewards, term, trunc, infos = env.step(a)
+
+    return best_rate(run, n_envs * n_steps), env.device
+
+
+def flowsim_rollout_rate(n_episodes, policy, backend=None):
+    from gym_anytrading.datasets import STOCKS_GOOGL
+
+    from flowsim.envs import rollout
+    t0 = time.perf_counter()
+    first = rollout(policy, STOCKS_GOOGL, n_episodes, seed=1, backend=backend)
+    cold = time.perf_counter() - t0
+    steps = n_episodes * (len(STOCKS_GOOGL) - 31)
+    rate = best_rate(lambda: rollout(policy, STOCKS_GOOGL, n_episodes, seed=1,
+                                     backend=backend), steps, repeat=3)
+    again = rollout(policy, STOCKS_GOOGL, n_episodes, seed=1, backend=backend)
+    assert again.episode_return == first.episode_return      # same bits, run after run
+    return rate, cold, first
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=300, help="steps per timed vector run")
+    parser.add_argument("--episodes", type=int, default=4096, help="episodes per rollout")
+    args = parser.parse_args()
+    import flowsim
+    flowsim.set_virtual_cpus(2)         # for the threads row; Flow and the env use CPU:0
+    from flowsim.envs import MLP
+    policy = MLP.random(30, (16,), seed=0)
+
+    sync, sync_mlp, single = gym_anytrading_rates(args.steps, policy.weights)
+    step, device = flowsim_step_rate(args.steps)
+    roll, cold, result = flowsim_rollout_rate(args.episodes, policy)
+    roll2, _, result2 = flowsim_rollout_rate(args.episodes, policy, backend="threads")
+    assert result2.episode_return == result.episode_return   # same bits on both backends
+    rows = [
+        ("gym-anytrading stocks-v0, one env", f"{single:,.0f}", f"{single / sync:.2f}x"),
+        ("gymnasium SyncVectorEnv x 64 (random actions)", f"{sync:,.0f}", "1x"),
+        ("gymnasium SyncVectorEnv x 64 + numpy MLP policy", f"{sync_mlp:,.0f}",
+         f"{sync_mlp / sync:.2f}x"),
+        ("flowsim TradingVectorEnv x 1024, step() from Python", f"{step:,.0f}",
+         f"{step / sync:.0f}x"),
+        ("flowsim rollout, MLP 60-16-2 in the compiled loop", f"{roll:,.0f}",
+         f"{roll / sync:.0f}x"),
+        ("  same, ThreadPoolFlow over 2 logical CPUs", f"{roll2:,.0f}",
+         f"{roll2 / sync:.0f}x"),
+    ]
+    print(f"STOCKS_GOOGL, window 30; flowsim on {device}; best of repeats")
+    table(rows, ["what", "env-steps/s", "vs SyncVectorEnv"])
+    print(f"\nrollout vs SyncVectorEnv + the same policy in numpy: {roll / sync_mlp:.0f}x")
+    print(f"rollout cold start (trace + XLA compile + first run): {cold:.1f} s")
+    print(f"MLP rollout: {result}")
+    best = max(roll, roll2)
+    print(f"targets: step >= 50x ({'met' if step / sync >= 50 else 'NOT met'}), "
+          f"rollout >= 500x ({'met' if best / sync >= 500 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()

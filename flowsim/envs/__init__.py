@@ -1,0 +1,57 @@
+"""Batched trading environments: a gymnasium VectorEnv and in-graph policy rollouts.
+
+``flowsim.envs.TradingVectorEnv``
+    ``num_envs`` gym-anytrading ``StocksEnv`` environments stepped in one
+    TensorFlow call (needs gymnasium: ``pip install 'flowsim[envs]'``).
+``flowsim.envs.TradingEnv``
+    One such environment (``gymnasium.make("flowsim/Stocks-v0")``).
+``flowsim.envs.rollout``
+    Whole episodes of a TF policy inside a compiled flowsim Simulation, on any
+    backend, with the same bits (no gymnasium needed).
+
+Importing this package registers the gymnasium id ``flowsim/Stocks-v0`` (entry
+point :class:`TradingEnv`, vector entry point :class:`TradingVectorEnv`) when
+gymnasium is installed; TensorFlow loads only when an environment first steps.
+gymnasium 1.x has no plugin entry points, so ``gymnasium.make`` finds the id
+after ``import flowsim.envs`` (or as ``"flowsim.envs:flowsim/Stocks-v0"``).
+"""
+import importlib
+
+from .market import ACC_DTYPE, Market, sample_prices
+from .policies import MLP, Coin, Momentum
+from .rollout import Rollout, RolloutResult, rollout
+
+ENV_ID = "flowsim/Stocks-v0"
+
+__all__ = ["ACC_DTYPE", "ENV_ID", "MLP", "Coin", "Market", "Momentum", "Rollout",
+           "RolloutResult", "TradingEnv", "TradingVectorEnv", "register", "rollout",
+           "sample_prices"]
+
+
+def register():
+    """Register ``flowsim/Stocks-v0`` with gymnasium (idempotent); False without gymnasium."""
+    try:
+        from gymnasium.envs.registration import register as gym_register
+        from gymnasium.envs.registration import registry
+    except ImportError:
+        return False
+    if ENV_ID not in registry:
+        gym_register(id=ENV_ID, entry_point="flowsim.envs.vector:TradingEnv",
+                     vector_entry_point="flowsim.envs.vector:TradingVectorEnv")
+    return True
+
+
+def __getattr__(name):
+    if name in ("TradingVectorEnv", "TradingEnv"):
+        try:
+            module = importlib.import_module(f"{__name__}.vector")
+        except ImportError as exc:
+            raise ImportError(f"flowsim.envs.{name} needs gymnasium: "
+                              f"pip install 'flowsim[envs]' ({exc})") from exc
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'flowsim.envs' has no attribute {name!r}")
+
+
+register()

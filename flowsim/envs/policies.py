@@ -1,0 +1,114 @@
+"""Small picklable policies for :func:`flowsim.envs.rollout` (and any TF code).
+
+A policy maps observations float32 ``[batch, window_size, 2]`` (rows of
+``(price, diff)``) to actions or probabilities (see
+:func:`flowsim.envs.rollout.actions_from`).  These are plain objects holding
+numbers, so they pickle to any backend's workers; any TF-traceable callable
+(a Keras model, a closure) works the same way on one machine.
+"""
+import numpy as np
+
+from ..core.lazy_tf import tf
+
+
+class Momentum:
+    """Buy (go Long) when the last price change exceeds ``threshold``, else Sell.
+
+    With ``params``, the threshold is each episode's ``params[:, 0]``: a
+    parametrised rule for sweeps.
+    """
+
+    def __init__(self, threshold=0.0):
+        self.threshold = float(threshold)
+
+    def __call__(self, obs, params=None):
+        t = tf()
+        last = obs[:, -1, 1]
+        threshold = self.threshold if params is None else t.cast(params[:, 0], last.dtype)
+        return t.cast(last > threshold, t.int32)
+
+    def __repr__(self):
+        return f"Momentum(threshold={self.threshold})"
+
+
+class Coin:
+    """Buy with probability ``p`` (``params[:, 0]`` with params), whatever is observed:
+    the random policy learned policies are compared against."""
+
+    def __init__(self, p=0.5):
+        self.p = float(p)
+
+    def __call__(self, obs, params=None):
+        t = tf()
+        n = t.shape(obs)[0]
+        if params is None:
+            return t.fill([n], t.constant(self.p, t.float32))
+        return t.cast(params[:, 0], t.float32)
+
+    def __repr__(self):
+        return f"Coin(p={self.p})"
+
+
+class MLP:
+    """A small multi-layer perceptron: observations -> probabilities of (Sell, Buy).
+
+    The observation is flattened and scaled (prices relative to the window's
+    last price, diffs by that price; :meth:`forward`), then passed through
+    ``tanh`` hidden layers and a softmax.  ``weights`` is a list of ``(W, b)`` numpy pairs;
+    :meth:`random` draws them.  Plain numbers, so it pickles to any worker;
+    ``variables()`` gives trainable ``tf.Variable`` copies and ``from_variables``
+    the policy back (``examples/train_policy.py``).
+    """
+
+    def __init__(self, weights):
+        self.weights = [(np.asarray(w, np.float32), np.asarray(b, np.float32))
+                        for w, b in weights]
+
+    @classmethod
+    def random(cls, window_size=30, hidden=(16,), seed=0):
+        """Glorot-uniform weights, zero biases, drawn from ``seed``."""
+        rng = np.random.default_rng(seed)
+        sizes = [window_size * 2, *hidden, 2]
+        weights = []
+        for a, b in zip(sizes[:-1], sizes[1:]):
+            limit = np.sqrt(6.0 / (a + b))
+            weights.append((rng.uniform(-limit, limit, (a, b)), np.zeros(b)))
+        return cls(weights)
+
+    @staticmethod
+    def forward(weights, obs):
+        """Probabilities ``[batch, 2]`` of observations under ``weights`` (arrays or tensors).
+
+        The inputs are the observation flattened, prices and diffs divided by the
+        window's last price (prices minus 1), times 10.  That scaling is linear per
+        observation, so it is applied after the first product (one multiply per
+        hidden unit instead of one divide per input: the first layer then costs
+        little more than its matrix product).
+        """
+        t = tf()
+        n = t.shape(obs)[0]
+        window = int(obs.shape[1])
+        flat = t.reshape(obs, [n, 2 * window])
+        scale = 10.0 / obs[:, -1, 0:1]                              # [batch, 1]
+        w, b = weights[0]
+        price_rows = np.zeros(2 * window, np.float32)
+        price_rows[0::2] = 10.0                                      # the "- 1" of prices
+        x = scale * t.matmul(flat, w) + (b - t.linalg.matvec(t.transpose(w), price_rows))
+        for w, b in weights[1:]:
+            x = t.matmul(t.tanh(x), w) + b
+        return t.nn.softmax(x)
+
+    def __call__(self, obs):
+        return self.forward(self.weights, obs)
+
+    def variables(self):
+        t = tf()
+        return [(t.Variable(w), t.Variable(b)) for w, b in self.weights]
+
+    @classmethod
+    def from_variables(cls, variables):
+        return cls([(w.numpy(), b.numpy()) for w, b in variables])
+
+    def __repr__(self):
+        sizes = [self.weights[0][0].shape[0]] + [w.shape[1] for w, _ in self.weights]
+        return f"MLP({'-'.join(map(str, sizes))})"

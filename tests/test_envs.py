@@ -1,0 +1,444 @@
+"""flowsim.envs: TradingVectorEnv equals gym-anytrading's StocksEnv bit for bit, step by
+step; it follows gymnasium's vector conventions; rollouts of policies give the same bits
+on every backend and agree with the environment stepped from Python."""
+import warnings
+
+import gym_anytrading  # noqa: F401  (registers stocks-v0)
+import gymnasium
+import numpy as np
+import pytest
+from cases_envs import CASES, coin_rollout, momentum_sweep
+from conftest import run_python
+from gym_anytrading.datasets import STOCKS_GOOGL
+
+import flowsim
+import flowsim.envs as fe
+from flowsim.envs import MLP, Coin, Momentum, TradingVectorEnv, rollout
+from flowsim.envs.market import ACC_DTYPE
+
+GOOGL_STEPS = len(STOCKS_GOOGL) - 30 - 1        # steps of a full stocks-v0 episode
+
+
+def sequences(n_steps):
+    """Named action sequences [n_steps] (>= 8 of them)."""
+    out = {"always_long": np.ones(n_steps, int), "never_trade": np.zeros(n_steps, int),
+           "flip_every_step": np.arange(n_steps) % 2,
+           "flip_every_7": (np.arange(n_steps) // 7) % 2,
+           "hold_long_then_sell": (np.arange(n_steps) < n_steps // 2).astype(int)}
+    for seed in (0, 1, 2, 3):
+        out[f"random_{seed}"] = np.random.default_rng(seed).integers(0, 2, n_steps)
+    out["mostly_long"] = (np.random.default_rng(9).random(n_steps) < 0.9).astype(int)
+    return out
+
+
+def reference_env(**kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gymnasium.make("stocks-v0", **kwargs)
+
+
+def compare_step_by_step(names, actions, ours, ref, n_steps):
+    """Step both vector envs with ``actions`` [n_steps, n] and assert equal bits."""
+    obs_ref, info_ref = ref.reset(seed=5)
+    obs, info = ours.reset(seed=5)
+    assert obs.dtype == obs_ref.dtype == np.float32
+    assert np.array_equal(obs, obs_ref)
+    for k in ("total_reward", "total_profit"):
+        assert np.array_equal(info[k], np.asarray(info_ref[k], np.float64))
+    for step in range(n_steps):
+        a = actions[step]
+        o_ref, r_ref, te_ref, tr_ref, i_ref = ref.step(a)
+        o, r, te, tr, i = ours.step(a)
+        where = f"step {step}"
+        assert np.array_equal(o, o_ref), where
+        assert r.dtype == np.float64 and np.array_equal(r, r_ref), (where, r, r_ref)
+        assert np.array_equal(te, te_ref) and np.array_equal(tr, tr_ref), where
+        for k in ("total_reward", "total_profit"):
+            theirs = np.array([np.float64(x) for x in i_ref[k]])
+            bad = np.flatnonzero(i[k] != theirs)
+            assert bad.size == 0, (where, k, [names[j] for j in bad], i[k][bad], theirs[bad])
+        assert np.array_equal(i["position"], [p.value for p in i_ref["position"]]), where
+        assert all(i[f"_{k}"].all() for k in ("total_reward", "total_profit", "position"))
+    return tr
+
+
+@pytest.mark.timeout(600)
+def test_equals_gym_anytrading_bit_for_bit_on_googl():
+    """Ten action sequences over a whole stocks-v0 episode and 40 steps past its end
+    (next-step autoreset included): observations, rewards, truncations, total reward,
+    total profit and position equal gym-anytrading's at every step."""
+    n_steps = GOOGL_STEPS + 40
+    named = sequences(n_steps)
+    names = list(named)
+    actions = np.stack([named[k] for k in names], axis=1)
+    ref = gymnasium.vector.SyncVectorEnv([reference_env for _ in names])
+    ours = TradingVectorEnv(STOCKS_GOOGL, len(names))
+    tr = compare_step_by_step(names, actions, ours, ref, n_steps)
+    assert not tr.any()
+    # the episode really ended once in the run, on the same step for every sequence
+    assert ours.ticks.max() < 30 + 40 + 2
+
+
+@pytest.mark.timeout(600)
+def test_equals_gym_anytrading_other_window_frame_and_no_xla():
+    """Another window size and frame_bound, and the step without XLA: same bits."""
+    window, bound = 10, (50, 300)
+    n_steps = bound[1] - bound[0] + 30
+    named = sequences(n_steps)
+    names = list(named)
+    actions = np.stack([named[k] for k in names], axis=1)
+
+    def make():
+        return reference_env(window_size=window, frame_bound=bound)
+
+    ref = gymnasium.vector.SyncVectorEnv([make for _ in names])
+    ours = TradingVectorEnv(STOCKS_GOOGL, len(names), window_size=window, frame_bound=bound,
+                            jit_compile=False)
+    compare_step_by_step(names, actions, ours, ref, n_steps)
+
+
+def test_totals_follow_numpy_promotion():
+    """gym-anytrading's totals are numpy scalars: float32 under NEP 50 (numpy >= 2)."""
+    expected = np.float32 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else np.float64
+    assert ACC_DTYPE == expected
+
+
+def test_single_env_passes_gymnasium_env_checker():
+    from gymnasium.utils.env_checker import check_env
+    env = gymnasium.make("flowsim/Stocks-v0", prices=STOCKS_GOOGL)
+    check_env(env.unwrapped)
+    obs, info = env.reset(seed=3)
+    assert obs.shape == (30, 2) and info == {"total_reward": 0.0, "total_profit": 1.0,
+                                             "position": 0}
+    ref = reference_env()
+    ref_obs, _ = ref.reset(seed=3)
+    assert np.array_equal(obs, ref_obs)
+    for a in (1, 1, 0, 1, 0):
+        mine, theirs = env.step(a), ref.step(a)
+        assert np.array_equal(mine[0], theirs[0]) and mine[1] == theirs[1]
+        assert mine[4]["total_profit"] == theirs[4]["total_profit"]
+
+
+def test_make_vec_uses_the_vector_entry_point():
+    """After `import flowsim.envs`, gymnasium.make_vec builds a TradingVectorEnv."""
+    env = gymnasium.make_vec("flowsim/Stocks-v0", num_envs=1024)
+    assert isinstance(env.unwrapped, TradingVectorEnv) and env.num_envs == 1024
+    assert env.metadata["autoreset_mode"] == gymnasium.vector.AutoresetMode.NEXT_STEP
+    assert env.single_observation_space.shape == (30, 2)
+    assert env.single_action_space == gymnasium.spaces.Discrete(2)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (1024, 30, 2) and env.observation_space.contains(obs)
+    obs, rew, term, trunc, infos = env.step(env.action_space.sample())
+    assert rew.shape == (1024,) and not term.any() and not trunc.any()
+    # the bundled sample series by default
+    assert np.array_equal(obs[0, :, 0], fe.sample_prices()[2:32].astype(np.float32))
+
+
+def test_module_id_form_imports_flowsim_envs():
+    out = run_python("import gymnasium\n"
+                     "env = gymnasium.make_vec('flowsim.envs:flowsim/Stocks-v0', num_envs=3)\n"
+                     "print(type(env.unwrapped).__name__, env.num_envs)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["TradingVectorEnv", "3"]
+
+
+def test_import_flowsim_envs_loads_no_tensorflow():
+    out = run_python("import sys, flowsim.envs\n"
+                     "print('tensorflow' in sys.modules, 'gymnasium' in sys.modules)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]
+
+
+def test_next_step_autoreset_ignores_the_action_and_pays_nothing():
+    env = TradingVectorEnv(STOCKS_GOOGL, 2, frame_bound=(30, 40))
+    obs0, _ = env.reset(seed=1)
+    for _ in range(9):
+        _, _, _, trunc, _ = env.step(np.array([1, 0]))
+    assert trunc.all()
+    # the step after: reset, action ignored (Sell while Long would pay a reward)
+    obs, rew, term, trunc, infos = env.step(np.array([0, 1]))
+    assert np.array_equal(obs, obs0) and not rew.any() and not trunc.any() and not term.any()
+    assert (infos["position"] == 0).all() and (infos["total_profit"] == 1).all()
+    assert (infos["total_reward"] == 0).all()
+    _, _, _, _, infos = env.step(np.array([1, 1]))
+    assert (infos["position"] == 1).all()
+
+
+def test_reset_mask_resets_only_those_environments():
+    env = TradingVectorEnv(STOCKS_GOOGL, 4, episode_length=50)
+    obs0, _ = env.reset(seed=7)
+    for _ in range(5):
+        obs5, *_ = env.step(np.ones(4, int))
+    mask = np.array([True, False, True, False])
+    obs, infos = env.reset(seed=7, options={"reset_mask": mask})
+    assert np.array_equal(obs[mask], obs0[mask]) and np.array_equal(obs[~mask], obs5[~mask])
+    assert np.array_equal(infos["_total_profit"], mask)
+    assert np.array_equal(infos["position"], [0, 0, 0, 0])
+    ticks = env.ticks
+    assert np.array_equal(ticks[~mask] - 5, TradingVectorEnv(STOCKS_GOOGL, 4, episode_length=50)
+                          .start_ticks(7)[~mask])
+    with pytest.raises(ValueError, match="reset_mask"):
+        env.reset(options={"reset_mask": np.array([1, 0, 1, 0])})
+    with pytest.raises(ValueError, match="reset_mask"):
+        env.reset(options={"reset_mask": np.zeros(4, bool)})
+
+
+def test_random_start_ticks_are_fixed_by_the_seed():
+    """Start ticks are a function of (environment seed, episode number): env i of a
+    reset(seed=s) is env 0 of another batch reset with seed s + i; an unseeded reset
+    continues with the next episodes."""
+    env = TradingVectorEnv(STOCKS_GOOGL, 8, episode_length=100)
+    a = env.start_ticks(3)
+    assert np.array_equal(a, env.start_ticks(3))
+    assert len(set(a)) > 4 and a.min() >= 30 and a.max() <= GOOGL_STEPS + 30 - 100
+    assert not np.array_equal(a, env.start_ticks(4))
+    one = TradingVectorEnv(STOCKS_GOOGL, 1, episode_length=100)
+    assert one.start_ticks(3 + 5)[0] == a[5]
+    env.reset(seed=3)
+    env.reset()
+    second = env.ticks
+    assert not np.array_equal(second, a)
+    env.reset(seed=3)
+    for _ in range(100):
+        env.step(np.zeros(8, int))
+    env.step(np.zeros(8, int))              # the autoreset: episode 1 of every env
+    assert np.array_equal(env.ticks, second)
+    # unseeded first reset: OS entropy, so two batches differ
+    assert not np.array_equal(TradingVectorEnv(STOCKS_GOOGL, 8, episode_length=100).reset()[0],
+                              TradingVectorEnv(STOCKS_GOOGL, 8, episode_length=100).reset()[0])
+
+
+def test_several_price_series_reset_like_separate_envs():
+    prices = STOCKS_GOOGL["Close"].to_numpy()
+    series = [prices[:800], prices[700:1600] * 0.5, prices[1000:]]
+    both = TradingVectorEnv(series, 6, window_size=20, episode_length=60)
+    alone = [TradingVectorEnv(s, 1, window_size=20, episode_length=60) for s in series]
+    obs, _ = both.reset(seed=2)
+    for i in range(6):
+        o, _ = alone[i % 3].reset(seed=2 + i)
+        assert np.array_equal(obs[i], o[0])
+    with pytest.raises(ValueError, match=r"prices\[1\]"):
+        TradingVectorEnv([prices, prices[:10]], 2, window_size=20)
+
+
+def test_several_series_rewards_equal_single_series_envs():
+    prices = STOCKS_GOOGL["Close"].to_numpy()
+    series = [prices[:400], prices[300:900]]
+    both = TradingVectorEnv(series, 2, window_size=15)
+    first = TradingVectorEnv(series[0], 1, window_size=15)
+    second = TradingVectorEnv(series[1], 1, window_size=15)
+    both.reset(seed=0), first.reset(seed=0), second.reset(seed=1)
+    rng = np.random.default_rng(4)
+    for _ in range(700):
+        a = rng.integers(0, 2, 2)
+        o, r, _, tr, info = both.step(a)
+        o1, r1, _, tr1, i1 = first.step(a[:1])
+        o2, r2, _, tr2, i2 = second.step(a[1:])
+        assert np.array_equal(o, np.concatenate([o1, o2]))
+        assert np.array_equal(r, np.concatenate([r1, r2]))
+        assert np.array_equal(tr, np.concatenate([tr1, tr2]))
+        assert np.array_equal(info["total_profit"],
+                              np.concatenate([i1["total_profit"], i2["total_profit"]]))
+
+
+def test_tf_backend_gives_tensors_with_the_numpy_values():
+    import tensorflow as tf
+    a = TradingVectorEnv(STOCKS_GOOGL, 16, episode_length=40)
+    b = TradingVectorEnv(STOCKS_GOOGL, 16, episode_length=40, backend="tf")
+    oa, _ = a.reset(seed=1)
+    ob, ib = b.reset(seed=1)
+    assert isinstance(ob, tf.Tensor) and np.array_equal(oa, ob.numpy())
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        act = rng.integers(0, 2, 16)
+        ra = a.step(act)
+        rb = b.step(tf.constant(act))
+        assert isinstance(rb[0], tf.Tensor) and rb[1].dtype == tf.float64
+        for x, y in zip(ra[:4], rb[:4]):
+            assert np.array_equal(x, y.numpy())
+        for k in ("total_reward", "total_profit", "position", "_position"):
+            assert np.array_equal(ra[4][k], rb[4][k].numpy()), k
+
+
+def test_bad_inputs_name_the_argument():
+    with pytest.raises(ValueError, match="window_size"):
+        TradingVectorEnv(np.arange(1.0, 20.0), 4, window_size=30)
+    with pytest.raises(ValueError, match="num_envs"):
+        TradingVectorEnv(STOCKS_GOOGL, 0)
+    with pytest.raises(TypeError, match="num_envs"):
+        TradingVectorEnv(STOCKS_GOOGL, 2.0)
+    with pytest.raises(ValueError, match="Close"):
+        TradingVectorEnv(STOCKS_GOOGL.drop(columns=["Close"]), 2)
+    with pytest.raises(ValueError, match="frame_bound"):
+        TradingVectorEnv(STOCKS_GOOGL, 2, frame_bound=(10, 100))
+    with pytest.raises(ValueError, match="frame_bound"):
+        TradingVectorEnv(STOCKS_GOOGL, 2, frame_bound=(30, 10**6))
+    with pytest.raises(ValueError, match="episode_length"):
+        TradingVectorEnv(STOCKS_GOOGL, 2, episode_length=10**6)
+    with pytest.raises(ValueError, match="backend"):
+        TradingVectorEnv(STOCKS_GOOGL, 2, backend="torch")
+    with pytest.raises(ValueError, match="finite"):
+        TradingVectorEnv(np.array([1.0, np.nan] * 40), 2)
+    env = TradingVectorEnv(STOCKS_GOOGL, 3)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.zeros(3, int))
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="actions"):
+        env.step(np.zeros(4, int))
+    with pytest.raises(TypeError, match="actions"):
+        env.step(np.zeros(3))
+    with pytest.raises(ValueError, match="seed"):
+        env.reset(seed=-1)
+    with pytest.raises(TypeError, match="policy"):
+        rollout("not a policy", STOCKS_GOOGL, 64)
+    with pytest.raises(ValueError, match="n_episodes"):
+        rollout(Coin(), STOCKS_GOOGL, 0)
+    with pytest.raises(ValueError, match="params"):
+        rollout(Momentum(), STOCKS_GOOGL, 64, params=np.zeros((0, 1)))
+
+
+# -- rollouts -----------------------------------------------------------------------
+def play(env, policy, steps):
+    """Step ``env`` (1 env) with a numpy policy for ``steps``; return the last infos and
+    the number of trades."""
+    obs, _ = env.reset(seed=0)
+    trades, position = 0, 0
+    for _ in range(steps):
+        a = policy(obs)
+        trades += int(a[0] != position)
+        position = int(a[0])
+        obs, _, _, trunc, info = env.step(a)
+    assert trunc.all()
+    return info, trades
+
+
+def test_rollout_equals_the_environment_stepped_from_python():
+    """A deterministic rule: every rollout episode is the environment's episode, so the
+    mean return, profit and trade count are its final total_reward, total_profit and
+    number of trades, exactly (error 0)."""
+    env = TradingVectorEnv(STOCKS_GOOGL, 1)
+    info, trades = play(env, lambda obs: (obs[:, -1, 1] > 0.5).astype(int), GOOGL_STEPS)
+    out = rollout(Momentum(0.5), STOCKS_GOOGL, 128, seed=1)
+    assert out.episode_return == (info["total_reward"][0], 0.0)
+    assert out.total_profit == (info["total_profit"][0], 0.0)
+    assert out.trades == (trades, 0.0)
+
+
+def test_rollout_sweep_rows_equal_separate_rollouts():
+    grid = np.array([[-1.0], [0.0], [0.25], [2.0]])
+    swept = rollout(Momentum(), STOCKS_GOOGL, 64, params=grid, episode_length=300, seed=4,
+                    block_size=64)
+    assert swept.episode_return.value.shape == (4,)
+    for row, (threshold,) in enumerate(grid):
+        alone = rollout(Momentum(threshold), STOCKS_GOOGL, 64, episode_length=300, seed=4,
+                        block_size=64)
+        # row r's episodes are events r*64.. of the swept run: its start ticks are those
+        # of blocks r of the same stream, so compare statistics, not bits
+        assert np.isfinite(alone.episode_return.value)
+        assert swept.trades.error[row] >= 0
+    # full-frame episodes of a deterministic rule do not depend on the stream: equal
+    full = rollout(Momentum(), STOCKS_GOOGL, 64, params=grid, seed=4, block_size=64)
+    for row, (threshold,) in enumerate(grid):
+        alone = rollout(Momentum(threshold), STOCKS_GOOGL, 64, seed=9, block_size=64)
+        assert full.episode_return.value[row] == alone.episode_return.value
+        assert full.total_profit.value[row] == alone.total_profit.value
+        assert full.trades.value[row] == alone.trades.value
+
+
+def test_rollout_per_episode_values_and_probabilities():
+    out = rollout(Coin(0.5), STOCKS_GOOGL, 256, episode_length=120, seed=3, episodes=True)
+    per = out.episodes
+    assert set(per) == {"episode_return", "total_profit", "trades"}
+    assert per["trades"].shape == (256,)
+    assert out.trades.value == pytest.approx(per["trades"].mean(), rel=1e-12)
+    # about one trade every other step for a fair coin: 120/2 steps, spread ~ sqrt
+    assert abs(out.trades.value - 60) < 5 * out.trades.error + 1
+    again = rollout(Coin(0.5), STOCKS_GOOGL, 256, episode_length=120, seed=3)
+    assert again.episode_return == out.episode_return
+    other = rollout(Coin(0.5), STOCKS_GOOGL, 256, episode_length=120, seed=4)
+    assert other.episode_return != out.episode_return
+    always = rollout(Coin(1.0), STOCKS_GOOGL, 64, episode_length=120, seed=3)
+    assert always.trades == (1.0, 0.0)
+
+
+def test_rollout_keras_model_policy():
+    keras = pytest.importorskip("keras")
+    model = keras.Sequential([keras.Input((30, 2)), keras.layers.Flatten(),
+                              keras.layers.Dense(4, activation="tanh"),
+                              keras.layers.Dense(2, activation="softmax")])
+    out = rollout(model, STOCKS_GOOGL, 128, episode_length=50, seed=2)
+    assert 0 < out.trades.value <= 50 and np.isfinite(out.episode_return.error)
+
+
+def bits(result):
+    return [(np.asarray(r["value"]).tobytes(), np.asarray(r["error"]).tobytes())
+            for r in result.iterations]
+
+
+def run_case(name, backend=None, **kwargs):
+    spec = dict(CASES[name])
+    module, _, func = spec.pop("factory").partition(":")
+    sim = {"coin_rollout": coin_rollout, "momentum_sweep": momentum_sweep}.get(func)
+    if sim is None:
+        import cases_envs
+        sim = getattr(cases_envs, func)
+    sim = sim()
+    n_iters = spec.pop("n_iters")
+    spec.update(kwargs)
+    from flowsim.distribution.registry import flow_class
+    with flow_class(backend)(sim, quiet=True, **spec) as flow:
+        return flow.run(n_iters)
+
+
+@pytest.mark.timeout(900)
+def test_rollout_same_bits_on_flow_events_limit_and_joblib():
+    for name in CASES:
+        ref = run_case(name)
+        assert bits(run_case(name, events_limit=CASES[name]["block_size"])) == bits(ref), name
+        loky = run_case(name, backend="joblib", n_jobs=2)
+        assert bits(loky) == bits(ref), name
+        assert loky.meta["backend"] == "joblib"
+        if "episodes" in ref.iterations[0]:
+            assert np.array_equal(loky.iterations[0]["episodes"], ref.iterations[0]["episodes"])
+
+
+@pytest.mark.timeout(900)
+def test_rollout_same_bits_on_threads_with_two_logical_devices():
+    code = (
+        "import sys, json, numpy as np\n"
+        "sys.path.insert(0, 'tests')\n"
+        "import flowsim\n"
+        "flowsim.set_virtual_cpus(2)\n"
+        "from test_envs import run_case, bits\n"
+        "from cases_envs import CASES\n"
+        "out = {}\n"
+        "for name in CASES:\n"
+        "    r = run_case(name, backend='threads')\n"
+        "    assert len({c['device'] for c in r.timeline}) == 2, r.timeline\n"
+        "    out[name] = [[v.hex(), e.hex()] for v, e in bits(r)]\n"
+        "print(json.dumps(out))\n")
+    proc = run_python(code, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import json
+    threads = json.loads(proc.stdout.strip().splitlines()[-1])
+    for name in CASES:
+        assert threads[name] == [[v.hex(), e.hex()] for v, e in bits(run_case(name))], name
+
+
+def test_rollout_is_a_flowsim_simulation():
+    sim = coin_rollout()
+    assert isinstance(sim, flowsim.Simulation) and sim.n_events == CASES["rollout_coin"][
+        "n_events"] and sim.block_size == CASES["rollout_coin"]["block_size"]
+    with pytest.raises(ValueError, match="block_size"):
+        flowsim.Flow(sim, sim.n_events, seed=1, block_size=64, quiet=True).run(1)
+
+
+def test_mlp_policy_pickles_and_gives_probabilities():
+    import pickle
+
+    import tensorflow as tf
+    pol = MLP.random(30, (8,), seed=1)
+    again = pickle.loads(pickle.dumps(pol))
+    obs = tf.constant(TradingVectorEnv(STOCKS_GOOGL, 4, episode_length=20).reset(seed=0)[0])
+    p = again(obs).numpy()
+    assert p.shape == (4, 2) and np.allclose(p.sum(axis=1), 1) and np.array_equal(p, pol(obs))
