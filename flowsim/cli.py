@@ -166,7 +166,11 @@ def _run(args):
     sim = _simulation(args, given)
     if _is_job(sim):
         args.job = True
+        args._given = given
         return sim.run_cli(args)
+    for dest in ("config", "markets"):
+        if dest in given:
+            raise _refuse([dest], "only the target 'markets' takes it")
     if args.schedule is not None and args.backend not in SCHEDULE_BACKENDS:
         backend = (f"backend {args.backend!r}" if args.backend
                    else "the default backend (one device)")
@@ -245,6 +249,9 @@ def parser():
     r.add_argument("--schedule", default=None, help="static, dynamic, guided or weighted "
                    "(with --backend threads, scheduled or mpi)")
     r.add_argument("--checkpoint", default=None)
+    r.add_argument("--config", default=None, help="pams JSON config (target markets)")
+    r.add_argument("--markets", type=int, default=None,
+                   help="markets in the ensemble (target markets)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--plot", default=None, help="save a convergence plot (PNG)")

@@ -98,11 +98,10 @@ class Dist:
         return (-math.inf, math.inf) if self.args[1] != 0 else (self.args[0], self.args[0])
 
     def max_int(self):
-        """Largest ``int()`` of a draw (uniform draws exclude the upper bound, as pams's)."""
-        lo, hi = self.support()
-        if self.kind == "uniform" and lo != hi and hi == math.floor(hi):
-            return int(hi) - 1
-        return int(hi)
+        """Largest ``int()`` of a draw.  A uniform draw ``a + u (b - a)`` can round up to
+        ``b`` itself although ``u < 1`` (``1 + (1 - 2**-53)`` is 2.0 in float64), so the
+        bound is ``int(b)``, not ``b - 1``."""
+        return int(self.support()[1])
 
     def to_json(self):
         return self.args[0] if self.kind == "const" else {self.kind: list(self.args)}

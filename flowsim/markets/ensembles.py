@@ -89,6 +89,10 @@ class MarketEnsemble(Simulation):
                            m.fundamental_drift, m.fundamental_volatility], np.float64)
         return {"kind": kind, "a": a, "b": b, "market": market}
 
+    def get_state(self):
+        """Nothing adapts: the state is the config (checked by :meth:`config`)."""
+        return {}
+
     def accumulators(self):
         s = len(NAMES)
         acc = {"sum": (s,), "sum2": (s,), "count": (s,)}
@@ -257,6 +261,7 @@ def decorate(result, sim):
     result.table = {n: (float(v), float(e)) for n, v, e in zip(NAMES, value, error)}
     result.meta["statistics"] = list(NAMES)
     result.meta["bytes_per_market"] = sim.bytes_per_market()
+    result.meta["n_steps"] = sim.n_steps
     records = result.iterations
     if records and "markets" in records[0]:
         result.per_market = np.concatenate([np.asarray(r["markets"], np.float64)
