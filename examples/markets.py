@@ -33,7 +33,7 @@ def main():
     args = ap.parse_args()
     cfg = fm.config_path("ci2002")
 
-    result = fm.ensemble(cfg, args.markets, seed=1, paths=5)
+    result = fm.ensemble(cfg, args.markets, seed=1, paths=64)   # plots draw from 64 paths
     print(f"CI2002, {args.markets} markets, {result.wall_time:.1f} s (compilation included)")
     print(fm.report(result))
     if args.plot:

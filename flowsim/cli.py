@@ -160,6 +160,18 @@ def _check_output(option, path):
         raise ImportError(f"{option} needs matplotlib: pip install 'flowsim[plot]'")
 
 
+def flow_options(args):
+    """Flow keywords of the options given: ``--events-limit``, ``--no-jit``, ``--rng``."""
+    kwargs = {}
+    if args.events_limit is not None:
+        kwargs["events_limit"] = args.events_limit
+    if args.no_jit:
+        kwargs["jit_compile"] = False
+    if args.rng is not None:
+        kwargs["rng"] = args.rng
+    return kwargs
+
+
 def _run(args):
     from .distribution.registry import SCHEDULE_BACKENDS, flow_class
     given = _given(args)
@@ -179,15 +191,9 @@ def _run(args):
     _check_output("--plot", args.plot)
     _check_output("--plot-timeline", args.plot_timeline)
     kwargs = {"n_events": args.events, "seed": args.seed, "dtype": args.dtype,
-              "quiet": args.quiet or args.json}
-    if args.events_limit is not None:
-        kwargs["events_limit"] = args.events_limit
+              "quiet": args.quiet or args.json, **flow_options(args)}
     if args.block_size is not None:
         kwargs["block_size"] = args.block_size
-    if args.no_jit:
-        kwargs["jit_compile"] = False
-    if args.rng is not None:
-        kwargs["rng"] = args.rng
     if args.schedule is not None:
         kwargs["schedule"] = args.schedule
     cls = flow_class(args.backend)

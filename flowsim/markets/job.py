@@ -15,16 +15,11 @@ class MarketsJob:
                    "iters", "checkpoint", "json", "quiet", "no_jit", "rng")
 
     def run_cli(self, args):
+        from ..cli import flow_options
         from . import config_path
         from .ensembles import ensemble, report
         cfg = args.config or config_path("ci2002")
-        kwargs = {}
-        if args.events_limit is not None:
-            kwargs["events_limit"] = args.events_limit
-        if args.no_jit:
-            kwargs["jit_compile"] = False
-        if args.rng is not None:
-            kwargs["rng"] = args.rng
+        kwargs = flow_options(args)
         n = args.markets if args.markets is not None else 1000
         iters = args.iters if "iters" in getattr(args, "_given", ()) else 1
         result = ensemble(cfg, n, seed=args.seed, backend=args.backend or "flow",

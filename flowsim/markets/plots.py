@@ -6,7 +6,7 @@ threads and notebooks.  Each function draws into ``ax`` or a new Figure and retu
 - :func:`paths`: market prices of the first markets with their fundamental.
 - :func:`returns`: the distribution of one-step returns against a normal of the same
   variance (log scale: fat tails show).
-- :func:`abs_autocorrelation`: autocorrelation of |returns| by lag, mean over markets.
+- :func:`abs_autocorrelation`: autocorrelation of ``|returns|`` by lag, mean over markets.
 - :func:`save`: all three into one PNG.
 """
 import math
@@ -66,7 +66,7 @@ def returns(result, t0, ax=None, bins=81):
 
 
 def abs_autocorrelation(result, t0, ax=None, max_lag=20):
-    """Autocorrelation of |returns| at lags 1..``max_lag``, mean over the kept paths."""
+    """Autocorrelation of ``|returns|`` at lags 1..``max_lag``, mean over the kept paths."""
     fig, ax = _axes(ax)
     x = np.abs(_returns(result, t0))
     d = x - x.mean(axis=1, keepdims=True)

@@ -38,7 +38,7 @@ the test suite checks both agree on the same price paths.
 """
 import numpy as np
 
-#: Lags of the autocorrelations of |returns|.
+#: Lags of the autocorrelations of ``|returns|``.
 ABS_LAGS = (1, 5, 10)
 #: Horizon of the coarse returns.
 COARSE = 10
@@ -65,7 +65,7 @@ def _acf(x, lag):
 
 
 def return_statistics(r):
-    """``[k, 6]``: volatility, excess kurtosis, lag-1 ACF, |r| ACF at :data:`ABS_LAGS`."""
+    """``[k, 6]``: volatility, excess kurtosis, lag-1 ACF, ``|r|`` ACF at :data:`ABS_LAGS`."""
     d = r - r.mean(axis=1, keepdims=True)
     m2 = (d * d).mean(axis=1)
     m4 = (d ** 4).mean(axis=1)
