@@ -250,6 +250,39 @@ def test_learned_agents_change_the_market():
     assert np.asarray(learned.value).tobytes() != np.asarray(plain.value).tobytes()
 
 
+def _abstaining(with_fundamentalists):
+    """One noisy agent, with or without 30 noiseless fundamentalists."""
+    agent = {"class": "FCNAgent", "markets": ["Market"], "timeWindowSize": [30, 40],
+             "orderMargin": [0.0, 0.05], "chartWeight": 0.0}
+    cfg = {"simulation": {"markets": ["Market"], "agents": ["Noisy"], "sessions": [
+        {"sessionName": 0, "iterationSteps": 20, "withOrderPlacement": True,
+         "withOrderExecution": False, "withPrint": False},
+        {"sessionName": 1, "iterationSteps": 10, "withOrderPlacement": True,
+         "withOrderExecution": True, "withPrint": False}]},
+        "Market": {"class": "Market", "tickSize": 0.01, "marketPrice": 100.0},
+        "Noisy": dict(agent, numAgents=1, fundamentalWeight=0.0, noiseWeight=1.0,
+                      noiseScale=0.01)}
+    if with_fundamentalists:
+        cfg["simulation"]["agents"].append("Fundamentalists")
+        cfg["Fundamentalists"] = dict(agent, numAgents=30, fundamentalWeight=1.0,
+                                      noiseWeight=0.0, noiseScale=0.001)
+    return cfg
+
+
+def test_agents_without_an_order_pass_the_turn_as_in_pams():
+    """While P == F, noiseless fundamentalists expect E == P and place nothing; pams then
+    asks the next agent, so the lone noisy agent orders at every warm-up step and the
+    opening clearing is that of the noisy agent alone (it would be ~30x smaller if the
+    turn were lost).  Same distribution: |z| < 4 (false failure ~6e-5)."""
+    a = fm.ensemble(_abstaining(True), 2 * BLOCK, seed=1, block_markets=BLOCK)
+    b = fm.ensemble(_abstaining(False), 2 * BLOCK, seed=2, block_markets=BLOCK)
+    i = stats.NAMES.index("clearing_volume")
+    assert fm.from_pams(_abstaining(True)).structure.may_abstain
+    assert not fm.from_pams(_abstaining(False)).structure.may_abstain
+    z = stats.z_scores(a.value[i], a.error[i], b.value[i], b.error[i])
+    assert a.value[i] > 3 and abs(z) < 4, (a.value[i], b.value[i], z)
+
+
 def test_cli_runs_markets(tmp_path, capsys):
     from flowsim.cli import main
     cfg = tmp_path / "cfg.json"

@@ -94,7 +94,8 @@ class Dist:
         if self.kind == "uniform":
             return min(self.args), max(self.args)
         if self.kind == "expon":
-            return (0.0, math.inf) if self.args[0] >= 0 else (-math.inf, 0.0)
+            lam = self.args[0]
+            return (0.0, 0.0) if lam == 0 else (0.0, math.inf) if lam > 0 else (-math.inf, 0.0)
         return (-math.inf, math.inf) if self.args[1] != 0 else (self.args[0], self.args[0])
 
     def max_int(self):

@@ -224,7 +224,8 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
         No progress bar (default True; ``quiet=False`` shows one over markets when
         stderr is a terminal and there are at least 10 blocks).
     **flow_kw
-        ``events_limit`` (markets per device call), ``device``, ``jit_compile``,
+        ``events_limit`` (markets per device call; default one block, so that every
+        device or worker gets blocks to run), ``device``, ``jit_compile``,
         ``rng`` and the backend's own keywords.
 
     Returns a :class:`flowsim.Result` whose ``value`` and ``error`` are arrays over
@@ -243,6 +244,9 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
         block_markets = default_block_markets(per_iteration)
     sim = from_pams(config, learned=learned, block_markets=block_markets,
                     paths=min(paths, per_iteration))
+    # one block per device call: every device and worker gets work, the progress bar
+    # moves block by block (a market block is long work, so the calls' overhead is not)
+    flow_kw.setdefault("events_limit", block_markets)
     cls = flow_class(None if backend == "flow" else backend)
     flow = cls(sim, n_events=per_iteration, seed=seed, block_size=block_markets, quiet=quiet,
                **flow_kw)

@@ -5,7 +5,8 @@ Each market is pams's continuous double auction (pams 0.3.0, ``../shared/DESIGN.
 
 * **Agents.**  Each market draws its own agents' parameters once, from pams's
   distributions (:func:`draw`); one agent, uniform over all agents, acts per step
-  (pams's ``maxNormalOrders`` 1).
+  (pams's ``maxNormalOrders`` 1); an agent that places no order passes the turn to
+  the others in a random order, as pams's shuffled asking does (``ask_others``).
 * **Orders.**  Volume 1, price snapped to the tick grid (buys down, sells up, unless
   within 4 ulp of a tick: :func:`tick_level`), time-to-live the agent's time window.
 * **Book.**  A fixed-capacity ring of ``C = max time window + 1`` slots per market,
@@ -112,11 +113,17 @@ class Structure:
         tw = [g.max_time_window for g in cfg.groups] + [lg.max_time_window for lg in learned]
         self.capacity = max(tw) + 1
         self.fundamental_noise = cfg.fundamental_volatility != 0
+        # an agent without noise can expect E == P exactly and place no order; pams then
+        # asks the next agent (kernel.ask_others); with noise that has probability 0
+        self.may_abstain = bool(learned) or any(
+            g.dist("noise_weight").support() == (0.0, 0.0)
+            or g.dist("noise_scale").support() == (0.0, 0.0) for g in cfg.groups)
         self.block_markets = block_markets
         self.paths = paths
 
     def key(self):
         return (self.flags, self.t0, self.sizes, self.margin_normal, self.chart_sign,
+                self.may_abstain,
                 tuple(lg.trace_key() for lg in self.learned), self.capacity,
                 self.fundamental_noise, self.block_markets, self.paths)
 
@@ -197,9 +204,11 @@ def run(S, key, M, state):
         expiry = t_.tensor_scatter_nd_update(expiry, slots, gone)
         return (bidkey, askkey, expiry), crossed, level
 
-    def order(t, u, price, fund, hist):
-        """Side (+1 buy, -1 sell, 0 none), tick level, ttl of the acting agent."""
-        a = t_.minimum(t_.cast(u[0] * N, i64), N - 1)
+    def order(t, u, price, fund, hist, a=None):
+        """Side (+1 buy, -1 sell, 0 none), tick level, ttl of agent ``a`` (default: the
+        agent ``u[0]`` picks uniformly)."""
+        if a is None:
+            a = t_.minimum(t_.cast(u[0] * N, i64), N - 1)
         tau = pick(params["time_window"], a)
         k = pick(params["order_margin"], a)
         wf, wc, wn = (pick(params[x], a) for x in ("fundamental_weight", "chart_weight",
@@ -232,11 +241,41 @@ def run(S, key, M, state):
         side = t_.where(buy, 1, t_.where(sell, -1, 0))
         return t_.cast(side, i64), level, t_.cast(tau, i64)
 
+    def ask_others(t, u, price, fund, hist, side, level, ttl, place):
+        """pams asks agents in a shuffled order until one orders: where the first agent
+        placed none (E == P exactly, possible only for agents without noise), ask the
+        others in a uniformly random order (argsort of fresh uniforms), first agent
+        excluded, until one orders or all were asked."""
+        first = t_.minimum(t_.cast(u[0] * N, i64), N - 1)
+
+        def asking():
+            perm = t_.argsort(rng.uniform(key, [M, N], f64, stream=3, step=t), axis=1,
+                              stable=True)
+            perm = t_.cast(perm, i64)
+
+            def more(k, side, level, ttl):
+                return (k < N) & t_.reduce_any(side == 0)
+
+            def ask(k, side, level, ttl):
+                a = perm[:, k]
+                u2 = rng.uniform(key, [n_draws, M], f64, stream=4, step=t * N + k)
+                s2, l2, t2 = order(t, u2, price, fund, hist, a)
+                redo = (side == 0) & (a != first)
+                return (k + 1, t_.where(redo, s2, side), t_.where(redo, l2, level),
+                        t_.where(redo, t2, ttl))
+
+            out = t_.while_loop(more, ask, [t_.constant(0, i64), side, level, ttl])
+            return tuple(out[1:])
+
+        return t_.cond(place & t_.reduce_any(side == 0), asking, lambda: (side, level, ttl))
+
     def body(t, price, traded, fund, book, hist, fhist, acc):
         bidkey, askkey, expiry = book
         place, running, clear = place_at[t], run_at[t], clear_at[t]
         u = rng.uniform(key, [n_draws, M], f64, stream=2, step=t)
         side, level, ttl = order(t, u, price, fund, hist)
+        if S.may_abstain:
+            side, level, ttl = ask_others(t, u, price, fund, hist, side, level, ttl, place)
         side = t_.where(place, side, t_.zeros_like(side))
         s = t % C
         packed = t_.bitwise.left_shift(level, tb)
