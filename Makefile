@@ -35,10 +35,19 @@ test: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(BIN)/ruff check flowsim tests benchmarks examples
 
+# pams (the anchor of benchmarks/markets.py) pins numpy < 2: a venv of its own, the
+# range read from setup.py's "pams" extra.
+PAMS_VENV ?= $(VENV)-pams
+$(PAMS_VENV)/.installed: setup.py
+	$(PYTHON) -m venv $(PAMS_VENV)
+	$(PAMS_VENV)/bin/python -m pip install -q "$$(grep -o 'pams>=[^"]*' setup.py)"
+	touch $@
+
 # Each prints ratios against anchors measured in the same run (not timed tests).
-BENCHMARKS := plain vegas threads schedule_sim mpi spark joblib_loky sweep paths envs
-bench: $(VENV)/.installed-bench
-	set -e; for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(BIN)/python benchmarks/$$b.py; done
+BENCHMARKS := plain vegas threads schedule_sim mpi spark joblib_loky sweep paths envs markets
+bench: $(VENV)/.installed-bench $(PAMS_VENV)/.installed
+	set -e; for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; PAMS_PYTHON=$(PAMS_VENV)/bin/python $(BIN)/python benchmarks/$$b.py; done
+
 
 docs: $(VENV)/.installed-docs
 	$(BIN)/sphinx-build -W -b html docs docs/_build/html
@@ -50,4 +59,4 @@ dist:
 	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -c "import re, shutil; v = re.search(r'__version__ = \"([^\"]+)\"', open('flowsim/__init__.py').read()).group(1); shutil.make_archive('dist/flowsim-' + v, 'zip', '.', 'flowsim')"
 
 clean:
-	rm -rf $(VENV) dist docs/_build .pytest_cache
+	rm -rf $(VENV) $(PAMS_VENV) dist docs/_build .pytest_cache

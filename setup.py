@@ -8,7 +8,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["flowsim", "flowsim.*"]),
-    package_data={"flowsim": ["data/*.csv"]},
+    package_data={"flowsim": ["data/*.csv", "markets/configs/*.json"]},
     python_requires=">=3.11,<3.13",
     install_requires=[
         "tensorflow>=2.16,<2.22",
@@ -29,6 +29,9 @@ setup(
         "docs": ["sphinx>=7.2,<10"],
         "bench": ["vegasflow>=1.3,<2", "vegas>=6.0,<7", "vectorbt>=0.26,<2",
                   "backtrader>=1.9.78,<2", "QuantLib>=1.33,<2", "pandas>=2.1,<4"],
+        # pams 0.3 needs numpy < 2 on Python 3.11: `make bench` gives it a venv of its
+        # own (.venv-pams) so that the tested environment keeps its numpy.
+        "pams": ["pams>=0.3,<0.4"],
     },
     entry_points={"console_scripts": ["flowsim=flowsim.cli:main"]},
 )

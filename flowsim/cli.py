@@ -160,13 +160,29 @@ def _check_output(option, path):
         raise ImportError(f"{option} needs matplotlib: pip install 'flowsim[plot]'")
 
 
+def flow_options(args):
+    """Flow keywords of the options given: ``--events-limit``, ``--no-jit``, ``--rng``."""
+    kwargs = {}
+    if args.events_limit is not None:
+        kwargs["events_limit"] = args.events_limit
+    if args.no_jit:
+        kwargs["jit_compile"] = False
+    if args.rng is not None:
+        kwargs["rng"] = args.rng
+    return kwargs
+
+
 def _run(args):
     from .distribution.registry import SCHEDULE_BACKENDS, flow_class
     given = _given(args)
     sim = _simulation(args, given)
     if _is_job(sim):
         args.job = True
+        args._given = given
         return sim.run_cli(args)
+    for dest in ("config", "markets"):
+        if dest in given:
+            raise _refuse([dest], "only the target 'markets' takes it")
     if args.schedule is not None and args.backend not in SCHEDULE_BACKENDS:
         backend = (f"backend {args.backend!r}" if args.backend
                    else "the default backend (one device)")
@@ -175,15 +191,9 @@ def _run(args):
     _check_output("--plot", args.plot)
     _check_output("--plot-timeline", args.plot_timeline)
     kwargs = {"n_events": args.events, "seed": args.seed, "dtype": args.dtype,
-              "quiet": args.quiet or args.json}
-    if args.events_limit is not None:
-        kwargs["events_limit"] = args.events_limit
+              "quiet": args.quiet or args.json, **flow_options(args)}
     if args.block_size is not None:
         kwargs["block_size"] = args.block_size
-    if args.no_jit:
-        kwargs["jit_compile"] = False
-    if args.rng is not None:
-        kwargs["rng"] = args.rng
     if args.schedule is not None:
         kwargs["schedule"] = args.schedule
     cls = flow_class(args.backend)
@@ -245,6 +255,9 @@ def parser():
     r.add_argument("--schedule", default=None, help="static, dynamic, guided or weighted "
                    "(with --backend threads, scheduled or mpi)")
     r.add_argument("--checkpoint", default=None)
+    r.add_argument("--config", default=None, help="pams JSON config (target markets)")
+    r.add_argument("--markets", type=int, default=None,
+                   help="markets in the ensemble (target markets)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--plot", default=None, help="save a convergence plot (PNG)")

@@ -50,4 +50,11 @@ def heston_call():
     return job()
 
 
-EXAMPLES = {"gaussian8": gaussian8, "backtest": backtest, "heston-call": heston_call}
+def markets():
+    """pams FCN market ensemble (a job; --config pams.json --markets N)."""
+    from .markets.job import markets as job
+    return job()
+
+
+EXAMPLES = {"gaussian8": gaussian8, "backtest": backtest, "heston-call": heston_call,
+            "markets": markets}

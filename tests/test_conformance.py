@@ -6,7 +6,9 @@ and 3 ranks (every rank's result, and every rank must finish), SparkFlow on
 local[2], JoblibFlow on loky and on a Dask cluster.  Each runs Plain, Vegas,
 VegasPlus, a path price, a sweep, a checkpoint resume, a broken kernel and a
 TensorFlow error at run time (the same exception type and text must surface),
-and the timeline must cover every block of every iteration once.
+and the timeline must cover every block of every iteration once.  Workloads'
+own cases (tests/cases_*.py: market ensembles, policy rollouts) run on one
+configuration of each backend.
 
 The processes for threads and MPI start together when the module starts and
 run while the in-process backends are checked.
@@ -24,8 +26,9 @@ from conftest import MPIRUN, ROOT, mpi_env
 
 import flowsim
 
-#: Seconds for one backend process; measured ~60-150 s on 2 loaded cores.
-TIMEOUT = 600
+#: Seconds for the background processes (measured: 2-4 min on 2 cores at load 2;
+#: over 10 min at load 20).
+TIMEOUT = 1500
 HARNESS = os.path.join(ROOT, "tests", "conformance.py")
 
 # The cases' classes travel to loky, Dask and Spark workers by value
@@ -100,8 +103,8 @@ def reference(background, tmp_path_factory):
     return ref
 
 
-def check(got, reference, label):
-    problems = conformance.compare(got, reference, label)
+def check(got, reference, label, names=None):
+    problems = conformance.compare(got, reference, label, names)
     assert not problems, "\n".join(problems)
 
 
@@ -122,7 +125,9 @@ def test_threads_every_schedule(background, reference, n):
     assert got.pop("devices") == [f"CPU:{i}" for i in range(n)]
     assert sorted(got) == ["dynamic", "dynamic,chunk=3", "guided", "static", "weighted"]
     for label, summaries in got.items():
-        check(summaries, reference, f"threads={n} schedule={label}")
+        every = (n, label) == (2, "weighted")
+        check(summaries, reference, f"threads={n} schedule={label}",
+              None if every else conformance.CORE)
 
 
 @pytest.mark.mpi
@@ -138,7 +143,8 @@ def test_mpi_every_rank(background, reference, n):
         with open(os.path.join(out, f"rank{rank}.json")) as fh:
             got = json.load(fh)
         assert got["size"] == n
-        check(got["cases"], reference, f"mpi ranks={n} rank={rank}")
+        check(got["cases"], reference, f"mpi ranks={n} rank={rank}",
+              None if n == 2 else conformance.CORE)
 
 
 @pytest.mark.spark
@@ -171,5 +177,5 @@ def test_joblib_dask(reference, tmp_path):
                       dashboard_address=None) as cluster, Client(cluster):
         with joblib.parallel_config(backend="dask"):
             got = conformance.run_all(lambda sim, **kw: JoblibFlow(sim, quiet=True, **kw),
-                                      str(tmp_path))
-    check(got, reference, "joblib dask")
+                                      str(tmp_path), conformance.CORE)
+    check(got, reference, "joblib dask", conformance.CORE)

@@ -69,11 +69,18 @@ def _stream_key(key, stream):
     return _mix64(h + _u64((stream + 1) * _GOLDEN % 2**64))
 
 
-def uniform(key, shape, dtype, stream=0, algorithm=None):
+def uniform(key, shape, dtype, stream=0, algorithm=None, step=None):
     """Uniforms in [0, 1) of ``shape`` from a block ``key`` (int64[2]).
 
     ``stream`` picks an independent sub-stream of the same block (e.g. a second
     set of numbers per event).  ``algorithm`` defaults to the Flow's ``rng``.
+    ``step`` (a Python or scalar tensor integer >= 0, e.g. the counter of a
+    ``tf.while_loop``) picks the ``step``-th batch of ``shape`` numbers of the
+    stream, for kernels that draw afresh at every step of a loop: with
+    ``"splitmix"`` the counters ``step * size + 1 ..``; with ``"philox"`` the key
+    folded with ``step`` (``tf.random.experimental.stateless_fold_in``).
+    ``step=None`` (default) is batch 0 of ``"splitmix"`` and the unfolded key of
+    ``"philox"``.
     """
     t = tf()
     algorithm = algorithm or current()
@@ -81,6 +88,8 @@ def uniform(key, shape, dtype, stream=0, algorithm=None):
     if algorithm == "philox":
         key = t.cast(key, t.int64)
         seed = t.stack([key[0] + stream * 0x5851F42D, key[1]])
+        if step is not None:
+            seed = t.random.experimental.stateless_fold_in(seed, t.cast(step, t.int64))
         return t.random.stateless_uniform(shape, seed=seed, dtype=dtype, alg="philox")
     if algorithm != "splitmix":
         raise ValueError(f"rng must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -89,6 +98,8 @@ def uniform(key, shape, dtype, stream=0, algorithm=None):
         n *= int(s)
     k = _stream_key(key, stream)
     counter = t.cast(t.range(1, n + 1, dtype=t.int64), t.uint64)
+    if step is not None:
+        counter = counter + t.cast(t.cast(step, t.int64) * n, t.uint64)
     z = _mix64(k + counter * _u64(_GOLDEN))
     if dtype == t.float64:
         u = t.cast(t.bitwise.right_shift(z, _u64(11)), t.float64) * (2.0 ** -53)

@@ -1,0 +1,316 @@
+"""Ensembles of pams markets as a flowsim Simulation: each event is one whole market run.
+
+:class:`MarketEnsemble` runs the markets of a block in one compiled loop
+(:mod:`flowsim.markets.kernel`); any Flow runs its blocks (one device, threads, joblib,
+MPI, Spark) with the same bits.  :func:`ensemble` is the one-call form, :func:`grid` a
+parameter study.
+"""
+import json
+import math
+
+import numpy as np
+
+from ..core.blocks import BLOCK_QUANTUM, check_count, reduce_rows
+from ..core.lazy_tf import tf
+from ..core.simulation import Simulation
+from ..core.sums import block_sum
+from . import config as _config
+from .stats import NAMES
+
+#: Markets per block unless told: enough to vectorise, small enough for a fine progress bar.
+DEFAULT_BLOCK_MARKETS = 256
+
+
+class MarketEnsemble(Simulation):
+    """Independent runs of one pams market; the estimate is each statistic's mean over
+    markets with its standard error.
+
+    Parameters
+    ----------
+    config : dict, path or :class:`flowsim.markets.config.MarketConfig`
+        A pams config (:func:`flowsim.markets.config.parse` says what runs).
+    learned : sequence of :class:`flowsim.markets.LearnedAgents`
+        Groups acting through TensorFlow callables, beside the FCN groups.
+    block_markets : int or None
+        Markets per block.  Needed for per-market statistics and paths (the rows of a
+        block hold its markets); the Flow running this ensemble must then use it as its
+        ``block_size``.  None: only the sums over markets are kept (any block size).
+    paths : int
+        Keep the market and fundamental price paths of the first ``paths`` markets
+        (needs ``block_markets``).
+
+    Every market is a pure function of (seed, iteration, block, position in the block):
+    ``block_size`` is part of the random stream, ``events_limit``, devices and backends
+    are not.  Markets always compute in float64 (prices are integer tick levels).
+    """
+
+    dim = 0
+
+    def __init__(self, config, learned=(), block_markets=None, paths=0):
+        from .kernel import Structure
+        self.market = _config.parse(config)
+        self.learned = tuple(learned)
+        from .learned import LearnedAgents
+        for lg in self.learned:
+            if not isinstance(lg, LearnedAgents):
+                raise TypeError(f"learned must hold flowsim.markets.LearnedAgents, got {lg!r}")
+        if block_markets is not None:
+            block_markets = check_count("block_markets", block_markets)
+            if block_markets % BLOCK_QUANTUM:
+                raise ValueError(f"block_markets must be a multiple of {BLOCK_QUANTUM}, "
+                                 f"got {block_markets}")
+        self.paths = check_count("paths", paths, minimum=0)
+        if self.paths and block_markets is None:
+            raise ValueError("paths= needs block_markets= (the rows of a block hold its paths)")
+        self.block_markets = block_markets
+        self.structure = Structure(self.market, self.learned, block_markets, self.paths)
+        self._rows = None
+
+    # -- sizes ------------------------------------------------------------------------
+    @property
+    def n_steps(self):
+        return self.market.n_steps
+
+    def bytes_per_market(self):
+        """Device memory one market of a block holds while it runs (book, price
+        history, agents' parameters), in bytes."""
+        S = self.structure
+        book = S.capacity * 3 * 8
+        history = (S.n_steps + 1) * 8 * (2 if S.paths else 1)
+        agents = S.n_agents * (len(_config.FCN_PARAMS) + 1) * 8
+        return book + history + agents
+
+    # -- Simulation -------------------------------------------------------------------
+    def state(self):
+        from .kernel import dist_arrays
+        kind, a, b = dist_arrays(list(self.market.groups) + [lg.group for lg in self.learned])
+        m = self.market
+        market = np.array([m.tick_size, m.market_price, m.fundamental_price,
+                           m.fundamental_drift, m.fundamental_volatility], np.float64)
+        return {"kind": kind, "a": a, "b": b, "market": market}
+
+    def get_state(self):
+        """Nothing adapts: the state is the config (checked by :meth:`config`)."""
+        return {}
+
+    def accumulators(self):
+        s = len(NAMES)
+        acc = {"sum": (s,), "sum2": (s,), "count": (s,)}
+        if self.block_markets:
+            acc["markets"] = (self.block_markets * s,)
+        if self.paths:
+            acc["paths"] = (min(self.paths, self.block_markets), 2, self.n_steps + 1)
+        return acc
+
+    def inputs(self, key, first_event, size, dtype, state):
+        t = tf()
+        if self.block_markets is not None and size != self.block_markets:
+            raise ValueError(f"this MarketEnsemble was built for block_markets="
+                             f"{self.block_markets}; the Flow uses block_size={size}")
+        if t.as_dtype(dtype) != t.float64:
+            raise ValueError("markets compute in float64 (integer tick levels, float64 "
+                             "prices); drop dtype='float32'")
+        return key, first_event
+
+    def block(self, inputs, valid, state):
+        from .kernel import run
+        t = tf()
+        key, _ = inputs
+        M = int(valid.shape[0])
+        # plain TensorFlow with Python-level structure: AutoGraph need not convert it
+        # (converting the loop body costs seconds of tracing)
+        stats, hist, fhist = t.autograph.experimental.do_not_convert(run)(
+            self.structure, key, M, state)
+        ok = valid[:, None] & t.math.is_finite(stats)
+        x = t.where(ok, stats, 0.0)
+        out = {"sum": block_sum(x), "sum2": block_sum(x * x),
+               "count": block_sum(t.cast(ok, t.float64))}
+        if self.block_markets:
+            out["markets"] = t.reshape(t.where(valid[:, None], stats, 0.0), [-1])
+        if self.paths:
+            k = min(self.paths, self.block_markets)
+            out["paths"] = t.stack([t.transpose(hist[:, :k]), t.transpose(fhist[:, :k])], 1)
+        return out
+
+    def combine(self, rows, n_events):
+        """Totals in block order; the rows are kept for :meth:`estimate` (per-market
+        statistics and paths are gathered from them, in market order)."""
+        self._rows = np.asarray(rows)
+        return reduce_rows(rows)
+
+    def estimate(self, totals, n_events):
+        n = totals["count"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = totals["sum"] / n
+            var = np.maximum(totals["sum2"] / n - mean * mean, 0.0) * n / (n - 1)
+            error = np.where(n > 1, np.sqrt(var / n), math.inf)
+        out = {"value": mean, "error": error}
+        rows, self._rows = self._rows, None
+        if rows is not None and (self.block_markets or self.paths):
+            from ..core.kernel import layout
+            fields = {name: (a, b, shape) for name, shape, a, b in layout(self)[0]}
+            if self.block_markets:
+                a, b, _ = fields["markets"]
+                out["markets"] = rows[:, a:b].reshape(-1, len(NAMES))[:n_events]
+            if self.paths:
+                a, b, shape = fields["paths"]
+                kb = shape[0]
+                paths = rows[:, a:b].reshape((-1,) + shape[1:])   # [blocks * kb, 2, T + 1]
+                keep = [blk * kb + i for blk in range(len(rows)) for i in range(kb)
+                        if blk * self.block_markets + i < min(self.paths, n_events)]
+                out["paths"] = paths[keep]
+        return out
+
+    def trace_key(self):
+        """The loop's structure: ensembles alike in it (a parameter grid) share one
+        compilation; parameter values are state."""
+        return ("MarketEnsemble",) + self.structure.key()
+
+    def config(self):
+        from ..core.fingerprint import digest
+        from . import kernel, learned
+        return {"class": "MarketEnsemble", "market": self.market.describe(),
+                "learned": [lg.describe() for lg in self.learned],
+                "block_markets": self.block_markets, "paths": self.paths,
+                "kernel": {"code": digest((type(self), kernel.Structure, learned.LearnedAgents,
+                                           kernel.run))}}
+
+
+def from_pams(config, learned=(), block_markets=None, paths=0):
+    """:class:`MarketEnsemble` of a pams config (dict, path or open file).
+
+    ``learned``: :class:`flowsim.markets.LearnedAgents` groups added beside the config's
+    FCN groups.  See :class:`MarketEnsemble` for ``block_markets`` and ``paths``.
+    """
+    return MarketEnsemble(config, learned=learned, block_markets=block_markets, paths=paths)
+
+
+def default_block_markets(n_markets, largest=DEFAULT_BLOCK_MARKETS):
+    """Even blocks of at most ``largest`` markets, a multiple of 64."""
+    n_blocks = math.ceil(n_markets / largest)
+    return math.ceil(math.ceil(n_markets / n_blocks) / BLOCK_QUANTUM) * BLOCK_QUANTUM
+
+
+def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
+             block_markets=None, iterations=1, checkpoint=None, quiet=True, **flow_kw):
+    """Run ``n_markets`` markets of ``config``; return a :class:`flowsim.Result`.
+
+    Parameters
+    ----------
+    config : dict, path or MarketConfig
+        A pams config (:func:`flowsim.markets.config.parse`).
+    n_markets : int
+        Markets in all (a multiple of ``iterations``).
+    seed : int or None
+        Same seed, same bits on every backend and for every ``events_limit``.
+    backend : str or Flow class
+        ``"flow"`` (one device), ``"threads"``, ``"joblib"``, ``"mpi"``, ``"spark"``...
+    paths : int
+        Keep the price paths of the first ``paths`` markets: ``Result.paths =
+        {"market_price": [paths, T + 1], "fundamental": [paths, T + 1]}`` at times
+        ``0 .. T`` (warm-up included), as pams's ``get_market_prices()`` and
+        ``get_fundamental_prices()``.
+    learned : sequence of LearnedAgents
+        Learned groups beside the FCN groups.
+    block_markets : int or None
+        Markets per block (part of the random stream).  Default: even blocks of at most
+        256 markets per iteration.
+    iterations : int
+        Run the markets in this many iterations (each ``n_markets / iterations``
+        markets); with ``checkpoint`` a stopped run resumes after the last finished one.
+    checkpoint : path or None
+        See :meth:`flowsim.Flow.run`.
+    quiet : bool
+        No progress bar (default True; ``quiet=False`` shows one over markets when
+        stderr is a terminal and there are at least 10 blocks).
+    **flow_kw
+        ``events_limit`` (markets per device call; default one block, so that every
+        device or worker gets blocks to run), ``device``, ``jit_compile``,
+        ``rng`` and the backend's own keywords.
+
+    Returns a :class:`flowsim.Result` whose ``value`` and ``error`` are arrays over
+    :data:`flowsim.markets.stats.NAMES` (mean over markets, standard error), plus:
+    ``names``; ``table``, ``{name: (value, error)}``; ``per_market``, ``[n_markets,
+    len(names)]``; ``paths`` (with ``paths=k``).
+    """
+    from ..distribution.registry import flow_class
+    n_markets = check_count("n_markets", n_markets)
+    iterations = check_count("iterations", iterations)
+    if n_markets % iterations:
+        raise ValueError(f"n_markets ({n_markets}) must be a multiple of iterations "
+                         f"({iterations})")
+    per_iteration = n_markets // iterations
+    if block_markets is None:
+        block_markets = default_block_markets(per_iteration)
+    sim = from_pams(config, learned=learned, block_markets=block_markets,
+                    paths=min(paths, per_iteration))
+    # one block per device call: every device and worker gets work, the progress bar
+    # moves block by block (a market block is long work, so the calls' overhead is not)
+    flow_kw.setdefault("events_limit", block_markets)
+    cls = flow_class(None if backend == "flow" else backend)
+    flow = cls(sim, n_events=per_iteration, seed=seed, block_size=block_markets, quiet=quiet,
+               **flow_kw)
+    try:
+        result = flow.run(iterations, checkpoint=checkpoint)
+    finally:
+        if cls.__name__ != "Flow":
+            flow.close()
+    return decorate(result, sim)
+
+
+def decorate(result, sim):
+    """Add ``names``, ``table``, ``per_market`` and ``paths`` to a Result of ``sim``."""
+    result.names = list(NAMES)
+    value, error = np.atleast_1d(result.value), np.atleast_1d(result.error)
+    result.table = {n: (float(v), float(e)) for n, v, e in zip(NAMES, value, error)}
+    result.meta["statistics"] = list(NAMES)
+    result.meta["bytes_per_market"] = sim.bytes_per_market()
+    result.meta["n_steps"] = sim.n_steps
+    records = result.iterations
+    if records and "markets" in records[0]:
+        result.per_market = np.concatenate([np.asarray(r["markets"], np.float64)
+                                            for r in records])
+    if sim.paths and records and "paths" in records[0]:
+        p = np.asarray(records[0]["paths"], np.float64)
+        result.paths = {"market_price": p[:, 0], "fundamental": p[:, 1]}
+    return result
+
+
+def report(result):
+    """The named statistics of an ensemble Result as a text table."""
+    lines = [f"{'statistic':<18} {'mean':>14} {'s.e.':>11}"]
+    for name, (v, e) in result.table.items():
+        lines.append(f"{name:<18} {v:>14.6g} {e:>11.3g}")
+    return "\n".join(lines)
+
+
+def grid(config, params, n_markets, group=0, seed=0, backend="flow", **kwargs):
+    """A parameter study: one ensemble per combination of FCN parameter values.
+
+    ``params`` maps pams parameter names of ``group`` (a name or index) to lists of
+    values (numbers or pams distributions), e.g. ``{"noiseScale": [0.0005, 0.001],
+    "chartWeight": [0.0, 0.5, 1.0]}``; every combination runs ``n_markets`` markets
+    with the same ``seed`` (common random numbers: differences between rows are not
+    blurred by different draws).  Combinations that keep the loop's structure (the
+    largest time window) share one compilation.  Returns a pandas DataFrame, one row
+    per combination: the parameter values, then ``NAME`` and ``NAME_err`` per
+    statistic, and ``seconds``.
+    """
+    import itertools
+    import time
+
+    import pandas as pd
+    base = _config.parse(config)
+    keys = list(params)
+    rows = []
+    for values in itertools.product(*(params[k] for k in keys)):
+        cfg = base.with_params(group, **dict(zip(keys, values)))
+        start = time.perf_counter()
+        result = ensemble(cfg, n_markets, seed=seed, backend=backend, **kwargs)
+        row = {k: (json.dumps(v) if isinstance(v, (list, dict)) else v)
+               for k, v in zip(keys, values)}
+        for name, (v, e) in result.table.items():
+            row[name], row[f"{name}_err"] = v, e
+        row["seconds"] = time.perf_counter() - start
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,419 @@
+"""The compiled market step: M markets of one block stepped together in one XLA loop.
+
+Each market is pams's continuous double auction (pams 0.3.0, ``../shared/DESIGN.md``
+"pams facts"), vectorised over the markets of a block:
+
+* **Agents.**  Each market draws its own agents' parameters once, from pams's
+  distributions (:func:`draw`); one agent, uniform over all agents, acts per step
+  (pams's ``maxNormalOrders`` 1); an agent that places no order passes the turn to
+  the others in a random order, as pams's shuffled asking does (``ask_others``).
+* **Orders.**  Volume 1, price snapped to the tick grid (buys down, sells up, unless
+  within 4 ulp of a tick: :func:`tick_level`), time-to-live the agent's time window.
+* **Book.**  A fixed-capacity ring of ``C = max time window + 1`` slots per market,
+  ``[C, M]``: the order placed at step ``t`` takes slot ``t mod C``.  With one order per
+  step and an order living ``ttl + 1 <= C`` steps, the slot's previous order has
+  expired, so the book cannot overflow.  A slot holds the order's tick level packed
+  with its placement time as one int64 priority key (``level << TIME_BITS | time``,
+  time reversed for bids), so the best order of a side -- best price, then earliest --
+  is one reduction, and its slot is its time ``mod C``.
+* **Matching.**  While the best bid >= the best ask the two are paired off; all the
+  volume of one arrival trades at one price, the earlier-placed order's of the last
+  pair.  Outside the first step with execution only the arrival can cross (one
+  pass); at that step the book crossed during the warm-up clears in a loop.
+* **Prices.**  Market price: the last trade, before the first trade the mid (both
+  sides present), constant while execution is off.  Fundamental: ``F *= exp(drift +
+  vol * z)`` per step.
+
+Random numbers are counter-based (:mod:`flowsim.core.rng`): step ``t`` of the block
+draws batch ``t`` of stream 2, the agents' parameters come from stream 1, so every
+market is a pure function of (seed, iteration, block, position in the block).
+"""
+import numpy as np
+
+from ..core import rng
+from ..core.lazy_tf import tf
+from ..finance.pricing import inverse_normal
+from .config import FCN_PARAMS, TIME_BITS
+from .stats import ABS_LAGS, COARSE, NAMES
+
+#: Distribution kinds as codes of the state arrays.
+KINDS = {"const": 0, "uniform": 1, "expon": 2, "normal": 3, "same": 4}
+#: FCN parameters in draw order (columns of the parameter arrays).
+ATTRS = tuple(FCN_PARAMS.values())
+_TMASK = (1 << TIME_BITS) - 1
+_IMIN = np.iinfo(np.int64).min
+_IMAX = np.iinfo(np.int64).max
+
+
+def dist_arrays(groups):
+    """``(kind [G, A] int32, a [G, A], b [G, A])`` of the groups' distributions."""
+    kind = np.zeros((len(groups), len(ATTRS)), np.int32)
+    a = np.zeros((len(groups), len(ATTRS)), np.float64)
+    b = np.zeros_like(a)
+    for i, g in enumerate(groups):
+        for j, (attr, d) in enumerate(g.params):
+            assert attr == ATTRS[j]
+            kind[i, j] = KINDS[d.kind]
+            args = tuple(d.args) + (0.0, 0.0)
+            a[i, j], b[i, j] = args[0], args[1]
+    return kind, a, b
+
+
+def _normal(u):
+    return inverse_normal(u + 2.0 ** -54)
+
+
+def draw(u, kind, a, b):
+    """Values of pams's JSON random values from uniforms ``u`` (any shape, broadcast with
+    ``kind``, ``a``, ``b``): const a; uniform a + u (b - a); expon a (-ln(1 - u));
+    normal a + b z."""
+    t = tf()
+    uniform = a + u * (b - a)
+    expon = a * -t.math.log1p(-u)
+    normal = a + b * _normal(u)
+    out = t.where(kind == 1, uniform, a)
+    out = t.where(kind == 2, expon, out)
+    return t.where(kind == 3, normal, out)
+
+
+def _trunc(x):
+    """Python's ``int()`` of a float: towards zero."""
+    t = tf()
+    return t.where(x >= 0, t.floor(x), t.math.ceil(x))
+
+
+def tick_level(price, tick, buy):
+    """pams's tick snapping: the nearest level if within 4 ulp of it (capped at a quarter
+    tick), else floor for buys and ceil for sells.  int64."""
+    t = tf()
+    ratio = price / tick
+    nearest = t.round(ratio)
+    big = t.maximum(t.abs(ratio), 1.0)
+    ulp = t.bitcast(t.bitcast(big, t.int64) + 1, t.float64) - big
+    on_tick = t.abs(ratio - nearest) <= t.minimum(4.0 * ulp, 0.25)
+    level = t.where(on_tick, nearest, t.where(buy, t.floor(ratio), t.math.ceil(ratio)))
+    return t.cast(level, t.int64)
+
+
+class Structure:
+    """What the compiled loop depends on (its trace key): step flags, group sizes, book
+    capacity, which random draws exist, learned groups and outputs."""
+
+    def __init__(self, cfg, learned, block_markets, paths):
+        self.n_steps = cfg.n_steps
+        placement, execution = cfg.step_flags()
+        clear = [e and (i == 0 or not execution[i - 1]) for i, e in enumerate(execution)]
+        self.flags = tuple(int(p) | int(e) << 1 | int(c) << 2
+                           for p, e, c in zip(placement, execution, clear))
+        self.t0 = cfg.first_execution
+        self.sizes = tuple(g.n_agents for g in cfg.groups)
+        self.margin_normal = tuple(g.margin_normal for g in cfg.groups)
+        self.chart_sign = tuple(1.0 if g.chart_following else -1.0 for g in cfg.groups)
+        self.learned = tuple(learned)
+        tw = [g.max_time_window for g in cfg.groups] + [lg.max_time_window for lg in learned]
+        self.capacity = max(tw) + 1
+        self.fundamental_noise = cfg.fundamental_volatility != 0
+        # an agent without noise can expect E == P exactly and place no order; pams then
+        # asks the next agent (kernel.ask_others); with noise that has probability 0
+        self.may_abstain = bool(learned) or any(
+            g.dist("noise_weight").support() == (0.0, 0.0)
+            or g.dist("noise_scale").support() == (0.0, 0.0) for g in cfg.groups)
+        self.block_markets = block_markets
+        self.paths = paths
+
+    def key(self):
+        return (self.flags, self.t0, self.sizes, self.margin_normal, self.chart_sign,
+                self.may_abstain,
+                tuple(lg.trace_key() for lg in self.learned), self.capacity,
+                self.fundamental_noise, self.block_markets, self.paths)
+
+    @property
+    def n_agents(self):
+        return sum(self.sizes) + sum(lg.n_agents for lg in self.learned)
+
+
+def agent_params(S, key, M, state):
+    """Per-market agent parameters ``{attr: [M, N]}`` (FCN groups then learned groups),
+    plus ``group [N]`` int32."""
+    t = tf()
+    N = S.n_agents
+    u = rng.uniform(key, [len(ATTRS), M, N], t.float64, stream=1)
+    gid = np.concatenate([np.full(n, i) for i, n in
+                          enumerate(list(S.sizes) + [lg.n_agents for lg in S.learned])])
+    kind = t.gather(state["kind"], gid, axis=0)        # [N, A]
+    a = t.gather(state["a"], gid, axis=0)
+    b = t.gather(state["b"], gid, axis=0)
+    out = {}
+    for j, attr in enumerate(ATTRS):
+        out[attr] = draw(u[j], kind[:, j], a[:, j], b[:, j])
+    out["time_window"] = _trunc(out["time_window"])
+    same = kind[:, ATTRS.index("mean_reversion_time")] == KINDS["same"]
+    out["mean_reversion_time"] = t.where(same, out["time_window"],
+                                         _trunc(out["mean_reversion_time"]))
+    return out, gid
+
+
+def run(S, key, M, state):
+    """Step ``M`` markets through the whole run.  Returns ``(stats [M, len(NAMES)],
+    prices [T + 1, M], fundamental [T + 1, M] or None)``."""
+    t_ = tf()
+    T, C = S.n_steps, S.capacity
+    N = S.n_agents
+    i64, f64 = t_.int64, t_.float64
+    tick, p0, f0 = state["market"][0], state["market"][1], state["market"][2]
+    drift, volatility = state["market"][3], state["market"][4]
+    params, gid = agent_params(S, key, M, state)
+    n_fcn = sum(S.sizes)
+    margin_normal = t_.constant(np.array([S.margin_normal[g] if g < len(S.sizes) else False
+                                          for g in gid]))
+    chart_sign = t_.constant(np.array([S.chart_sign[g] if g < len(S.sizes) else 1.0
+                                       for g in gid]))
+    any_normal_margin = any(S.margin_normal)
+    flags = np.array(S.flags, np.int32)
+    place_at = t_.constant(flags & 1 > 0)
+    run_at = t_.constant(flags & 2 > 0)
+    clear_at = t_.constant(flags & 4 > 0)
+    markets = t_.range(M, dtype=i64)
+    tmax = t_.constant(_TMASK, i64)
+    tb = t_.constant(TIME_BITS, i64)
+    n_draws = 3 + int(any_normal_margin)
+
+    def pick(x, a):
+        return t_.gather(x, a, batch_dims=1)
+
+    def bests(live, bidkey, askkey):
+        bk = t_.reduce_max(t_.where(live, bidkey, _IMIN), axis=0)
+        ak = t_.reduce_min(t_.where(live, askkey, _IMAX), axis=0)
+        nb = t_.reduce_sum(t_.cast(live & (bidkey != _IMIN), i64), axis=0)
+        na = t_.reduce_sum(t_.cast(live & (askkey != _IMAX), i64), axis=0)
+        return bk, ak, nb, na
+
+    def pair(t, book, bk, ak):
+        """Pair the best bid and ask where they cross: (book, crossed, trade level)."""
+        bidkey, askkey, expiry = book
+        has_b, has_a = bk != _IMIN, ak != _IMAX
+        b_level, a_level = t_.bitwise.right_shift(bk, tb), t_.bitwise.right_shift(ak, tb)
+        b_time = tmax - t_.bitwise.bitwise_and(bk, tmax)
+        a_time = t_.bitwise.bitwise_and(ak, tmax)
+        crossed = has_b & has_a & (b_level >= a_level)
+        level = t_.where(b_time < a_time, b_level, a_level)
+        slots = t_.stack([t_.concat([b_time % C, a_time % C], 0),
+                          t_.concat([markets, markets], 0)], 1)
+        old = t_.gather_nd(expiry, slots)
+        gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
+        expiry = t_.tensor_scatter_nd_update(expiry, slots, gone)
+        return (bidkey, askkey, expiry), crossed, level
+
+    def order(t, u, price, fund, hist, a=None):
+        """Side (+1 buy, -1 sell, 0 none), tick level, ttl of agent ``a`` (default: the
+        agent ``u[0]`` picks uniformly)."""
+        if a is None:
+            a = t_.minimum(t_.cast(u[0] * N, i64), N - 1)
+        tau = pick(params["time_window"], a)
+        k = pick(params["order_margin"], a)
+        wf, wc, wn = (pick(params[x], a) for x in ("fundamental_weight", "chart_weight",
+                                                   "noise_weight"))
+        mrt = pick(params["mean_reversion_time"], a)
+        ns = pick(params["noise_scale"], a)
+        w = t_.minimum(t_.cast(t, f64), tau)
+        back = t - t_.cast(w, i64)
+        past = t_.gather_nd(hist, t_.stack([back, markets], 1))
+        past = t_.where(w > 0, past, price)
+        fundamental = t_.math.log(fund / price) / t_.maximum(mrt, 1.0)
+        chart = t_.gather(chart_sign, a) * t_.math.log(price / past) / t_.maximum(w, 1.0)
+        noise = ns * _normal(u[1])
+        r = (wf * fundamental + wc * chart + wn * noise) / (wf + wc + wn)
+        expected = price * t_.exp(r * tau)
+        margin_k = k
+        if S.learned:
+            from .learned import learned_orders
+            expected, margin_k = learned_orders(S, a, n_fcn, gid, params, t, price, fund, hist,
+                                                expected, k)
+        buy = expected > price
+        sell = expected < price
+        fixed = t_.where(buy, expected * (1 - margin_k), expected * (1 + margin_k))
+        if any_normal_margin:
+            normal_price = expected + _normal(u[3]) * k
+            value = t_.where(t_.gather(margin_normal, a), normal_price, fixed)
+        else:
+            value = fixed
+        level = t_.clip_by_value(tick_level(value, tick, buy), 1, (1 << (62 - TIME_BITS)) - 1)
+        side = t_.where(buy, 1, t_.where(sell, -1, 0))
+        return t_.cast(side, i64), level, t_.cast(tau, i64)
+
+    def ask_others(t, u, price, fund, hist, side, level, ttl, place):
+        """pams asks agents in a shuffled order until one orders: where the first agent
+        placed none (E == P exactly, possible only for agents without noise), ask the
+        others in a uniformly random order (argsort of fresh uniforms), first agent
+        excluded, until one orders or all were asked."""
+        first = t_.minimum(t_.cast(u[0] * N, i64), N - 1)
+
+        def asking():
+            perm = t_.argsort(rng.uniform(key, [M, N], f64, stream=3, step=t), axis=1,
+                              stable=True)
+            perm = t_.cast(perm, i64)
+
+            def more(k, side, level, ttl):
+                return (k < N) & t_.reduce_any(side == 0)
+
+            def ask(k, side, level, ttl):
+                a = perm[:, k]
+                u2 = rng.uniform(key, [n_draws, M], f64, stream=4, step=t * N + k)
+                s2, l2, t2 = order(t, u2, price, fund, hist, a)
+                redo = (side == 0) & (a != first)
+                return (k + 1, t_.where(redo, s2, side), t_.where(redo, l2, level),
+                        t_.where(redo, t2, ttl))
+
+            out = t_.while_loop(more, ask, [t_.constant(0, i64), side, level, ttl])
+            return tuple(out[1:])
+
+        return t_.cond(place & t_.reduce_any(side == 0), asking, lambda: (side, level, ttl))
+
+    def body(t, price, traded, fund, book, hist, fhist, acc):
+        bidkey, askkey, expiry = book
+        place, running, clear = place_at[t], run_at[t], clear_at[t]
+        u = rng.uniform(key, [n_draws, M], f64, stream=2, step=t)
+        side, level, ttl = order(t, u, price, fund, hist)
+        if S.may_abstain:
+            side, level, ttl = ask_others(t, u, price, fund, hist, side, level, ttl, place)
+        side = t_.where(place, side, t_.zeros_like(side))
+        s = t % C
+        packed = t_.bitwise.left_shift(level, tb)
+        new_bid = t_.where(side > 0, t_.bitwise.bitwise_or(packed, tmax - t), _IMIN)
+        new_ask = t_.where(side < 0, t_.bitwise.bitwise_or(packed, t), _IMAX)
+        new_exp = t_.where(side != 0, t + ttl, -1 * t_.ones_like(ttl))
+        row = [[s]]
+        bidkey = t_.tensor_scatter_nd_update(bidkey, row, new_bid[None])
+        askkey = t_.tensor_scatter_nd_update(askkey, row, new_ask[None])
+        expiry = t_.tensor_scatter_nd_update(expiry, row, new_exp[None])
+        book = (bidkey, askkey, expiry)
+        live = expiry >= t
+
+        def no_match():
+            bk, ak, nb, na = bests(live, bidkey, askkey)
+            zero = t_.zeros([M], i64)
+            return book, bk, ak, nb, na, zero, t_.zeros([M], i64)
+
+        def one_pass():
+            bk, ak, nb, na = bests(live, bidkey, askkey)
+            book2, crossed, lvl = pair(t, book, bk, ak)
+            vol = t_.cast(crossed, i64)
+            return book2, bk, ak, nb - vol, na - vol, vol, t_.where(crossed, lvl, 0)
+
+        def clearing():
+            def cond(book, bk, ak, nb, na, vol, lvl, more):
+                return more
+
+            def step(book, bk, ak, nb, na, vol, lvl, more):
+                live = book[2] >= t
+                bk, ak, nb, na = bests(live, book[0], book[1])
+                book2, crossed, pl = pair(t, book, bk, ak)
+                c = t_.cast(crossed, i64)
+                return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
+                        t_.reduce_any(crossed))
+
+            z = t_.zeros([M], i64)
+            out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
+            return tuple(out[:-1])
+
+        book, bk, ak, nb, na, vol, lvl = t_.cond(
+            running, lambda: t_.cond(clear, clearing, one_pass), no_match)
+        # bk/ak are the bests before the last pairing: after a trade the market price is
+        # the trade's; without any trade yet, the mid of the (uncrossed) book
+        did = vol > 0
+        traded_now = traded | did
+        has_both = (bk != _IMIN) & (ak != _IMAX)
+        b_level = t_.cast(t_.bitwise.right_shift(bk, tb), f64)
+        a_level = t_.cast(t_.bitwise.right_shift(ak, tb), f64)
+        mid = (b_level * tick + a_level * tick) / 2.0
+        new_price = t_.where(did, t_.cast(lvl, f64) * tick,
+                             t_.where(~traded & has_both, mid, price))
+        price = t_.where(running, new_price, price)
+        hist = t_.tensor_scatter_nd_update(hist, [[t]], price[None])
+        if fhist is not None:
+            fhist = t_.tensor_scatter_nd_update(fhist, [[t]], fund[None])
+        inside = t >= S.t0
+        after = t > S.t0
+        vol_f = t_.cast(vol, f64)
+        acc = {
+            "mispricing": acc["mispricing"] + t_.where(
+                inside, t_.abs(t_.math.log(price / fund)), 0.0),
+            "trades": acc["trades"] + t_.where(after, vol_f, 0.0),
+            "clearing": acc["clearing"] + t_.where(t == S.t0, vol_f, 0.0),
+            "depth_bid": acc["depth_bid"] + t_.where(inside, t_.cast(nb, f64), 0.0),
+            "depth_ask": acc["depth_ask"] + t_.where(inside, t_.cast(na, f64), 0.0),
+        }
+        if S.fundamental_noise:
+            fund = fund * t_.exp(drift + volatility * _normal(u[2]))
+        else:
+            fund = fund * t_.exp(drift)
+        return t + 1, price, traded_now, fund, book, hist, fhist, acc
+
+    zero = t_.zeros([M], f64)
+    book = (t_.fill([C, M], t_.constant(_IMIN, i64)), t_.fill([C, M], t_.constant(_IMAX, i64)),
+            t_.fill([C, M], t_.constant(-1, i64)))
+    hist = t_.zeros([T + 1, M], f64)
+    fhist = t_.zeros([T + 1, M], f64) if S.paths else None
+    acc = {k: zero for k in ("mispricing", "trades", "clearing", "depth_bid", "depth_ask")}
+    loop = [t_.constant(0, i64), zero + p0, t_.zeros([M], t_.bool), zero + f0, book, hist,
+            fhist, acc]
+    if fhist is None:
+        loop[6] = t_.zeros([0], f64)
+
+        def body_(t, price, traded, fund, book, hist, fh, acc):
+            out = body(t, price, traded, fund, book, hist, None, acc)
+            return out[:6] + (fh,) + out[7:]
+    else:
+        body_ = body
+    t_end, price, traded, fund, book, hist, fhist, acc = t_.while_loop(
+        lambda t, *_: t < T, body_, loop)
+    hist = t_.tensor_scatter_nd_update(hist, [[T]], price[None])
+    if S.paths:
+        fhist = t_.tensor_scatter_nd_update(fhist, [[T]], fund[None])
+    else:
+        fhist = None
+    return statistics(S, hist, acc), hist, fhist
+
+
+def _acf(x, lag):
+    """Autocorrelation at ``lag`` of the columns of ``x`` ``[n, M]``; NaN if constant."""
+    t = tf()
+    d = x - t.reduce_mean(x, axis=0, keepdims=True)
+    den = t.reduce_sum(d * d, axis=0)
+    if lag >= int(x.shape[0]):
+        num = t.zeros_like(den)
+    else:
+        num = t.reduce_sum(d[lag:] * d[:-lag], axis=0)
+    return t.where(den > 0, num / t.where(den > 0, den, 1.0), np.nan)
+
+
+def _return_statistics(r):
+    t = tf()
+    d = r - t.reduce_mean(r, axis=0, keepdims=True)
+    m2 = t.reduce_mean(d * d, axis=0)
+    m4 = t.reduce_mean(d * d * d * d, axis=0)
+    safe = t.where(m2 > 0, m2, 1.0)
+    kurt = t.where(m2 > 0, m4 / (safe * safe) - 3.0, np.nan)
+    return [t.sqrt(m2), kurt, _acf(r, 1)] + [_acf(t.abs(r), k) for k in ABS_LAGS]
+
+
+def statistics(S, hist, acc):
+    """``[M, len(NAMES)]``: :func:`flowsim.markets.stats.market_statistics` in TensorFlow."""
+    t = tf()
+    T, t0 = S.n_steps, S.t0
+    p = t.math.log(hist[t0:T])                     # [n, M]
+    r1 = p[1:] - p[:-1]
+    coarse = p[::COARSE]
+    r10 = coarse[1:] - coarse[:-1]
+    n = T - t0
+    cols = _return_statistics(r1) + _return_statistics(r10) + [
+        t.reduce_mean(t.cast(t.equal(r1, 0.0), t.float64), axis=0),
+        acc["mispricing"] / n,
+        acc["trades"] / (n - 1),
+        acc["depth_bid"] / n,
+        acc["depth_ask"] / n,
+        hist[T],
+        acc["clearing"],
+    ]
+    assert len(cols) == len(NAMES)
+    return t.stack(cols, axis=1)

@@ -1,0 +1,91 @@
+"""Plots of a market ensemble (matplotlib, optional: ``pip install 'flowsim[plot]'``).
+
+matplotlib's object API on the Agg canvas, like :mod:`flowsim.plot`: headless, in
+threads and notebooks.  Each function draws into ``ax`` or a new Figure and returns it.
+
+- :func:`paths`: market prices of the first markets with their fundamental.
+- :func:`returns`: the distribution of one-step returns against a normal of the same
+  variance (log scale: fat tails show).
+- :func:`abs_autocorrelation`: autocorrelation of ``|returns|`` by lag, mean over markets.
+- :func:`save`: all three into one PNG.
+"""
+import math
+
+import numpy as np
+
+from ..plot.convergence import _figure
+
+
+def _axes(ax, width=8.0, height=4.0):
+    if ax is not None:
+        return ax.figure, ax
+    fig = _figure(width, height)
+    return fig, fig.add_subplot()
+
+
+def _paths(result):
+    if getattr(result, "paths", None) is None:
+        raise ValueError("this Result has no paths: run flowsim.markets.ensemble(..., paths=k)")
+    return result.paths["market_price"], result.paths["fundamental"]
+
+
+def paths(result, ax=None, n=5):
+    """Market price (solid) and fundamental (dashed) of the first ``n`` markets."""
+    fig, ax = _axes(ax)
+    p, f = _paths(result)
+    for i in range(min(n, len(p))):
+        line, = ax.plot(p[i], lw=0.8, label=f"market {i}")
+        ax.plot(f[i], lw=0.8, ls="--", color=line.get_color())
+    ax.set_xlabel("step")
+    ax.set_ylabel("price")
+    ax.set_title("market price (solid) and fundamental (dashed)")
+    return fig
+
+
+def _returns(result, t0):
+    p, _ = _paths(result)
+    return np.diff(np.log(p[:, t0:-1]), axis=1)
+
+
+def returns(result, t0, ax=None, bins=81):
+    """Histogram density of one-step log returns after step ``t0`` (the first with
+    execution) against the normal of the same mean and variance."""
+    fig, ax = _axes(ax)
+    r = _returns(result, t0).ravel()
+    sd = r.std() or 1.0
+    edges = np.linspace(r.mean() - 6 * sd, r.mean() + 6 * sd, bins)
+    dens, edges = np.histogram(r, edges, density=True)
+    mid = 0.5 * (edges[1:] + edges[:-1])
+    ax.semilogy(mid, np.where(dens > 0, dens, np.nan), ".", label="returns")
+    ax.semilogy(mid, np.exp(-0.5 * ((mid - r.mean()) / sd) ** 2) / (sd * math.sqrt(2 * math.pi)),
+                label="normal")
+    ax.set_xlabel("one-step log return")
+    ax.set_ylabel("density")
+    ax.legend()
+    return fig
+
+
+def abs_autocorrelation(result, t0, ax=None, max_lag=20):
+    """Autocorrelation of ``|returns|`` at lags 1..``max_lag``, mean over the kept paths."""
+    fig, ax = _axes(ax)
+    x = np.abs(_returns(result, t0))
+    d = x - x.mean(axis=1, keepdims=True)
+    den = (d * d).sum(axis=1)
+    lags = np.arange(1, min(max_lag, x.shape[1] - 1) + 1)
+    acf = [np.nanmean((d[:, k:] * d[:, :-k]).sum(axis=1) / den) for k in lags]
+    ax.bar(lags, acf)
+    ax.axhline(0, color="k", lw=0.5)
+    ax.set_xlabel("lag (steps)")
+    ax.set_ylabel("autocorrelation of |r|")
+    return fig
+
+
+def save(result, path, t0):
+    """The three plots in one PNG at ``path``."""
+    fig = _figure(8.0, 10.0)
+    axes = fig.subplots(3, 1)
+    paths(result, axes[0])
+    returns(result, t0, axes[1])
+    abs_autocorrelation(result, t0, axes[2])
+    fig.savefig(path, dpi=100)
+    return fig

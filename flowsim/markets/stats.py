@@ -1,0 +1,131 @@
+"""The statistics of a market run, defined once in numpy (no TensorFlow).
+
+Every market of an ensemble is summarised by :data:`NAMES`, computed from its
+series over the *execution window*: the steps ``t0 .. T-1`` from the first
+step with execution (``t0``, after the warm-up) to the last step of the run.
+With ``p_j`` the market price at the end of step ``t0 + j`` (``j = 0 .. n-1``,
+``n = T - t0``; pams's ``market.get_market_prices()[t0 + j]``):
+
+``volatility_1``, ``kurtosis_1``, ``ac1_1``
+    Standard deviation, excess kurtosis (``m4 / m2² - 3``, population moments)
+    and lag-1 autocorrelation of the ``n - 1`` one-step log returns
+    ``r_j = ln(p_j / p_{j-1})``.
+``abs_ac1_1``, ``abs_ac5_1``, ``abs_ac10_1``
+    Autocorrelation of ``|r_j|`` at lags 1, 5 and 10.
+``..._10``
+    The same six for the non-overlapping 10-step returns ``ln(p_{10k} / p_{10(k-1)})``.
+``zero_share``
+    Share of one-step returns exactly 0 (no trade, or a trade at the last price).
+``mispricing``
+    Mean of ``|ln(p_j / F_j)|`` with the fundamental price ``F`` at the same time.
+``trades_per_step``
+    Units traded per step over steps ``t0 + 1 .. T - 1`` (the opening clearing left out).
+``depth_bid``, ``depth_ask``
+    Mean number of resting orders per side at the end of the window's steps.
+``final_price``
+    Market price at time ``T`` (after the last step).
+``clearing_volume``
+    Units traded at step ``t0``: the book crossed during the warm-up, cleared at one price.
+
+The autocorrelation at lag ``k`` of a series ``x`` is
+``sum_t (x_t - m)(x_{t-k} - m) / sum_t (x_t - m)²`` (the usual ACF estimator).
+A market whose returns are all equal has no kurtosis or autocorrelation:
+those entries are NaN, and ensembles average over the markets that have them.
+
+:func:`market_statistics` is the reference: the compiled kernel
+(:mod:`flowsim.markets.kernel`) computes the same formulas in TensorFlow, and
+the test suite checks both agree on the same price paths.
+"""
+import numpy as np
+
+#: Lags of the autocorrelations of ``|returns|``.
+ABS_LAGS = (1, 5, 10)
+#: Horizon of the coarse returns.
+COARSE = 10
+
+
+def _return_names(suffix):
+    return ([f"volatility_{suffix}", f"kurtosis_{suffix}", f"ac1_{suffix}"]
+            + [f"abs_ac{k}_{suffix}" for k in ABS_LAGS])
+
+
+#: Names of the per-market statistics, in the order of the arrays.
+NAMES = tuple(_return_names(1) + _return_names(COARSE)
+              + ["zero_share", "mispricing", "trades_per_step", "depth_bid", "depth_ask",
+                 "final_price", "clearing_volume"])
+
+
+def _acf(x, lag):
+    """``[k]`` autocorrelation of each row of ``x`` ``[k, n]`` at ``lag``."""
+    d = x - x.mean(axis=1, keepdims=True)
+    den = (d * d).sum(axis=1)
+    num = (d[:, lag:] * d[:, :-lag]).sum(axis=1) if lag < x.shape[1] else np.zeros(len(x))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def return_statistics(r):
+    """``[k, 6]``: volatility, excess kurtosis, lag-1 ACF, ``|r|`` ACF at :data:`ABS_LAGS`."""
+    d = r - r.mean(axis=1, keepdims=True)
+    m2 = (d * d).mean(axis=1)
+    m4 = (d ** 4).mean(axis=1)
+    safe = np.where(m2 > 0, m2, 1.0)
+    kurt = np.where(m2 > 0, m4 / (safe * safe) - 3.0, np.nan)
+    cols = [np.sqrt(m2), kurt, _acf(r, 1)] + [_acf(np.abs(r), k) for k in ABS_LAGS]
+    return np.stack(cols, axis=1)
+
+
+def market_statistics(prices, fundamental, volumes, depth_bid, depth_ask, t0):
+    """``[k, len(NAMES)]`` statistics of ``k`` market runs of ``T`` steps.
+
+    Parameters
+    ----------
+    prices, fundamental : array [k, T + 1]
+        Market and fundamental prices at times ``0 .. T`` (pams's
+        ``get_market_prices()`` / ``get_fundamental_prices()``).
+    volumes : array [k, T]
+        Units traded at each step ``0 .. T - 1`` (``get_executed_volumes()``).
+    depth_bid, depth_ask : array [k, T]
+        Resting orders per side at the end of each step.
+    t0 : int
+        First step with execution.
+    """
+    prices = np.asarray(prices, np.float64)
+    k, t_plus_1 = prices.shape
+    T = t_plus_1 - 1
+    if not 0 <= t0 < T - 1:
+        raise ValueError(f"the execution window t0={t0}..{T - 1} needs at least 2 steps")
+    p = np.log(prices[:, t0:T])
+    r1 = np.diff(p, axis=1)
+    r10 = np.diff(p[:, ::COARSE], axis=1)
+    f = np.log(np.asarray(fundamental, np.float64)[:, t0:T])
+    volumes = np.asarray(volumes, np.float64)
+    rest = np.stack([
+        (r1 == 0).mean(axis=1),
+        np.abs(p - f).mean(axis=1),
+        volumes[:, t0 + 1:T].sum(axis=1) / (T - t0 - 1),
+        np.asarray(depth_bid, np.float64)[:, t0:T].mean(axis=1),
+        np.asarray(depth_ask, np.float64)[:, t0:T].mean(axis=1),
+        prices[:, T],
+        volumes[:, t0],
+    ], axis=1)
+    return np.concatenate([return_statistics(r1), return_statistics(r10), rest], axis=1)
+
+
+def summarize(per_market):
+    """``(mean, standard error, count)`` over markets of ``[k, len(NAMES)]`` statistics,
+    NaN entries left out (see the module docstring)."""
+    x = np.asarray(per_market, np.float64)
+    ok = np.isfinite(x)
+    n = ok.sum(axis=0)
+    safe = np.where(ok, x, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = safe.sum(axis=0) / n
+        var = (np.where(ok, (x - mean) ** 2, 0.0)).sum(axis=0) / (n - 1)
+        err = np.sqrt(var / n)
+    return mean, np.where(n > 1, err, np.inf), n
+
+
+def z_scores(mean_a, err_a, mean_b, err_b):
+    """``(a - b) / sqrt(err_a² + err_b²)`` elementwise."""
+    return (np.asarray(mean_a) - mean_b) / np.sqrt(np.square(err_a) + np.square(err_b))
