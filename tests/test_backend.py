@@ -103,6 +103,16 @@ def _task(iteration, state):
     return IterationTask(None, KernelSpec(), 1, iteration, 100, state)
 
 
+def test_task_copies_name_one_kernel():
+    """Every pickled copy of a task (one per worker and iteration) carries the trace key
+    drawn before the first copy left, so a worker compiles once, not per iteration."""
+    import pickle
+    task = IterationTask(flowsim.Plain(double_gaussian, 2), KernelSpec(), 1, 0, 100, {})
+    first, second = (pickle.loads(pickle.dumps(task)) for _ in range(2))
+    assert first.simulation.trace_key() == second.simulation.trace_key() \
+        == task.simulation.trace_key()
+
+
 def test_run_ahead_serves_only_the_same_run():
     ahead = RunAhead(enabled=True, most=3)
     a = {"grid": np.arange(3.0)}

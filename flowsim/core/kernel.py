@@ -77,6 +77,10 @@ class IterationTask:
     _tensors: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __getstate__(self):
+        # The simulation's trace key is drawn here, before the copy leaves, so every
+        # copy a worker receives names the kernel that worker compiled for the first.
+        if self.simulation is not None:
+            self.simulation.trace_key()
         d = dict(self.__dict__)
         d["_tensors"] = {}
         return d
