@@ -233,7 +233,7 @@ def parser():
     r.add_argument("--block-size", type=int, default=None,
                    help="events per block, a multiple of 64 (changes the random stream)")
     r.add_argument("--no-jit", action="store_true", help="do not compile kernels with XLA")
-    r.add_argument("--rng", default=None, choices=["splitmix", "philox"],
+    r.add_argument("--rng", default=None, choices=["splitmix", "philox", "philox4x32"],
                    help="counter-based generator (default splitmix)")
     r.add_argument("--skip", type=int, default=0, help="warm-up iterations left out")
     r.add_argument("--algorithm", default=None, help="plain (default), vegas or vegasplus")
