@@ -28,7 +28,8 @@ setup(
                  "gymnasium>=1.1,<2", "gym-anytrading>=2.0,<3"],
         "docs": ["sphinx>=7.2,<10"],
         "bench": ["vegasflow>=1.3,<2", "vegas>=6.0,<7", "vectorbt>=0.26,<2",
-                  "backtrader>=1.9.78,<2", "QuantLib>=1.33,<2", "pandas>=2.1,<4"],
+                  "backtrader>=1.9.78,<2", "QuantLib>=1.33,<2", "pandas>=2.1,<4",
+                  "numba>=0.60,<1"],
     },
     entry_points={"console_scripts": ["flowsim=flowsim.cli:main"]},
 )
