@@ -30,8 +30,8 @@ _LAZY = {"Flow": "core.flow", "Histogram": "algorithms.histogram", "Plain": "alg
 
 # Submodules that `import flowsim` used to load, so `flowsim.flow.X` keeps working.
 _SUBMODULES = {"algorithms", "api", "backends", "blocks", "checkpoint", "domain", "flow",
-               "histogram", "kernel", "log", "plain", "reduce", "result", "rng", "simulation",
-               "stats"}
+               "histogram", "kernel", "log", "math", "plain", "reduce", "result", "rng",
+               "simulation", "stats"}
 
 
 def __getattr__(name):
