@@ -36,7 +36,7 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check flowsim tests benchmarks examples
 
 # Each prints ratios against anchors measured in the same run (not timed tests).
-BENCHMARKS := plain limit rng log vegas threads schedule_sim mpi spark joblib_loky sweep paths envs
+BENCHMARKS := plain limit rng log cold vegas threads schedule_sim mpi spark joblib_loky sweep paths envs
 bench: $(VENV)/.installed-bench
 	set -e; for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(BIN)/python benchmarks/$$b.py; done
 
