@@ -86,8 +86,8 @@ class Flow:
         Compile the block kernel (random numbers + integrand + in-block sums)
         with XLA; default True: XLA fuses them, which is much faster on CPU
         (``docs/performance.rst``).  Turn it off for integrands using ops XLA
-        cannot compile.  With ``rng="splitmix"`` the random numbers are the
-        same either way (with ``"philox"`` they are not: XLA's Philox kernel
+        cannot compile.  With ``rng="splitmix"`` or ``"philox4x32"`` the random
+        numbers are the same either way (with ``"philox"`` they are not: XLA's Philox kernel
         draws a different stream); the integrand's rounding may differ, so it
         is part of the configuration a checkpoint records.
     rng : {"splitmix", "philox4x32", "philox"}
