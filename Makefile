@@ -44,10 +44,9 @@ $(PAMS_VENV)/.installed: setup.py
 	touch $@
 
 # Each prints ratios against anchors measured in the same run (not timed tests).
-BENCHMARKS := plain vegas threads schedule_sim mpi spark joblib_loky sweep paths envs markets
+BENCHMARKS := plain limit rng log cold vegas threads schedule_sim mpi spark joblib_loky sweep paths envs markets
 bench: $(VENV)/.installed-bench $(PAMS_VENV)/.installed
 	set -e; for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; PAMS_PYTHON=$(PAMS_VENV)/bin/python $(BIN)/python benchmarks/$$b.py; done
-
 
 docs: $(VENV)/.installed-docs
 	$(BIN)/sphinx-build -W -b html docs docs/_build/html

@@ -28,7 +28,8 @@ setup(
                  "gymnasium>=1.1,<2", "gym-anytrading>=2.0,<3"],
         "docs": ["sphinx>=7.2,<10"],
         "bench": ["vegasflow>=1.3,<2", "vegas>=6.0,<7", "vectorbt>=0.26,<2",
-                  "backtrader>=1.9.78,<2", "QuantLib>=1.33,<2", "pandas>=2.1,<4"],
+                  "backtrader>=1.9.78,<2", "QuantLib>=1.33,<2", "pandas>=2.1,<4",
+                  "numba>=0.60,<1"],
         # pams 0.3 needs numpy < 2 on Python 3.11: `make bench` gives it a venv of its
         # own (.venv-pams) so that the tested environment keeps its numpy.
         "pams": ["pams>=0.3,<0.4"],

@@ -14,6 +14,8 @@ from .core.lazy_tf import quiet_import as _quiet_import
 # Before anything imports TensorFlow: its start-up noise silenced (FLOWSIM_TF_VERBOSE=1
 # keeps it) whoever imports it first.  TensorFlow itself loads when compute starts.
 _quiet_import()
+# Also before TensorFlow loads: its persistent XLA cache (FLOWSIM_CACHE_DIR; off with "off").
+_importlib.import_module(".core.compile_cache", __name__).configure()
 
 # sweep.py loads no TensorFlow: imported now, so that `flowsim.sweep` is the function
 # (importing a submodule binds its name on the package; here the function rebinds it).
@@ -30,8 +32,8 @@ _LAZY = {"Flow": "core.flow", "Histogram": "algorithms.histogram", "Plain": "alg
 
 # Submodules that `import flowsim` used to load, so `flowsim.flow.X` keeps working.
 _SUBMODULES = {"algorithms", "api", "backends", "blocks", "checkpoint", "domain", "flow",
-               "histogram", "kernel", "log", "plain", "reduce", "result", "rng", "simulation",
-               "stats"}
+               "histogram", "kernel", "log", "math", "plain", "reduce", "result", "rng",
+               "simulation", "stats"}
 
 
 def __getattr__(name):

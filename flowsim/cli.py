@@ -1,4 +1,4 @@
-"""The ``flowsim`` command line: ``--version``, ``devices``, ``run TARGET``."""
+"""The ``flowsim`` command line: ``--version``, ``devices``, ``run TARGET``, ``cache``."""
 import argparse
 import importlib
 import importlib.util
@@ -211,6 +211,18 @@ def _run(args):
     return 0
 
 
+def _cache(args):
+    from .core import compile_cache
+    if args.action == "dir":
+        env = compile_cache.ENV
+        print(compile_cache.directory() or f"off ({env}={os.environ.get(env)!r})")
+        return 0
+    freed = compile_cache.clear()
+    print(f"flowsim: removed {freed / 2**20:.1f} MiB of compiled kernels from "
+          f"{compile_cache.root()}")
+    return 0
+
+
 def _targets_help():
     from .targets import EXAMPLES
     lines = ["targets:"]
@@ -233,6 +245,11 @@ def parser():
     d = sub.add_parser("devices", help="list every TensorFlow device")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=_devices)
+    c = sub.add_parser("cache", help="the persistent cache of compiled kernels "
+                       "(FLOWSIM_CACHE_DIR moves it; 'off' turns it off)")
+    c.add_argument("action", choices=["dir", "clear"],
+                   help="dir: print where it is; clear: remove every compiled kernel")
+    c.set_defaults(func=_cache)
     r = sub.add_parser("run", help="run a simulation: module:callable or a bundled example",
                        epilog=_targets_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("target", help="a bundled example or MODULE:NAME (see targets below)")
@@ -243,7 +260,7 @@ def parser():
     r.add_argument("--block-size", type=int, default=None,
                    help="events per block, a multiple of 64 (changes the random stream)")
     r.add_argument("--no-jit", action="store_true", help="do not compile kernels with XLA")
-    r.add_argument("--rng", default=None, choices=["splitmix", "philox"],
+    r.add_argument("--rng", default=None, choices=["splitmix", "philox", "philox4x32"],
                    help="counter-based generator (default splitmix)")
     r.add_argument("--skip", type=int, default=0, help="warm-up iterations left out")
     r.add_argument("--algorithm", default=None, help="plain (default), vegas or vegasplus")

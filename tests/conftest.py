@@ -3,15 +3,23 @@
 Also what several test files share: the MPI launcher and its environment, and
 the one SparkContext of a test run (starting a JVM costs seconds on 2 cores).
 """
+import atexit
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Compiled kernels of this test run (and of the processes it starts) go to a fresh
+# cache, not the user's: no test depends on what an earlier run left behind.
+if "FLOWSIM_CACHE_DIR" not in os.environ:
+    os.environ["FLOWSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="flowsim-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["FLOWSIM_CACHE_DIR"], True)
 
 
 def run_python(code, timeout=300, env=None, args=()):

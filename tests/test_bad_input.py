@@ -276,7 +276,8 @@ def test_other_options(sim):
     with pytest.raises(ValueError, match=r"nonfinite must be one of \('raise', 'drop'\), "
                                          r"got 'ignore'"):
         flowsim.Flow(sim, 1000, nonfinite="ignore")
-    with pytest.raises(ValueError, match=r"rng must be one of \('splitmix', 'philox'\), got 'mt'"):
+    with pytest.raises(ValueError, match=r"rng must be one of \('splitmix', 'philox', "
+                                         r"'philox4x32'\), got 'mt'"):
         flowsim.Flow(sim, 1000, rng="mt")
     with pytest.raises(ValueError, match=r"unknown algorithm 'magic'; choose one of 'plain'"):
         flowsim.integrate(f, 2, 1000, 1, algorithm="magic")

@@ -86,14 +86,24 @@ class Flow:
         Compile the block kernel (random numbers + integrand + in-block sums)
         with XLA; default True: XLA fuses them, which is much faster on CPU
         (``docs/performance.rst``).  Turn it off for integrands using ops XLA
-        cannot compile.  With ``rng="splitmix"`` the random numbers are the
-        same either way (with ``"philox"`` they are not: XLA's Philox kernel
+        cannot compile.  With ``rng="splitmix"`` or ``"philox4x32"`` the random
+        numbers are the same either way (with ``"philox"`` they are not: XLA's Philox kernel
         draws a different stream); the integrand's rounding may differ, so it
         is part of the configuration a checkpoint records.
-    rng : {"splitmix", "philox"}
-        Counter-based generator (:mod:`flowsim.core.rng`): ``"splitmix"`` (default,
-        integer ops fused by XLA) or TensorFlow's stateless Philox.  Changes
-        the random stream.
+    rng : {"splitmix", "philox4x32", "philox"}
+        Counter-based generator (:mod:`flowsim.core.rng`); changes the random
+        stream.  ``"splitmix"`` (default): SplitMix64 in integer ops fused by
+        XLA, the fastest on CPU; its block-streams can overlap with
+        probability about ``S**2 * L / 2**64`` for ``S`` blocks x iterations
+        of ``L`` numbers each (8 dimensions: 3e-7 at 2*10^6 events x 100
+        iterations, 6 % at 10^9 x 100).  ``"philox4x32"``:
+        Philox4x32-10 in integer ops, its counter holding (iteration, block,
+        position, stream) explicitly, so streams never overlap; the same
+        numbers on every device with or without XLA, but slower on CPU
+        (``docs/performance.rst``), hence not the default: choose it for runs
+        of 10^9 events x 100 iterations and beyond.  ``"philox"``:
+        TensorFlow's stateless Philox, kept so older runs and checkpoints
+        resume; its stream depends on ``jit_compile``.
     nonfinite : {"raise", "drop"}
         What a NaN/Inf integrand value does: ``"raise"`` stops with an error
         naming the iteration and block; ``"drop"`` counts the event as 0 and

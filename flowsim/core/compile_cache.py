@@ -1,0 +1,101 @@
+"""A persistent cache of XLA executables, so a second process does not compile again.
+
+flowsim turns on TensorFlow's own persistent XLA cache
+(``--tf_xla_persistent_cache_directory`` in ``TF_XLA_FLAGS``) before TensorFlow
+loads.  TensorFlow names each entry by the compiled function's signature and a
+fingerprint of its HLO, and checks the HLO again when it loads one: an
+integrand, limit or flowsim change that changes the computation compiles
+anew, never reusing a stale executable.  flowsim adds to the path what the
+fingerprint does not cover: the TensorFlow and flowsim versions and the CPU's
+model and feature flags (a home directory shared by cluster nodes of different
+CPUs must not hand one node code compiled for another's instructions).
+
+Where: ``FLOWSIM_CACHE_DIR`` if set (``off``, ``0`` or empty turn the cache
+off), else ``$XDG_CACHE_HOME/flowsim`` or ``~/.cache/flowsim``.  ``flowsim
+cache dir`` prints it, ``flowsim cache clear`` empties it.  Tracing the Python
+function still happens in every process; only XLA's compilation is saved.
+When TensorFlow was imported before flowsim, or ``TF_XLA_FLAGS`` already names
+a cache directory, flowsim leaves the setting alone.
+"""
+import hashlib
+import os
+import platform
+import shutil
+import sys
+
+ENV = "FLOWSIM_CACHE_DIR"
+_FLAG = "--tf_xla_persistent_cache_directory"
+_OFF = ("", "0", "off", "false", "no")
+
+
+def root():
+    """The cache's top directory, or None when ``FLOWSIM_CACHE_DIR`` turns it off."""
+    value = os.environ.get(ENV)
+    if value is not None:
+        return None if value.strip().lower() in _OFF else os.path.abspath(
+            os.path.expanduser(value))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "flowsim")
+
+
+def _cpu_tag():
+    """Model and feature flags of this CPU, hashed (Linux); the machine name elsewhere."""
+    text = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            lines = [ln for ln in fh if ln.startswith(("model name", "flags", "Features"))]
+        text += "".join(sorted(set(lines)))
+    except OSError:
+        text += platform.processor()
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def directory():
+    """Where this process's executables go: per TensorFlow and flowsim version and CPU."""
+    top = root()
+    if top is None:
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .. import __version__
+    try:
+        tf_version = version("tensorflow")
+    except PackageNotFoundError:
+        tf_version = "unknown"
+    return os.path.join(top, f"xla-tf{tf_version}-flowsim{__version__}-{_cpu_tag()}")
+
+
+def configure():
+    """Before TensorFlow loads: point its persistent XLA cache at :func:`directory`.
+
+    Returns the directory, or None when off or not flowsim's to set.
+    """
+    if "tensorflow" in sys.modules:
+        return None
+    flags = os.environ.get("TF_XLA_FLAGS", "")
+    if _FLAG in flags:
+        return None
+    path = directory()
+    if path is None:
+        return None
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return None                 # read-only home: run without the cache
+    os.environ["TF_XLA_FLAGS"] = f"{flags} {_FLAG}={path}".strip()
+    return path
+
+
+def clear():
+    """Remove every cached executable (all versions); returns the bytes freed."""
+    top = root()
+    if top is None or not os.path.isdir(top):
+        return 0
+    freed = 0
+    for entry in os.listdir(top):
+        path = os.path.join(top, entry)
+        if entry.startswith("xla-") and os.path.isdir(path):
+            for dirpath, _, files in os.walk(path):
+                freed += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files)
+            shutil.rmtree(path, ignore_errors=True)
+    return freed

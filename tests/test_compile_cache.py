@@ -1,0 +1,112 @@
+"""The persistent cache of compiled kernels (flowsim.core.compile_cache): where it is,
+that a second process gets the same bits from it, that a changed integrand compiles
+anew instead of reusing a stale executable, and `flowsim cache clear`."""
+import os
+import sys
+import textwrap
+
+from conftest import run_python
+
+from flowsim.core import compile_cache
+
+RUN = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import flowsim
+    from integrand import f
+    r = flowsim.Flow(flowsim.Plain(f, 3), 4096, seed=5, block_size=1024, quiet=True).run(2)
+    print(float(r.value).hex())
+""")
+
+
+def entries(cache):
+    """{path: (size, mtime)} of every file under ``cache``."""
+    out = {}
+    for dirpath, _, files in os.walk(cache):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            out[path] = (os.path.getsize(path), os.stat(path).st_mtime_ns)
+    return out
+
+
+def run_with(tmp_path, cache, body):
+    (tmp_path / "integrand.py").write_text(textwrap.dedent(body))
+    r = run_python(RUN, env={"FLOWSIM_CACHE_DIR": str(cache), "TF_XLA_FLAGS": ""},
+                   args=(str(tmp_path),))
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+SQUARES = """
+    def f(x):
+        from flowsim.core.lazy_tf import tf
+        return tf().reduce_sum(x * x, axis=1)
+"""
+CUBES = """
+    def f(x):
+        from flowsim.core.lazy_tf import tf
+        return tf().reduce_sum(x * x * x, axis=1)
+"""
+
+
+def test_second_process_loads_the_cached_kernel_and_gets_the_same_bits(tmp_path):
+    cache = tmp_path / "cache"
+    first = run_with(tmp_path, cache, SQUARES)
+    files = entries(cache)
+    assert any(name.endswith(".pb") for name in files), files
+    second = run_with(tmp_path, cache, SQUARES)
+    assert second == first
+    assert entries(cache) == files          # nothing compiled or written again
+    off = run_with(tmp_path, "off", SQUARES)
+    assert off == first                     # the cached executable computes the same bits
+
+
+def test_a_changed_integrand_compiles_anew_instead_of_reusing_a_stale_kernel(tmp_path):
+    """Same module, same function name, new body: a new executable, the new integral."""
+    cache = tmp_path / "cache"
+    squares = float.fromhex(run_with(tmp_path, cache, SQUARES))
+    before = entries(cache)
+    cubes = float.fromhex(run_with(tmp_path, cache, CUBES))
+    assert set(entries(cache)) > set(before)
+    assert abs(squares - 1.0) < 0.05 and abs(cubes - 0.75) < 0.05     # 3/3 and 3/4
+    assert cubes.hex() == run_with(tmp_path, "off", CUBES)
+
+
+def test_cache_dir_follows_FLOWSIM_CACHE_DIR_and_is_off_when_asked(tmp_path):
+    code = ("import os, sys, flowsim; print(os.environ.get('TF_XLA_FLAGS', '')); "
+            "print('tensorflow' in sys.modules)")
+    r = run_python(code, env={"FLOWSIM_CACHE_DIR": str(tmp_path / "c"), "TF_XLA_FLAGS": ""})
+    flags, loaded = r.stdout.split("\n")[:2]
+    assert f"--tf_xla_persistent_cache_directory={tmp_path / 'c'}{os.sep}xla-tf" in flags
+    assert loaded == "False"
+    r = run_python(code, env={"FLOWSIM_CACHE_DIR": "off", "TF_XLA_FLAGS": ""})
+    assert r.stdout.split("\n")[0] == ""
+    mine = "--tf_xla_persistent_cache_directory=/elsewhere"
+    r = run_python(code, env={"FLOWSIM_CACHE_DIR": str(tmp_path), "TF_XLA_FLAGS": mine})
+    assert r.stdout.split("\n")[0] == mine
+
+
+def test_default_cache_is_under_the_user_cache_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("FLOWSIM_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert compile_cache.root() == str(tmp_path / "flowsim")
+    path = compile_cache.directory()
+    assert path.startswith(str(tmp_path / "flowsim" / "xla-tf"))
+    from flowsim import __version__
+    assert f"flowsim{__version__}-" in path
+
+
+def test_flowsim_cache_clear_removes_every_compiled_kernel(tmp_path):
+    cache = tmp_path / "cache"
+    run_with(tmp_path, cache, SQUARES)
+    (cache / "mine.txt").write_text("not flowsim's")
+    env = {"FLOWSIM_CACHE_DIR": str(cache), "TF_XLA_FLAGS": ""}
+    r = run_python("import flowsim.cli, sys; sys.exit(flowsim.cli.main(['cache', 'dir']))",
+                   env=env)
+    assert r.returncode == 0 and r.stdout.startswith(str(cache)), r.stderr
+    r = run_python("import sys, flowsim.cli; code = flowsim.cli.main(['cache', 'clear']); "
+                   "print('tensorflow' in sys.modules); sys.exit(code)", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "MiB of compiled kernels" in r.stdout and r.stdout.strip().endswith("False")
+    assert sorted(os.listdir(cache)) == ["mine.txt"]
+    assert sys.modules.get("flowsim.core.compile_cache") is compile_cache
