@@ -85,6 +85,12 @@ class MLP:
         hidden unit instead of one divide per input: the first layer then costs
         little more than its matrix product).
         """
+        return MLP.head_of(weights, MLP.features_of(weights, obs))
+
+    @staticmethod
+    def features_of(weights, obs):
+        """The first layer's pre-activations ``[batch, hidden]`` of observations (each
+        row from its own observation only)."""
         t = tf()
         n = t.shape(obs)[0]
         window = int(obs.shape[1])
@@ -93,13 +99,29 @@ class MLP:
         w, b = weights[0]
         price_rows = np.zeros(2 * window, np.float32)
         price_rows[0::2] = 10.0                                      # the "- 1" of prices
-        x = scale * t.matmul(flat, w) + (b - t.linalg.matvec(t.transpose(w), price_rows))
+        return scale * t.matmul(flat, w) + (b - t.linalg.matvec(t.transpose(w), price_rows))
+
+    @staticmethod
+    def head_of(weights, x):
+        """Probabilities ``[batch, 2]`` from first-layer pre-activations ``x``."""
+        t = tf()
         for w, b in weights[1:]:
             x = t.matmul(t.tanh(x), w) + b
         return t.nn.softmax(x)
 
     def __call__(self, obs):
         return self.forward(self.weights, obs)
+
+    # the split-policy protocol of flowsim.envs.rollout: policy(obs) is
+    # head(observation_features(obs)), row by row, so a rollout computes the features
+    # once per tick of the price table and gathers them per step
+    def observation_features(self, obs):
+        """First-layer pre-activations ``[batch, hidden]`` (float32) of observations."""
+        return self.features_of(self.weights, obs)
+
+    def head(self, features):
+        """Probabilities ``[batch, 2]`` from :meth:`observation_features` rows."""
+        return self.head_of(self.weights, features)
 
     def variables(self):
         t = tf()
