@@ -54,7 +54,8 @@ class MLP:
 
     The observation is flattened and scaled (prices relative to the window's
     last price, diffs by that price; :meth:`forward`), then passed through
-    ``tanh`` hidden layers and a softmax.  ``weights`` is a list of ``(W, b)`` numpy pairs;
+    ``tanh`` hidden layers and a softmax (over two outputs, the sigmoid of the
+    logits' difference: :meth:`head_of`).  ``weights`` is a list of ``(W, b)`` numpy pairs;
     :meth:`random` draws them.  Plain numbers, so it pickles to any worker;
     ``variables()`` gives trainable ``tf.Variable`` copies and ``from_variables``
     the policy back (``examples/train_policy.py``).
@@ -103,11 +104,23 @@ class MLP:
 
     @staticmethod
     def head_of(weights, x):
-        """Probabilities ``[batch, 2]`` from first-layer pre-activations ``x``."""
+        """Probabilities ``[batch, 2]`` from first-layer pre-activations ``x``.
+
+        The softmax of two logits is the sigmoid of their difference, so the last
+        layer is one weighted sum per row (``tanh(x) . (w[:, 1] - w[:, 0])``):
+        an elementwise product and a row sum that fuse with the ``tanh``, where a
+        ``[batch, hidden] x [hidden, 2]`` matrix product is a separate, poorly
+        vectorised call (1.3-1.9x faster rollouts, docs/performance.rst).
+        """
         t = tf()
-        for w, b in weights[1:]:
-            x = t.matmul(t.tanh(x), w) + b
-        return t.nn.softmax(x)
+        *hidden, (w, b) = weights[1:]
+        for wh, bh in hidden:
+            x = t.matmul(t.tanh(x), wh) + bh
+        if int(w.shape[-1]) != 2:
+            return t.nn.softmax(t.matmul(t.tanh(x), w) + b)
+        z = t.reduce_sum(t.tanh(x) * (w[:, 1] - w[:, 0]), axis=1) + (b[1] - b[0])
+        p = t.sigmoid(z)
+        return t.stack([1.0 - p, p], axis=1)
 
     def __call__(self, obs):
         return self.forward(self.weights, obs)

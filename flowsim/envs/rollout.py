@@ -25,8 +25,9 @@ from .market import ACC_DTYPE, Market
 
 #: The per-episode quantities, in the order of ``Result.value``'s last axis.
 COLUMNS = ("episode_return", "total_profit", "trades")
-#: Default most episodes per block.
-MAX_BLOCK = 1024
+#: Default most episodes per block (a step of the loop has a fixed cost of some
+#: 20-50 us on a CPU: 4,096 episodes per step ran 1.2-2x faster than 1,024).
+MAX_BLOCK = 4096
 
 Estimate = namedtuple("Estimate", "value error")
 
