@@ -11,15 +11,22 @@ after the other, each the best of a few repeats (the machine is shared):
    Python with actions drawn beforehand: one compiled TF call per step,
    returning numpy observations ``[1024, 30, 2]``, rewards, flags and infos;
 3. ``flowsim.envs.rollout`` of a small MLP policy (60-16-2, softmax, actions
-   drawn from its probabilities) over 4,096 whole episodes: the policy and the
-   environment inside one compiled loop (:class:`flowsim.Flow`, one device;
-   and ``backend="threads"`` over two logical CPUs, one per core).
+   drawn from its probabilities) over 8,192 whole episodes (two blocks of
+   4,096): the policy and the environment inside one compiled loop
+   (:class:`flowsim.Flow`, one device; and ``backend="threads"`` over two
+   logical CPUs, one per core).  By default the MLP's first layer is computed
+   once per tick of the series per block and gathered per step
+   (``tick_features``); the ``tick_features=False`` row gathers every
+   episode's ``[30, 2]`` observation and calls the whole policy on it.
 
-Every row produces the observations of every step (the same work); prints
-env-steps per second and the ratios to row 1 (targets: >= 50x for 2, >= 500x
-for 3)::
+Every row observes every step of every environment and (rows 1b, 3) evaluates
+the policy for each of them; prints env-steps per second and the ratios to
+row 1, SyncVectorEnv with random actions (the issue's targets: >= 50x for 2,
+>= 500x for 3), and, for the rollouts, to row 1b (SyncVectorEnv + the same
+MLP in numpy).  ``--rounds`` repeats the whole measurement in the same
+process::
 
-    .venv/bin/python benchmarks/envs.py [--steps 300] [--episodes 4096]
+    .venv/bin/python benchmarks/envs.py [--steps 300] [--episodes 8192] [--rounds 3]
 
 Needs gymnasium and gym-anytrading (the ``test`` extra).
 """
@@ -108,17 +115,21 @@ def flowsim_step_rate(n_steps, n_envs=1024):
     return best_rate(run, n_envs * n_steps), env.device
 
 
-def flowsim_rollout_rate(n_episodes, policy, backend=None):
+def flowsim_rollout_rate(n_episodes, policy, backend=None, tick_features=None):
     from gym_anytrading.datasets import STOCKS_GOOGL
 
     from flowsim.envs import rollout
+
+    def run():
+        return rollout(policy, STOCKS_GOOGL, n_episodes, seed=1, backend=backend,
+                       tick_features=tick_features)
+
     t0 = time.perf_counter()
-    first = rollout(policy, STOCKS_GOOGL, n_episodes, seed=1, backend=backend)
+    first = run()
     cold = time.perf_counter() - t0
     steps = n_episodes * (len(STOCKS_GOOGL) - 31)
-    rate = best_rate(lambda: rollout(policy, STOCKS_GOOGL, n_episodes, seed=1,
-                                     backend=backend), steps, repeat=3)
-    again = rollout(policy, STOCKS_GOOGL, n_episodes, seed=1, backend=backend)
+    rate = best_rate(run, steps, repeat=3)
+    again = run()
     assert again.episode_return == first.episode_return      # same bits, run after run
     return rate, cold, first
 
@@ -126,38 +137,53 @@ def flowsim_rollout_rate(n_episodes, policy, backend=None):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=300, help="steps per timed vector run")
-    parser.add_argument("--episodes", type=int, default=4096, help="episodes per rollout")
+    parser.add_argument("--episodes", type=int, default=8192, help="episodes per rollout")
+    parser.add_argument("--rounds", type=int, default=1, help="whole measurements, same run")
     args = parser.parse_args()
     import flowsim
     flowsim.set_virtual_cpus(2)         # for the threads row; Flow and the env use CPU:0
     from flowsim.envs import MLP
     policy = MLP.random(30, (16,), seed=0)
-
-    sync, sync_mlp, single = gym_anytrading_rates(args.steps, policy.weights)
-    step, device = flowsim_step_rate(args.steps)
-    roll, cold, result = flowsim_rollout_rate(args.episodes, policy)
-    roll2, _, result2 = flowsim_rollout_rate(args.episodes, policy, backend="threads")
-    assert result2.episode_return == result.episode_return   # same bits on both backends
-    rows = [
-        ("gym-anytrading stocks-v0, one env", f"{single:,.0f}", f"{single / sync:.2f}x"),
-        ("gymnasium SyncVectorEnv x 64 (random actions)", f"{sync:,.0f}", "1x"),
-        ("gymnasium SyncVectorEnv x 64 + numpy MLP policy", f"{sync_mlp:,.0f}",
-         f"{sync_mlp / sync:.2f}x"),
-        ("flowsim TradingVectorEnv x 1024, step() from Python", f"{step:,.0f}",
-         f"{step / sync:.0f}x"),
-        ("flowsim rollout, MLP 60-16-2 in the compiled loop", f"{roll:,.0f}",
-         f"{roll / sync:.0f}x"),
-        ("  same, ThreadPoolFlow over 2 logical CPUs", f"{roll2:,.0f}",
-         f"{roll2 / sync:.0f}x"),
-    ]
-    print(f"STOCKS_GOOGL, window 30; flowsim on {device}; best of repeats")
-    table(rows, ["what", "env-steps/s", "vs SyncVectorEnv"])
-    print(f"\nrollout vs SyncVectorEnv + the same policy in numpy: {roll / sync_mlp:.0f}x")
-    print(f"rollout cold start (trace + XLA compile + first run): {cold:.1f} s")
-    print(f"MLP rollout: {result}")
-    best = max(roll, roll2)
-    print(f"targets: step >= 50x ({'met' if step / sync >= 50 else 'NOT met'}), "
-          f"rollout >= 500x ({'met' if best / sync >= 500 else 'NOT met'})")
+    summary = []
+    for r in range(args.rounds):
+        sync, sync_mlp, single = gym_anytrading_rates(args.steps, policy.weights)
+        step, device = flowsim_step_rate(args.steps)
+        roll, cold, result = flowsim_rollout_rate(args.episodes, policy)
+        plain, cold_plain, result_plain = flowsim_rollout_rate(args.episodes, policy,
+                                                               tick_features=False)
+        roll2, _, result2 = flowsim_rollout_rate(args.episodes, policy, backend="threads")
+        assert result2.episode_return == result.episode_return   # same bits on both backends
+        rows = [
+            ("gym-anytrading stocks-v0, one env", f"{single:,.0f}", f"{single / sync:.2f}x", ""),
+            ("1  gymnasium SyncVectorEnv x 64 (random actions)", f"{sync:,.0f}", "1x", ""),
+            ("1b gymnasium SyncVectorEnv x 64 + numpy MLP policy", f"{sync_mlp:,.0f}",
+             f"{sync_mlp / sync:.2f}x", "1x"),
+            ("2  flowsim TradingVectorEnv x 1024, step() from Python", f"{step:,.0f}",
+             f"{step / sync:.0f}x", ""),
+            ("3  flowsim rollout, MLP 60-16-2 in the compiled loop", f"{roll:,.0f}",
+             f"{roll / sync:.0f}x", f"{roll / sync_mlp:.0f}x"),
+            ("   same, ThreadPoolFlow over 2 logical CPUs", f"{roll2:,.0f}",
+             f"{roll2 / sync:.0f}x", f"{roll2 / sync_mlp:.0f}x"),
+            ("   same, tick_features=False (policy on [n, 30, 2])", f"{plain:,.0f}",
+             f"{plain / sync:.0f}x", f"{plain / sync_mlp:.0f}x"),
+        ]
+        print(f"\nround {r + 1}/{args.rounds}: STOCKS_GOOGL, window 30; flowsim on {device}; "
+              f"best of repeats; load average {os.getloadavg()[0]:.1f}")
+        table(rows, ["what", "env-steps/s", "vs 1 (SyncVectorEnv)", "vs 1b (+ numpy MLP)"])
+        best = max(roll, roll2)
+        summary.append((step / sync, best / sync, best / sync_mlp, plain / sync))
+        if r == 0:
+            print(f"rollout cold start (trace + XLA compile + first run): {cold:.1f} s "
+                  f"(tick_features=False: {cold_plain:.1f} s)")
+            print(f"MLP rollout: {result}")
+            print(f"  tick_features=False: {result_plain}")
+        print(f"targets vs row 1: step >= 50x ({'met' if step / sync >= 50 else 'NOT met'}), "
+              f"rollout >= 500x ({'met' if best / sync >= 500 else 'NOT met'})")
+    if args.rounds > 1:
+        print("\nper round: step / row 1, best rollout / row 1, best rollout / row 1b, "
+              "tick_features=False / row 1")
+        for r, (a, b, c, d) in enumerate(summary):
+            print(f"  round {r + 1}: {a:.0f}x  {b:.0f}x  {c:.0f}x  {d:.0f}x")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ missing file means that rank did not finish).
 
 More cases plug in from ``tests/cases_*.py``: ``CASES = {name: {"factory":
 "module:function", "n_events": int, "n_iters": int, ...}}`` where ``factory()``
-returns a Simulation (optional keys: ``block_size``, ``events_limit``, ``seed``).
+returns a Simulation (optional keys: ``block_size``, ``events_limit``, ``seed``
+(default 2024), ``n_iters`` (default 1)).
 """
 import glob
 import importlib
@@ -105,7 +106,8 @@ def _plugged_cases():
             spec = dict(spec)
             mod, _, func = spec.pop("factory").partition(":")
             factory = getattr(importlib.import_module(mod), func)
-            found[name] = (factory, dict(spec, n_iters=spec.get("n_iters", 1)))
+            # a seed for every case: without one each Flow would draw its own
+            found[name] = (factory, dict({"seed": 2024, "n_iters": 1}, **spec))
     return found
 
 

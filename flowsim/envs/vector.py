@@ -29,6 +29,23 @@ def _default_device():
     return "GPU:0" if t.config.list_logical_devices("GPU") else "CPU:0"
 
 
+def _flat_call(concrete):
+    """``concrete(*args)`` -> ``(obs or None, table)``, called through its graph function
+    with the captured inputs passed directly: this skips the concrete function's
+    argument binding and structuring, about half of a step call's cost from Python
+    (120 against 270 us per call measured under load, 2026-11-30).  Falls back to the
+    concrete function when TensorFlow lacks the (private) graph function."""
+    atomic = getattr(concrete, "_inference_function", None)
+    if atomic is None or not callable(getattr(atomic, "call_flat", None)):
+        return concrete
+    captures = tuple(concrete.captured_inputs)
+
+    def call(*args):
+        flat = atomic.call_flat(*args, *captures)
+        return (None, flat[0]) if len(flat) == 1 else (flat[0], flat[1])
+    return call
+
+
 class TradingVectorEnv(gymnasium.vector.VectorEnv):
     """``num_envs`` gym-anytrading ``StocksEnv`` environments, stepped together on one device.
 
@@ -140,10 +157,10 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         step = t.function(self._on_device(self._step_fn), jit_compile=self.jit_compile)
         reset = t.function(self._on_device(self._reset_fn), jit_compile=self.jit_compile)
         # concrete functions: a call skips tf.function's argument binding (~0.2 ms)
-        self._fns = {"step": step.get_concrete_function(n_spec),
-                     "reset": reset.get_concrete_function(
+        self._fns = {"step": _flat_call(step.get_concrete_function(n_spec)),
+                     "reset": _flat_call(reset.get_concrete_function(
                          t.TensorSpec([n], t.bool), t.TensorSpec([n], t.int64),
-                         t.TensorSpec([n], t.bool))}
+                         t.TensorSpec([n], t.bool)))}
 
     def _on_device(self, fn):
         def placed(*args):
