@@ -80,6 +80,8 @@ def _refused(mutate, *words):
     (lambda c: c["FCNAgents"].update({"noiseScale": {"gamma": [1]}}), ["'gamma'"]),
     (lambda c: c["FCNAgents"].pop("noiseScale"), ["noiseScale", "required"]),
     (lambda c: c["Market"].update({"tickSize": 1e-12}), ["tickSize", "ticks"]),
+    (lambda c: c["Market"].update({"fundamentalVolatility": 0.1}),
+     ["fundamentalVolatility", "600 steps", "integer tick levels", "larger tickSize"]),
     (lambda c: c["simulation"]["sessions"][1].update({"withOrderExecution": False}),
      ["withOrderExecution"]),
 ])

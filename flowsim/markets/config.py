@@ -205,7 +205,24 @@ class MarketConfig:
         if t0 is None or t0 > self.n_steps - 3:
             raise ValueError("sessions: the statistics need at least 3 steps with "
                              "withOrderExecution true")
+        self._check_price_room()
         return self
+
+    def _check_price_room(self):
+        """Refuse a fundamental walk that could carry prices beyond the packed tick
+        levels (``2**(62 - TIME_BITS)``): its drift over the run plus 10 standard
+        deviations, with a factor 4 for the market price straying from it."""
+        top = max(self.market_price, self.fundamental_price) / self.tick_size
+        room = math.log(2 ** (62 - TIME_BITS) / top) - math.log(4.0)
+        reach = (abs(self.fundamental_drift) * self.n_steps
+                 + 10.0 * self.fundamental_volatility * math.sqrt(self.n_steps))
+        if reach > room:
+            raise ValueError(
+                f"fundamentalDrift {self.fundamental_drift} and fundamentalVolatility "
+                f"{self.fundamental_volatility} over {self.n_steps} steps could move prices "
+                f"by a factor exp({reach:.1f}); integer tick levels leave room for "
+                f"exp({room:.1f}) from {top:.3g} ticks: use a smaller volatility or drift, "
+                f"fewer steps or a larger tickSize")
 
     def describe(self):
         """JSON-able summary (for checkpoints and fingerprints)."""
