@@ -13,6 +13,9 @@ import tempfile
 
 import pytest
 
+import flowsim
+from flowsim.core.lazy_tf import tf
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Compiled kernels of this test run (and of the processes it starts) go to a fresh
@@ -33,6 +36,25 @@ def run_python(code, timeout=300, env=None, args=()):
 def python():
     """Fixture form of :func:`run_python`."""
     return run_python
+
+
+class Points(flowsim.Simulation):
+    """A minimal custom Simulation: each block returns its raw (masked) inputs
+    (what the generators drew, for tests of the random streams)."""
+
+    def __init__(self, dim, bs):
+        self.dim, self.bs = dim, bs
+
+    def accumulators(self):
+        return {"x": (self.bs * self.dim,)}
+
+    def block(self, u, valid, state):
+        t = tf()
+        u = t.where(valid[:, None], u, t.zeros_like(u))
+        return {"x": t.reshape(t.cast(u, t.float64), [-1])}
+
+    def estimate(self, totals, n_events):
+        return {"value": totals["x"].sum() / n_events, "error": 0.0}
 
 
 # -- MPI -------------------------------------------------------------------------------

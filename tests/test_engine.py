@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import run_python
+from conftest import Points, run_python
 
 import flowsim
 from flowsim import kernel
@@ -143,24 +143,6 @@ def test_bits_identical_with_1_and_2_intra_op_threads():
     assert [o["threads"] for o in outs] == [1, 2]
     assert outs[0]["gaussian"] == outs[1]["gaussian"]
     assert outs[0]["vector"] == outs[1]["vector"]
-
-
-class Points(flowsim.Simulation):
-    """A minimal custom Simulation: each block returns its raw (masked) inputs."""
-
-    def __init__(self, dim, bs):
-        self.dim, self.bs = dim, bs
-
-    def accumulators(self):
-        return {"x": (self.bs * self.dim,)}
-
-    def block(self, u, valid, state):
-        t = tf()
-        u = t.where(valid[:, None], u, t.zeros_like(u))
-        return {"x": t.reshape(t.cast(u, t.float64), [-1])}
-
-    def estimate(self, totals, n_events):
-        return {"value": totals["x"].sum() / n_events, "error": 0.0}
 
 
 @pytest.mark.parametrize("rng, dtype, jit", [("splitmix", "float64", True),

@@ -3,6 +3,7 @@ Random123 known answers and a pure-Python reference, its documented counter
 layout (iteration, block, position, stream), and streams that never overlap."""
 import numpy as np
 import pytest
+from conftest import Points
 
 import flowsim
 from flowsim._tf import tf
@@ -139,24 +140,6 @@ def test_philox4x32_uniforms_are_uniform():
     counts = np.histogram(u, bins=64, range=(0, 1))[0]
     chi2 = ((counts - n / 64) ** 2 / (n / 64)).sum()
     assert chi2 < 140        # 63 degrees of freedom: P(chi2 > 140) ~ 1e-7
-
-
-class Points(flowsim.Simulation):
-    """Each block returns its raw (masked) inputs."""
-
-    def __init__(self, dim, bs):
-        self.dim, self.bs = dim, bs
-
-    def accumulators(self):
-        return {"x": (self.bs * self.dim,)}
-
-    def block(self, u, valid, state):
-        t = tf()
-        u = t.where(valid[:, None], u, t.zeros_like(u))
-        return {"x": t.reshape(t.cast(u, t.float64), [-1])}
-
-    def estimate(self, totals, n_events):
-        return {"value": totals["x"].sum() / n_events, "error": 0.0}
 
 
 @pytest.mark.parametrize("dtype, jit", [("float64", True), ("float64", False),
