@@ -442,3 +442,63 @@ def test_mlp_policy_pickles_and_gives_probabilities():
     obs = tf.constant(TradingVectorEnv(STOCKS_GOOGL, 4, episode_length=20).reset(seed=0)[0])
     p = again(obs).numpy()
     assert p.shape == (4, 2) and np.allclose(p.sum(axis=1), 1) and np.array_equal(p, pol(obs))
+
+
+# -- rollout estimates: pulls over seeds against exact expectations ---------------------
+def coin_expectations(p, prices, window, length):
+    """Exact means of (total reward, total profit, trades) of ``length``-step episodes of
+    a policy buying with probability ``p`` at every step, whatever it observes, from a
+    start tick uniform over the frame (:func:`flowsim.envs.market.start_ticks`).
+
+    The position after each step is that step's action (a trade happens when the action
+    differs from the position), so actions are independent Bernoulli(p) draws.  A Long
+    opened at step j and closed at step k pays ``price[s+k] - price[s+j]`` and multiplies
+    the profit by ``(1 - 0.005) (1 - 0.01) price[s+k] / price[s+j]``; at the last step a
+    Long still open is marked to the price the same way (gym-anytrading's rules).
+    """
+    prices = np.asarray(prices, np.float64)
+    choices = len(prices) - 1 - window - length + 1
+    s = window + np.arange(choices)                            # start ticks
+    at = prices[s[:, None] + np.arange(length + 1)[None, :]]   # [start, step 0..length]
+    fee = (1 - 0.005) * (1 - 0.01)
+    q = np.full(length + 1, 1 - p)
+    q[1] = 1.0                                  # position before step 1 is Short for sure
+    reward = np.zeros(choices)
+    for j in range(1, length):
+        for k in range(j + 1, length + 1):
+            reward += q[j] * p ** (k - j) * (1 - p) * (at[:, k] - at[:, j])
+    short = np.ones(choices)                    # E[profit; Short] after the step
+    long = np.zeros((choices, length + 1))      # E[profit; Long opened at step j]
+    for k in range(1, length + 1):
+        factor = fee * at[:, k:k + 1] / at                     # [start, j]: close at k
+        closing = (long * factor).sum(axis=1)
+        new_long = p * (long * factor if k == length else long)
+        new_long[:, k] = p * short
+        short = (1 - p) * short + (1 - p) * closing
+        long = new_long
+    profit = short + long.sum(axis=1)
+    trades = p + (length - 1) * 2 * p * (1 - p)
+    return reward.mean(), profit.mean(), trades
+
+
+@pytest.mark.timeout(600)
+def test_rollout_errors_are_honest_over_seeds():
+    """50 seeds of a Coin(0.3) rollout, 512 episodes of 32 steps from drawn start ticks:
+    the pulls (value - exact) / error of the mean return, profit (a product of price
+    ratios: skewed) and trade count have mean ~ 0 and rms ~ 1 (bounds as tests/test_pulls.py:
+    |mean| <= 0.5, 0.7 <= rms <= 1.4, at most 2 of 50 beyond 3 sigma)."""
+    window, length, p = 10, 32, 0.3
+    policy = Coin(p)
+    p32 = float(np.float32(p))                  # Coin gives a float32 probability
+    prices = np.asarray(STOCKS_GOOGL["Close"], np.float32)[30 - window:]
+    exact = coin_expectations(p32, prices, window, length)
+    pulls = []
+    for seed in range(1000, 1050):
+        out = rollout(policy, STOCKS_GOOGL, 512, window_size=window, frame_bound=(30, len(
+            STOCKS_GOOGL)), episode_length=length, seed=seed, block_size=256)
+        pulls.append([(est.value - x) / est.error for est, x in
+                      zip((out.episode_return, out.total_profit, out.trades), exact)])
+    pulls = np.array(pulls)
+    for name, column in zip(("episode_return", "total_profit", "trades"), pulls.T):
+        stats = (column.mean(), np.sqrt((column ** 2).mean()), int((abs(column) > 3).sum()))
+        assert abs(stats[0]) <= 0.5 and 0.7 <= stats[1] <= 1.4 and stats[2] <= 2, (name, stats)
