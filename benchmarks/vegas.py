@@ -28,6 +28,8 @@ default (VEGAS+) and Vegas <= ``vegas`` beta=0 on every integrand and budget.
     .venv/bin/python benchmarks/vegas.py --precision-only # the precision table (~5 min)
 """
 import argparse
+import functools
+import json
 import logging
 import math
 import os
@@ -98,11 +100,11 @@ def run_vegasflow(plus, n_events, n_iter):
     return tm, float(value), float(error), n_events * n_iter
 
 
-def precision_flowsim(cls, name, n_events, n_iter, seeds):
+def precision_flowsim(cls, name, n_events, n_iter, seeds, options=None):
     """``[(value, error, evaluations)]`` of fresh flowsim runs, one per seed."""
     import flowsim
     f, _, dim, _ = PEAKED[name]
-    sim = getattr(flowsim, cls)(f, dim)
+    sim = getattr(flowsim, cls)(f, dim, **(options or {}))
     fresh = {k: np.array(v) for k, v in sim.get_state().items()}
     out = []
     for seed in seeds:
@@ -126,15 +128,17 @@ def precision_vegas(beta, name, n_events, n_iter, seeds):
     return out
 
 
-PRECISION = [("Vegas", "vegas beta=0", lambda *a: precision_flowsim("Vegas", *a),
-              lambda *a: precision_vegas(0.0, *a)),
-             ("VegasPlus", "vegas VEGAS+", lambda *a: precision_flowsim("VegasPlus", *a),
-              lambda *a: precision_vegas(0.75, *a))]
+def precision_table(budgets, n_iter, seeds_per_budget, options=None):
+    """Print the precision table; return the list of (budget, integrand, pair, ratio).
 
-
-def precision_table(budgets, n_iter, seeds_per_budget):
-    """Print the precision table; return the list of (budget, integrand, pair, ratio)."""
+    ``options``: ``{"Vegas": {...}, "VegasPlus": {...}}`` keywords of the flowsim classes
+    (default: their defaults)."""
     import time
+    options = options or {}
+    pairs = [(cls, theirs, functools.partial(precision_flowsim, cls, options=options.get(cls)),
+              functools.partial(precision_vegas, beta))
+             for cls, theirs, beta in [("Vegas", "vegas beta=0", 0.0),
+                                       ("VegasPlus", "vegas VEGAS+", 0.75)]]
     ratios = []
     for n_events, n_seeds in zip(budgets, seeds_per_budget):
         seeds = range(1, n_seeds + 1)
@@ -142,7 +146,7 @@ def precision_table(budgets, n_iter, seeds_per_budget):
         t0, load0 = time.perf_counter(), os.getloadavg()[0]
         for name, (*_, exact) in PEAKED.items():
             row = [name]
-            for ours, theirs, run_ours, run_theirs in PRECISION:
+            for ours, theirs, run_ours, run_theirs in pairs:
                 cells = {}
                 for who, fn in ((ours, run_ours), (theirs, run_theirs)):
                     runs = np.array(fn(name, n_events, n_iter, seeds))
@@ -156,8 +160,9 @@ def precision_table(budgets, n_iter, seeds_per_budget):
                 ratios.append((n_events, name, f"{ours} / {theirs}", ratio))
                 row.append(f"{ratio:.2f}{'' if ratio <= 1 else ' MISSED'}")
             rows.append(row)
-        print(f"\nPrecision per evaluation: {n_events:,} events x {n_iter} iterations, all "
-              f"combined, median error over seeds {seeds.start}-{seeds.stop - 1} "
+        chosen = "; ".join(f"{k} {v}" for k, v in options.items() if v) or "flowsim defaults"
+        print(f"\nPrecision per evaluation ({chosen}): {n_events:,} events x {n_iter} "
+              f"iterations, all combined, median error over seeds {seeds.start}-{seeds.stop - 1} "
               f"(vegas's scaled to flowsim's evaluations), pulls rms/max over seeds; "
               f"{time.perf_counter() - t0:.0f} s, load average {load0:.1f} -> "
               f"{os.getloadavg()[0]:.1f}")
@@ -177,10 +182,15 @@ def main():
     p.add_argument("--no-precision", action="store_true", help="skip the precision table")
     p.add_argument("--precision-seeds", default="10,4", metavar="N,M",
                    help="seeds per cell at 10^5 and at 2*10^6 events (default 10,4)")
+    for cls in ("Vegas", "VegasPlus"):
+        p.add_argument(f"--{cls.lower()}-options", type=json.loads, default=None, metavar="JSON",
+                       help=f"keywords of flowsim.{cls} in the precision table, e.g. "
+                            f"'{{\"n_bins\": 50, \"alpha\": 1.5}}'")
     args = p.parse_args()
     seeds = [int(s) for s in args.precision_seeds.split(",")]
+    options = {"Vegas": args.vegas_options, "VegasPlus": args.vegasplus_options}
     if args.precision_only:
-        precision_table([100_000, 2_000_000], 6, seeds)
+        precision_table([100_000, 2_000_000], 6, seeds, options)
         return
     from flowsim.targets import double_gaussian_exact
     exact = double_gaussian_exact(DIM)
@@ -233,7 +243,7 @@ def main():
             mark = "ok" if ratio >= target else "MISSED"
             print(f"{label:<42} = {ratio:8.2f}x  (target >= {target:.0f}x)  {mark}")
     if not args.no_precision:
-        precision_table([100_000, 2_000_000], 6, seeds)
+        precision_table([100_000, 2_000_000], 6, seeds, options)
 
 
 if __name__ == "__main__":
