@@ -12,10 +12,24 @@ Targets (issue 3):
   VegasPlus FOM         >= 2x ``vegas`` default (VEGAS+) and >= 5x ``VegasFlowPlus``
   where FOM = 1 / (sigma^2 * wall time of the 5 timed iterations).
 
-    .venv/bin/python benchmarks/vegas.py            # all contenders (~6 min here)
+Then a precision table (issue 15): the error per evaluation, not per second.
+On four peaked integrands (``benchmarks/_peaked.py``), at 10^5 and 2*10^6
+events x 6 iterations, every iteration of a fresh run combined (no warm-up
+skipped), each contender run over several seeds: the median over seeds of the
+reported error, Lepage's vegas's scaled to flowsim's evaluation count
+(``sigma * sqrt(its evaluations / flowsim's)``: vegas spends a few percent
+fewer than ``neval``), the rms and largest size of the pulls
+``(value - exact) / error`` over seeds (honest errors: rms near 1), and the
+ratios flowsim / vegas of the median errors.  Targets: VegasPlus <= vegas
+default (VEGAS+) and Vegas <= ``vegas`` beta=0 on every integrand and budget.
+
+    .venv/bin/python benchmarks/vegas.py                  # both tables (~12 min here)
     .venv/bin/python benchmarks/vegas.py --no-vegasflow
+    .venv/bin/python benchmarks/vegas.py --precision-only # the precision table (~5 min)
 """
 import argparse
+import functools
+import json
 import logging
 import math
 import os
@@ -26,6 +40,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
 from _common import DIM, A, Timed, numpy_double_gaussian, table  # noqa: E402
+from _peaked import PEAKED  # noqa: E402
 
 # This file is named like Lepage's package: keep its folder off the path so
 # that ``import vegas`` finds the package.
@@ -85,13 +100,98 @@ def run_vegasflow(plus, n_events, n_iter):
     return tm, float(value), float(error), n_events * n_iter
 
 
+def precision_flowsim(cls, name, n_events, n_iter, seeds, options=None):
+    """``[(value, error, evaluations)]`` of fresh flowsim runs, one per seed."""
+    import flowsim
+    f, _, dim, _ = PEAKED[name]
+    sim = getattr(flowsim, cls)(f, dim, **(options or {}))
+    fresh = {k: np.array(v) for k, v in sim.get_state().items()}
+    out = []
+    for seed in seeds:
+        sim.set_state(fresh)            # same bits as a new instance (tests/test_pulls.py)
+        r = flowsim.Flow(sim, n_events, seed=seed, quiet=True).run(n_iter)
+        out.append((float(r.value), float(r.error), n_events * n_iter))
+    return out
+
+
+def precision_vegas(beta, name, n_events, n_iter, seeds):
+    """The same for Lepage's vegas (a fresh Integrator per seed, numpy random numbers)."""
+    import vegas
+    _, f, dim, _ = PEAKED[name]
+    batch = vegas.lbatchintegrand(lambda x: f(np.asarray(x)))
+    out = []
+    for seed in seeds:
+        integ = vegas.Integrator(dim * [[0.0, 1.0]],
+                                 ran_array_generator=np.random.default_rng(seed).random)
+        r = integ(batch, nitn=n_iter, neval=n_events, beta=beta)
+        out.append((float(r.mean), float(r.sdev), int(r.sum_neval)))
+    return out
+
+
+def precision_table(budgets, n_iter, seeds_per_budget, options=None):
+    """Print the precision table; return the list of (budget, integrand, pair, ratio).
+
+    ``options``: ``{"Vegas": {...}, "VegasPlus": {...}}`` keywords of the flowsim classes
+    (default: their defaults)."""
+    import time
+    options = options or {}
+    pairs = [(cls, theirs, functools.partial(precision_flowsim, cls, options=options.get(cls)),
+              functools.partial(precision_vegas, beta))
+             for cls, theirs, beta in [("Vegas", "vegas beta=0", 0.0),
+                                       ("VegasPlus", "vegas VEGAS+", 0.75)]]
+    ratios = []
+    for n_events, n_seeds in zip(budgets, seeds_per_budget):
+        seeds = range(1, n_seeds + 1)
+        rows = []
+        t0, load0 = time.perf_counter(), os.getloadavg()[0]
+        for name, (*_, exact) in PEAKED.items():
+            row = [name]
+            for ours, theirs, run_ours, run_theirs in pairs:
+                cells = {}
+                for who, fn in ((ours, run_ours), (theirs, run_theirs)):
+                    runs = np.array(fn(name, n_events, n_iter, seeds))
+                    value, error, evals = runs.T
+                    pulls = (value - exact) / error
+                    scaled = error * np.sqrt(evals / (n_events * n_iter))   # equal evaluations
+                    cells[who] = np.median(scaled)
+                    row += [f"{np.median(scaled):.2e}",
+                            f"{np.sqrt(np.mean(pulls ** 2)):.2f}/{np.max(np.abs(pulls)):.1f}"]
+                ratio = cells[ours] / cells[theirs]
+                ratios.append((n_events, name, f"{ours} / {theirs}", ratio))
+                row.append(f"{ratio:.2f}{'' if ratio <= 1 else ' MISSED'}")
+            rows.append(row)
+        chosen = "; ".join(f"{k} {v}" for k, v in options.items() if v) or "flowsim defaults"
+        print(f"\nPrecision per evaluation ({chosen}): {n_events:,} events x {n_iter} "
+              f"iterations, all combined, median error over seeds {seeds.start}-{seeds.stop - 1} "
+              f"(vegas's scaled to flowsim's evaluations), pulls rms/max over seeds; "
+              f"{time.perf_counter() - t0:.0f} s, load average {load0:.1f} -> "
+              f"{os.getloadavg()[0]:.1f}")
+        table(rows, ["integrand", "Vegas", "pulls", "vegas b=0", "pulls", "ratio",
+                     "VegasPlus", "pulls", "vegas VEGAS+", "pulls", "ratio"])
+    return ratios
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--events", type=int, default=2_000_000)
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-vegasflow", action="store_true", help="skip the (slow) VegasFlow runs")
+    p.add_argument("--precision-only", action="store_true",
+                   help="only the precision table (errors at equal evaluations)")
+    p.add_argument("--no-precision", action="store_true", help="skip the precision table")
+    p.add_argument("--precision-seeds", default="10,4", metavar="N,M",
+                   help="seeds per cell at 10^5 and at 2*10^6 events (default 10,4)")
+    for cls in ("Vegas", "VegasPlus"):
+        p.add_argument(f"--{cls.lower()}-options", type=json.loads, default=None, metavar="JSON",
+                       help=f"keywords of flowsim.{cls} in the precision table, e.g. "
+                            f"'{{\"n_bins\": 50, \"alpha\": 1.5}}'")
     args = p.parse_args()
+    seeds = [int(s) for s in args.precision_seeds.split(",")]
+    options = {"Vegas": args.vegas_options, "VegasPlus": args.vegasplus_options}
+    if args.precision_only:
+        precision_table([100_000, 2_000_000], 6, seeds, options)
+        return
     from flowsim.targets import double_gaussian_exact
     exact = double_gaussian_exact(DIM)
     runs = {}
@@ -142,6 +242,8 @@ def main():
             ratio = metric(ours) / metric(theirs)
             mark = "ok" if ratio >= target else "MISSED"
             print(f"{label:<42} = {ratio:8.2f}x  (target >= {target:.0f}x)  {mark}")
+    if not args.no_precision:
+        precision_table([100_000, 2_000_000], 6, seeds, options)
 
 
 if __name__ == "__main__":

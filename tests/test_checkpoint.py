@@ -2,6 +2,7 @@
 other limits or histograms, damaged or foreign files, a second run on the same path,
 an unwritable directory -- and still resume their own run to the same bits."""
 import errno
+import functools
 import json
 import os
 import pickle
@@ -132,6 +133,27 @@ def test_vegas_integrand_is_fingerprinted_too(path):
     flow(cls=flowsim.Vegas).run(1, checkpoint=path)
     refused(path, "simulation.integrand: values at the check points differ", cls=flowsim.Vegas,
             integrand=lambda x: tf().reduce_sum(x * x, axis=1))
+
+
+@pytest.mark.parametrize("cls, old", [
+    (flowsim.Vegas, {"n_bins": 50, "alpha": 1.5}),
+    (flowsim.VegasPlus, {"n_bins": 50, "alpha": 0.5})])
+def test_checkpoint_of_the_former_vegas_defaults_is_refused_and_resumes_with_them(path, cls,
+                                                                                   old):
+    """Checkpoints written with flowsim's VEGAS defaults before issue #15 (50 increments;
+    VegasPlus alpha 0.5) hold a map of another shape: the new defaults refuse them,
+    naming the options, and passing the former options resumes them to the same bits."""
+    former = functools.partial(cls, **old)
+    whole = flow(cls=former).run(3)
+    flow(cls=former).run(1, checkpoint=path)
+    if cls is flowsim.VegasPlus:
+        message = (r"simulation\.alpha: checkpoint has 0\.5, this run has 0\.75; "
+                   r"simulation\.n_bins: checkpoint has 50, this run has 200")
+    else:
+        message = r"simulation\.n_bins: checkpoint has 50, this run has 100"
+    with pytest.raises(ValueError, match=message):
+        flow(cls=cls).run(3, checkpoint=path)
+    assert bits(flow(cls=former).run(3, checkpoint=path)) == bits(whole)
 
 
 def test_integrand_not_callable_eagerly_falls_back_to_code(path):

@@ -92,12 +92,23 @@ class Vegas(Plain):
     limits : array [dim, 2] or (low, high) or None
         Integration box; default the unit cube.
     n_bins : int
-        Increments of the map per axis (default 50, >= 2).  More increments
+        Increments of the map per axis (default 100, >= 2).  More increments
         follow sharper peaks but need more events per iteration to train
-        (a few hundred events per increment is comfortable).
+        (a few hundred events per increment is comfortable: with fewer than
+        about 50 per increment, lower ``n_bins``) and make the map improve
+        over more iterations.  ``vegas`` uses up to 1,000; on peaked
+        integrands at 10^5 to 2*10^6 events per iteration 100 to 500 gave
+        smaller errors than 50, and more than 100 made the combined error of
+        a short run overestimated, as the map was still improving
+        (figures: ``docs/performance.rst``, "Precision per event").
     alpha : float
         Damping of the grid refinement, >= 0 (default 1.5).  Larger adapts
-        faster (and noisier); 0 never changes the grid.
+        faster (and noisier); 0 never changes the grid.  Without
+        stratification every event trains the map, so the map can follow
+        its training data quickly: ``vegas``'s 0.5 left errors several times
+        larger after six iterations on peaked integrands.  Lower it if the
+        map still changes a lot from one iteration to the next once it has
+        converged (the per-iteration errors jump about).
     train : int or "norm"
         For vector integrands ``[n, k]``: which component trains the grid
         (default 0), or ``"norm"`` for the Euclidean norm of all components.
@@ -135,6 +146,12 @@ class Vegas(Plain):
     small (figures: ``docs/performance.rst``).  Give such integrands many more
     events per iteration.
 
+    Unlike ``vegas``'s ``beta=0`` (classic VEGAS with uniform stratification
+    of ``y`` into hypercubes), this class samples ``y`` uniformly, without
+    strata: on smooth low-dimensional peaks stratification gives much
+    smaller errors for the same events (``VegasPlus(..., beta=0)``
+    stratifies as ``vegas``'s ``beta=0`` does).
+
     Iterations are combined as :func:`flowsim.core.stats.combine` describes: a
     weighted average over iterations whose weights are capped, so that an
     iteration that missed a peak (low value, low error) or had no hit (error 0)
@@ -148,7 +165,7 @@ class Vegas(Plain):
     fuses all of it with the integrand.
     """
 
-    def __init__(self, integrand, dim, limits=None, n_bins=50, alpha=1.5, train=0,
+    def __init__(self, integrand, dim, limits=None, n_bins=100, alpha=1.5, train=0,
                  histograms=(), grid=None):
         super().__init__(integrand, dim, limits=limits, histograms=histograms)
         self.n_bins = check_n_bins(n_bins)

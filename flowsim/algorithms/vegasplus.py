@@ -94,18 +94,27 @@ class VegasPlus(Vegas):
 
     Parameters
     ----------
-    integrand, dim, limits, n_bins, train, histograms, grid
+    integrand, dim, limits, train, histograms, grid
         As for :class:`flowsim.Vegas` (``train`` also picks which component's
         ``sigma_h`` drives the allocation, or their quadrature sum for
         ``"norm"``).
+    n_bins : int
+        Increments of the map per axis (default 200, >= 2), as for
+        :class:`flowsim.Vegas`.
     alpha : float
-        Damping of the map refinement, >= 0.  Default 0.5 (``vegas``'s), not
-        Vegas' 1.5: with stratification the per-increment training data is
-        noisier, and a map that follows the noise samples worse (the
-        comparison on the 8-dim double Gaussian: ``docs/performance.rst``).
-        Smaller values adapt more slowly and more steadily; raise it if the
-        map is still improving after many iterations (the per-iteration
-        errors still falling).
+        Damping of the map refinement, >= 0.  Default 0.75, between
+        ``vegas``'s 0.5 and Vegas' 1.5: with stratification the
+        per-increment training data is noisier, and a map that follows the
+        noise samples worse (1.5 lost precision on the 8-dim double
+        Gaussian), while 0.5 adapts too slowly for a run of a few
+        iterations.  The damping and ``n_bins`` go together: with 50
+        increments 1.0 over-reacts on the 8-dim double Gaussian at 2*10^6
+        events per iteration, and a map that improves fast makes the
+        combined error of a short run overestimated (figures:
+        ``docs/performance.rst``, "Precision per event").  Lower it for long
+        runs of many iterations, or if the per-iteration errors jump about
+        once the map has converged; raise it if the map is still improving
+        after many iterations (the per-iteration errors still falling).
     beta : float
         Damping of the stratification, in [0, 1] (default 0.75, as in
         ``vegas``).  0 gives every hypercube the same events (plain
@@ -139,7 +148,7 @@ class VegasPlus(Vegas):
 
     _count_increments = True          # y is stratified: the map trains on real counts
 
-    def __init__(self, integrand, dim, limits=None, n_bins=50, alpha=0.5, beta=0.75,
+    def __init__(self, integrand, dim, limits=None, n_bins=200, alpha=0.75, beta=0.75,
                  nstrat=None, max_hcubes=MAX_HCUBES, neval_frac=0.75, train=0,
                  histograms=(), grid=None):
         self.beta = check_fraction("beta", beta, 0.0, 1.0)
