@@ -110,10 +110,33 @@ class Plain(Simulation):
         return acc
 
     def block(self, u, valid, state):
-        t = tf()
         x = self.domain.map(u)
+        return self.reduce(self._values(x), valid, state, x)
+
+    def _values(self, x):
+        t = tf()
         f = evaluate(self.integrand, x, self.components)
-        f = t.cast(f, t.float64) * self.domain.volume
+        return t.cast(f, t.float64) * self.domain.volume
+
+    def values(self, u, state):
+        """Per event: the integrand at ``u`` mapped into the box, times the volume
+        (float64 ``[n, max(components, 1)]``)."""
+        del state
+        return self._values(self.domain.map(u))
+
+    def block_parts(self):
+        # Only when block is this class's (Vegas overrides it) and the inputs are the
+        # default uniforms; histograms need the points themselves, so they opt out.
+        if (type(self).block is not Plain.block or self.histograms
+                or type(self).inputs is not Simulation.inputs):
+            return None
+        return self.values, self.reduce
+
+    def reduce(self, f, valid, state, x=None):
+        """Accumulators of a block from its per-event values ``f`` (:meth:`values`);
+        ``x``, the points, is needed only for histograms."""
+        del state
+        t = tf()
         finite = t.reduce_all(t.math.is_finite(f), axis=1)
         keep = finite & valid
         f = t.where(keep[:, None], f, t.zeros_like(f))
