@@ -8,7 +8,7 @@ from ..core.kernel import layout
 from ..core.lazy_tf import tf
 from ..core.simulation import Simulation
 from ..core.stats import mean_and_error
-from ..core.sums import block_sum
+from ..core.sums import block_sum, count_true
 from .histogram import Histogram, estimate_record
 
 
@@ -22,7 +22,7 @@ def moments(values, valid):
     """
     t = tf()
     w = t.cast(valid, t.float64)[:, None]
-    count = block_sum(w[:, 0])
+    count = count_true(valid)
     total = block_sum(values * w)
     dev = (values - total / t.maximum(count, 1.0)) * w
     return {"sum": total, "m2": block_sum(dev * dev), "count": count}
@@ -141,7 +141,7 @@ class Plain(Simulation):
         keep = finite & valid
         f = t.where(keep[:, None], f, t.zeros_like(f))
         out = {**moments(f, valid),
-               "nonfinite": block_sum(t.cast(valid & ~finite, t.float64))}
+               "nonfinite": count_true(valid & ~finite)}
         for h in self.histograms:
             out.update(h.block(x, f[:, h.component]))
         return out
