@@ -130,6 +130,9 @@ def unpack(simulation, row):
 
 #: Uniforms drawn per tile by :func:`tile_events` (256 KiB of float64: they stay in L2).
 TILE_NUMBERS = 1 << 15
+#: Fewest events per tile (many dimensions: fewer, longer tiles rather than a loop of
+#: tiny ones).
+MIN_TILE_EVENTS = 64
 
 
 def tile_events(per_event, key, size, dim, dtype, state, tile_numbers=None):
@@ -146,7 +149,8 @@ def tile_events(per_event, key, size, dim, dtype, state, tile_numbers=None):
     extra events are dropped.
     """
     t = tf()
-    n_tiles = max(1, -(-size * dim // (tile_numbers or TILE_NUMBERS)))
+    n_tiles = max(1, min(-(-size * dim // (tile_numbers or TILE_NUMBERS)),
+                         size // MIN_TILE_EVENTS))
     if n_tiles == 1:
         return per_event(rng.uniform(key, [size, dim], dtype), state)
     tile = -(-size // n_tiles)
@@ -176,7 +180,9 @@ def _build(simulation, spec, device):
                   for k, v in simulation.state().items()}
     name = type(simulation).__name__
 
-    split = simulation.block_parts() if spec.jit_compile and spec.rng == "splitmix" else None
+    # Tiles on CPUs only: a GPU wants the whole block in few large kernels.
+    tiles = spec.jit_compile and spec.rng == "splitmix" and "CPU" in str(device).upper()
+    split = simulation.block_parts() if tiles else None
 
     def one_block(key, first_event, n_events, state):
         valid = first_event + t.range(bs, dtype=t.int64) < n_events
