@@ -164,6 +164,39 @@ def test_block_inputs_are_the_documented_counter_based_stream(rng, dtype, jit):
     assert flow.run(2).value > 0
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_tiles_draw_the_blocks_own_numbers(dtype):
+    """kernel.tile_events: tile i of T events draws the block's events i*T.., the last
+    tile running past the block (1000 events = 7 tiles of 143, one event dropped)."""
+    t = tf()
+    seed, word, size, dim = 2**40 + 3, (5 << 32) + 2, 1000, 3
+    fn = t.function(lambda k: kernel.tile_events(
+        lambda u, state: t.cast(u, t.float64), k, size, dim, getattr(t, dtype), {},
+        tile_numbers=450), jit_compile=True)
+    got = fn(t.constant([seed, word], t.int64)).numpy()
+    want = regen(seed, 5, 2, size, dim, dtype=dtype).astype(np.float64)
+    assert got.shape == (size, dim) and got.tobytes() == want.tobytes()
+
+
+def test_plain_evaluates_blocks_in_tiles_when_it_can(monkeypatch):
+    """Plain splits its block into per-event values and a reduction; the tiled kernel
+    gives the rows of the whole-block one (to the last bits or so: XLA may contract a
+    multiply-add differently in the two), for a scalar and a vector integrand.  Vegas
+    (its own block) and histograms (they need the points) keep the whole block."""
+    assert flowsim.Plain(GENZ["gaussian"].f, 5).block_parts() is not None
+    assert flowsim.Vegas(GENZ["gaussian"].f, 5).block_parts() is None
+    hist = flowsim.Histogram(lambda x: x[:, 0], 4, (0, 1))
+    assert flowsim.Plain(GENZ["gaussian"].f, 5, histograms=[hist]).block_parts() is None
+    for name in ("gaussian", "vector"):
+        rows = []
+        for numbers in (600, 1 << 62):         # 3 tiles of 86 events per block, or none
+            monkeypatch.setattr(kernel, "TILE_NUMBERS", numbers)
+            flow = flowsim.Flow(flowsim.Plain(GENZ[name].f, 5), N, seed=3, block_size=BS,
+                                quiet=True)
+            rows.append(flow.run_blocks(1))
+        np.testing.assert_allclose(rows[0], rows[1], rtol=1e-13, atol=0)
+
+
 def test_philox_under_xla_is_xlas_philox_and_chunk_independent():
     """XLA's stateless Philox draws another stream than TF's kernel (flow.py says so)."""
     bs, dim, n, seed = 64, 2, 4 * 64, 12

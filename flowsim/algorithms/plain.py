@@ -8,7 +8,7 @@ from ..core.kernel import layout
 from ..core.lazy_tf import tf
 from ..core.simulation import Simulation
 from ..core.stats import mean_and_error
-from ..core.sums import block_sum
+from ..core.sums import block_sum, count_true
 from .histogram import Histogram, estimate_record
 
 
@@ -22,7 +22,7 @@ def moments(values, valid):
     """
     t = tf()
     w = t.cast(valid, t.float64)[:, None]
-    count = block_sum(w[:, 0])
+    count = count_true(valid)
     total = block_sum(values * w)
     dev = (values - total / t.maximum(count, 1.0)) * w
     return {"sum": total, "m2": block_sum(dev * dev), "count": count}
@@ -110,15 +110,38 @@ class Plain(Simulation):
         return acc
 
     def block(self, u, valid, state):
-        t = tf()
         x = self.domain.map(u)
+        return self.reduce(self._values(x), valid, state, x)
+
+    def _values(self, x):
+        t = tf()
         f = evaluate(self.integrand, x, self.components)
-        f = t.cast(f, t.float64) * self.domain.volume
+        return t.cast(f, t.float64) * self.domain.volume
+
+    def values(self, u, state):
+        """Per event: the integrand at ``u`` mapped into the box, times the volume
+        (float64 ``[n, max(components, 1)]``)."""
+        del state
+        return self._values(self.domain.map(u))
+
+    def block_parts(self):
+        # Only when block is this class's (Vegas overrides it) and the inputs are the
+        # default uniforms; histograms need the points themselves, so they opt out.
+        if (type(self).block is not Plain.block or self.histograms
+                or type(self).inputs is not Simulation.inputs):
+            return None
+        return self.values, self.reduce
+
+    def reduce(self, f, valid, state, x=None):
+        """Accumulators of a block from its per-event values ``f`` (:meth:`values`);
+        ``x``, the points, is needed only for histograms."""
+        del state
+        t = tf()
         finite = t.reduce_all(t.math.is_finite(f), axis=1)
         keep = finite & valid
         f = t.where(keep[:, None], f, t.zeros_like(f))
         out = {**moments(f, valid),
-               "nonfinite": block_sum(t.cast(valid & ~finite, t.float64))}
+               "nonfinite": count_true(valid & ~finite)}
         for h in self.histograms:
             out.update(h.block(x, f[:, h.component]))
         return out

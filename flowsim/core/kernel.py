@@ -128,6 +128,49 @@ def unpack(simulation, row):
     return {name: np.asarray(row[a:b]).reshape(shape) for name, shape, a, b in fields}
 
 
+#: Uniforms drawn per tile by :func:`tile_events` (256 KiB of float64: they stay in L2).
+TILE_NUMBERS = 1 << 15
+#: Fewest events per tile (many dimensions: fewer, longer tiles rather than a loop of
+#: tiny ones).
+MIN_TILE_EVENTS = 64
+
+
+def tile_events(per_event, key, size, dim, dtype, state, tile_numbers=None):
+    """``per_event(u, state)`` over the ``size`` events of block ``key``, a tile at a time.
+
+    The same as ``per_event(rng.uniform(key, [size, dim], dtype), state)``, number for
+    number (SplitMix64 only): tile ``i`` of ``T`` events draws the stream's batch
+    ``i`` of ``T * dim`` numbers (:func:`flowsim.core.rng.uniform`'s ``step``), which
+    are the block's numbers of events ``i*T .. i*T+T-1``.  Under XLA the loop keeps a
+    tile's uniforms and temporaries in cache, and each number is drawn once:
+    evaluated over a whole block, XLA recomputed the generator in every fusion
+    reading it (twice for the double Gaussian, once per exponential).  The values
+    are stacked back to ``[size, ...]``; the last tile may run past the block: its
+    extra events are dropped.
+    """
+    t = tf()
+    n_tiles = max(1, min(-(-size * dim // (tile_numbers or TILE_NUMBERS)),
+                         size // MIN_TILE_EVENTS))
+    if n_tiles == 1:
+        return per_event(rng.uniform(key, [size, dim], dtype), state)
+    tile = -(-size // n_tiles)
+
+    shapes = []
+
+    def body(i, values):
+        out = per_event(rng.uniform(key, [tile, dim], dtype, step=i), state)
+        if out.dtype != t.float64 or not out.shape[1:].is_fully_defined():
+            raise TypeError(f"per_event must return float64 [n, ...] of a known shape, got "
+                            f"{out.dtype.name} {out.shape}")
+        shapes.append(out.shape[1:])
+        return i + 1, values.write(t.cast(i, t.int32), out)
+
+    # XLA finds the element shape from the loop body (which while_loop traces here).
+    values = t.TensorArray(t.float64, size=n_tiles)
+    _, values = t.while_loop(lambda i, _: i < n_tiles, body, [t.constant(0, t.int64), values])
+    return t.reshape(values.stack(), [n_tiles * tile, *shapes[-1]])[:size]
+
+
 def _build(simulation, spec, device):
     t = tf()
     dtype = getattr(t, spec.dtype)
@@ -137,10 +180,19 @@ def _build(simulation, spec, device):
                   for k, v in simulation.state().items()}
     name = type(simulation).__name__
 
+    # Tiles on CPUs only: a GPU wants the whole block in few large kernels.
+    tiles = spec.jit_compile and spec.rng == "splitmix" and "CPU" in str(device).upper()
+    split = simulation.block_parts() if tiles else None
+
     def one_block(key, first_event, n_events, state):
-        x = simulation.inputs(key, first_event, bs, dtype, state)
         valid = first_event + t.range(bs, dtype=t.int64) < n_events
-        out = simulation.block(x, valid, state)
+        if split is None:
+            x = simulation.inputs(key, first_event, bs, dtype, state)
+            out = simulation.block(x, valid, state)
+        else:
+            per_event, reduce = split
+            values = tile_events(per_event, key, bs, simulation.dim, dtype, state)
+            out = reduce(values, valid, state)
         parts = []
         for acc, shape, _, _ in fields:
             if acc not in out:

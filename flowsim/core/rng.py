@@ -189,9 +189,13 @@ def uniform(key, shape, dtype, stream=0, algorithm=None, step=None):
     if algorithm == "philox4x32":
         return t.reshape(_philox_uniform(key, n, dtype, int(stream), step), shape)
     k = _stream_key(key, stream)
-    counter = t.cast(t.range(1, n + 1, dtype=t.int64), t.uint64)
-    if step is not None:
-        counter = counter + t.cast(t.cast(step, t.int64) * n, t.uint64)
+    # Counters 1..n (batch ``step``: step*n + 1..).  Written with a runtime offset (the
+    # key, added and taken away again: the same integers), XLA computes them in
+    # registers instead of folding them into a stored array that every pass reads.
+    if step is None:
+        counter = (t.cast(t.range(n, dtype=t.int64), t.uint64) + (k + _u64(1))) - k
+    else:
+        counter = t.cast(t.range(n, dtype=t.int64) + (t.cast(step, t.int64) * n + 1), t.uint64)
     z = _mix64(k + counter * _u64(_GOLDEN))
     if dtype == t.float64:
         u = t.cast(t.bitwise.right_shift(z, _u64(11)), t.float64) * (2.0 ** -53)

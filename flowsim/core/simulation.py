@@ -83,6 +83,20 @@ class Simulation:
         """
         raise NotImplementedError
 
+    def block_parts(self):
+        """``(per_event, reduce)`` with ``block(u, valid, state) == reduce(per_event(u,
+        state), valid, state)``, or None (default).  Optional.
+
+        ``per_event(u, state)`` maps the block's uniforms ``u`` ``[n, dim]`` (the
+        default :meth:`inputs`) to one float64 tensor ``[n, ...]``, event by event;
+        ``reduce(values, valid, state)`` turns the block's ``[size, ...]`` values
+        into the accumulators.  With these the XLA kernel draws and evaluates a
+        block in tiles of a few thousand events that stay in cache
+        (:func:`flowsim.core.kernel.tile_events`), and reduces once per block:
+        the same numbers and the same sums, so the same bits, in less time.
+        """
+        return None
+
     # -- what the driver does with totals --------------------------------------
     def estimate(self, totals, n_events):
         """Turn one iteration's totals into ``{"value": arr, "error": arr, ...}``.

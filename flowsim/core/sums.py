@@ -24,6 +24,16 @@ def block_sum(values):
     return t.reshape(stage2, rest)
 
 
+def count_true(mask):
+    """How many of the booleans ``mask`` are True, as a float64 scalar.
+
+    The same number as ``block_sum(cast(mask, float64))`` (a sum of zeros and
+    ones below 2**53 is exact in any order), from a cheaper integer sum.
+    """
+    t = tf()
+    return t.cast(t.reduce_sum(t.cast(mask, t.int32)), t.float64)
+
+
 def segment_block_sum(values, ids, n_segments):
     """Per-segment sums of ``values`` ``[n, ...]`` by integer ``ids`` ``[n]``.
 
