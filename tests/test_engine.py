@@ -379,6 +379,34 @@ def test_no_retracing_over_iterations_chunk_sizes_and_event_counts():
     assert kernel.cached_kernels(sim) == 1
 
 
+def _branchy(x):
+    """Python ``if`` and ``for`` on tensors: needs AutoGraph."""
+    t = tf()
+    total = t.zeros_like(x[:, 0])
+    for d in t.range(t.shape(x)[1]):
+        total += x[:, d]
+    if t.reduce_max(total) > 1e9:          # never: the integral of sum(x) is dim / 2
+        return -total
+    return total
+
+
+def _branchy_observable(x):
+    if tf().reduce_min(x) < -1.0:           # never
+        return x[:, 1]
+    return x[:, 0]
+
+
+@pytest.mark.parametrize("algorithm", ["plain", "vegas", "vegasplus"])
+def test_integrands_and_observables_with_python_control_flow_on_tensors(algorithm):
+    # the engine's own code is traced without AutoGraph; the user's functions keep it
+    hist = flowsim.Histogram(_branchy_observable, bins=4, range=(0.0, 1.0))
+    r = flowsim.integrate(_branchy, 2, 4000, 2, seed=3, algorithm=algorithm, block_size=BS,
+                          quiet=True, algorithm_options={"histograms": [hist]})
+    assert r.value == pytest.approx(1.0, abs=5 * r.error)
+    assert np.sum(r.histograms["_branchy_observable"]["values"]) == pytest.approx(
+        r.value, abs=5 * r.error)
+
+
 def test_jit_compile_on_and_off_agree():
     sim = flowsim.Plain(GENZ["product_peak"].f, 3)
     plain = flowsim.Flow(sim, 2000, seed=6, block_size=BS, jit_compile=False, quiet=True).run(2)

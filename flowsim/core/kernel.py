@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import rng
-from .integrand import user_error
+from .integrand import autograph_kernel, user_error
 from .lazy_tf import tf
 
 #: Traces per (simulation class, device): tests assert these stay at one.
@@ -136,6 +136,7 @@ def _build(simulation, spec, device):
     state_spec = {k: t.TensorSpec(np.shape(v), t.as_dtype(np.asarray(v).dtype))
                   for k, v in simulation.state().items()}
     name = type(simulation).__name__
+    convert = autograph_kernel(simulation)
 
     def one_block(key, first_event, n_events, state):
         x = simulation.inputs(key, first_event, bs, dtype, state)
@@ -157,12 +158,12 @@ def _build(simulation, spec, device):
         return t.concat(parts, axis=0)
 
     if spec.jit_compile:
-        one_block = t.function(one_block, jit_compile=True)
+        one_block = t.function(one_block, jit_compile=True, autograph=convert)
 
     signature = [t.TensorSpec([2], t.int64), t.TensorSpec([], t.int64),
                  t.TensorSpec([], t.int64), t.TensorSpec([], t.int64), state_spec]
 
-    @t.function(input_signature=signature)
+    @t.function(input_signature=signature, autograph=convert)
     def chunk(base, first_block, n_blocks, n_events, state):
         with _lock:
             trace_counts[(name, device)] += 1
