@@ -379,6 +379,25 @@ def test_no_retracing_over_iterations_chunk_sizes_and_event_counts():
     assert kernel.cached_kernels(sim) == 1
 
 
+@pytest.mark.parametrize("algorithm", ["plain", "vegasplus"])
+def test_block_by_block_calls_and_the_loop_give_the_same_bits(monkeypatch, algorithm):
+    """Under XLA short runs call the block kernel once per block (kernel.DIRECT_BLOCKS);
+    the loop over blocks inside one TensorFlow function must give the same bits."""
+    def run(**kw):
+        sim = flowsim.Plain(GENZ["gaussian"].f, 3) if algorithm == "plain" else \
+            flowsim.VegasPlus(GENZ["gaussian"].f, 3)
+        return flowsim.Flow(sim, N, seed=4, block_size=BS, quiet=True, **kw).run(3)
+
+    direct = run()
+    monkeypatch.setattr(kernel, "DIRECT_BLOCKS", 0)
+    monkeypatch.setattr(kernel, "DIRECT_BUDGET", 0)
+    for lim in (BS, 5 * BS, 10**6):
+        loop = run(events_limit=lim)
+        assert np.asarray(loop.value).tobytes() == np.asarray(direct.value).tobytes()
+        assert np.asarray(loop.error).tobytes() == np.asarray(direct.error).tobytes()
+        assert [r["value"] for r in loop.iterations] == [r["value"] for r in direct.iterations]
+
+
 def _branchy(x):
     """Python ``if`` and ``for`` on tensors: needs AutoGraph."""
     t = tf()

@@ -5,7 +5,10 @@ Every backend runs work through :func:`run_chunk`: given an :class:`IterationTas
 the ``[n_blocks, width]`` float64 rows.  The TensorFlow function behind it is
 traced once per (simulation, device, kernel spec): the block count, the first
 block, the iteration and the adaptive state are all tensor arguments, so new
-chunk sizes and new iterations never retrace.
+chunk sizes and new iterations never retrace.  Under XLA the block kernel is
+its own compiled function, called either once per block from Python (short
+chunks, and every chunk of a short run: :data:`DIRECT_BLOCKS`) or from a
+TensorFlow loop over the chunk's blocks; both give the same bits.
 
 The compiled functions live in one cache, here (:func:`compiled`), keyed by
 what determines the trace: the simulation's
@@ -31,6 +34,13 @@ _lock = threading.Lock()
 _KERNELS = collections.OrderedDict()
 #: Most compiled functions kept per process.
 MAX_KERNELS = 32
+#: Under XLA, chunks of at most this many blocks call the block function once per
+#: block instead of the loop function (a call of the loop costs as much as ~4 direct
+#: calls), and so do all chunks until :data:`DIRECT_BUDGET` blocks have run that way
+#: and the loop was never needed: a short run then never builds the loop (its trace
+#: and TensorFlow's graph optimisation cost ~0.1 CPU-s, ``docs/performance.rst``).
+DIRECT_BLOCKS = 4
+DIRECT_BUDGET = 256
 
 DTYPES = ("float64", "float32")
 
@@ -139,6 +149,12 @@ def _build(simulation, spec, device):
     convert = autograph_kernel(simulation)
 
     def one_block(key, first_event, n_events, state):
+        with _lock:
+            trace_counts[(name, device)] += 1
+        with rng.using(spec.rng):
+            return _one_block(key, first_event, n_events, state)
+
+    def _one_block(key, first_event, n_events, state):
         x = simulation.inputs(key, first_event, bs, dtype, state)
         valid = first_event + t.range(bs, dtype=t.int64) < n_events
         out = simulation.block(x, valid, state)
@@ -157,18 +173,19 @@ def _build(simulation, spec, device):
             parts.append(t.reshape(value, [-1]))
         return t.concat(parts, axis=0)
 
-    if spec.jit_compile:
-        one_block = t.function(one_block, jit_compile=True, autograph=convert)
-
     signature = [t.TensorSpec([2], t.int64), t.TensorSpec([], t.int64),
                  t.TensorSpec([], t.int64), t.TensorSpec([], t.int64), state_spec]
+    if spec.jit_compile:
+        one_block = t.function(one_block, jit_compile=True, autograph=convert,
+                               input_signature=[signature[0]] + signature[2:])
 
     @t.function(input_signature=signature, autograph=convert)
     def chunk(base, first_block, n_blocks, n_events, state):
+        if not spec.jit_compile:
+            return _loop(base, first_block, n_blocks, n_events, state)   # traces one_block
         with _lock:
             trace_counts[(name, device)] += 1
-        with rng.using(spec.rng):
-            return _loop(base, first_block, n_blocks, n_events, state)
+        return _loop(base, first_block, n_blocks, n_events, state)
 
     def _loop(base, first_block, n_blocks, n_events, state):
         rows = t.TensorArray(t.float64, size=t.cast(n_blocks, t.int32),
@@ -184,7 +201,25 @@ def _build(simulation, spec, device):
                                [t.constant(0, t.int64), rows])
         return rows.stack()
 
-    return chunk
+    if not spec.jit_compile:
+        return chunk
+    direct = {"blocks": 0, "loop": False}
+
+    def run(base, first_block, n_blocks, n_events, state):
+        """Rows of the chunk: block by block (:data:`DIRECT_BLOCKS`), or the loop."""
+        first, n = int(first_block), int(n_blocks)
+        if n > DIRECT_BLOCKS and (direct["loop"] or direct["blocks"] + n > DIRECT_BUDGET):
+            direct["loop"] = True
+            return chunk(base, first_block, n_blocks, n_events, state)
+        direct["blocks"] += n
+        block = one_block.get_concrete_function()
+        seed, word = base.numpy()
+        rows = [block(t.constant([seed, word + np.int64(b)], t.int64),
+                      t.constant(b * bs, t.int64), n_events, state)
+                for b in range(first, first + n)]
+        return t.stack(rows) if rows else t.zeros([0, width], t.float64)
+
+    return run
 
 
 def trace_key(simulation, spec, device):
