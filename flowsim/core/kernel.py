@@ -181,10 +181,9 @@ def _build(simulation, spec, device):
 
     @t.function(input_signature=signature, autograph=convert)
     def chunk(base, first_block, n_blocks, n_events, state):
-        if not spec.jit_compile:
-            return _loop(base, first_block, n_blocks, n_events, state)   # traces one_block
-        with _lock:
-            trace_counts[(name, device)] += 1
+        if spec.jit_compile:        # the loop's own trace (one_block counts the kernel's)
+            with _lock:
+                trace_counts[(name, device)] += 1
         return _loop(base, first_block, n_blocks, n_events, state)
 
     def _loop(base, first_block, n_blocks, n_events, state):
