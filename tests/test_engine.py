@@ -375,7 +375,9 @@ def test_no_retracing_over_iterations_chunk_sizes_and_event_counts():
         flowsim.Flow(sim, N, seed=1, events_limit=lim, block_size=BS, quiet=True).run(4)
     for n in (BS, 2000, 5 * BS + 1):
         flowsim.Flow(sim, n, seed=2, events_limit=2 * BS, block_size=BS, quiet=True).run(3)
-    assert kernel.trace_counts[key] - before == 1
+    # under XLA: the block kernel once, and the loop over a chunk's blocks once (built
+    # after kernel.DIRECT_BUDGET blocks ran as direct calls of the kernel)
+    assert kernel.trace_counts[key] - before == 2
     assert kernel.cached_kernels(sim) == 1
 
 

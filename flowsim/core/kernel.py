@@ -35,12 +35,13 @@ _KERNELS = collections.OrderedDict()
 #: Most compiled functions kept per process.
 MAX_KERNELS = 32
 #: Under XLA, chunks of at most this many blocks call the block function once per
-#: block instead of the loop function (a call of the loop costs as much as ~4 direct
-#: calls), and so do all chunks until :data:`DIRECT_BUDGET` blocks have run that way
-#: and the loop was never needed: a short run then never builds the loop (its trace
-#: and TensorFlow's graph optimisation cost ~0.1 CPU-s, ``docs/performance.rst``).
-DIRECT_BLOCKS = 4
-DIRECT_BUDGET = 256
+#: block instead of the loop function, and so do all chunks until
+#: :data:`DIRECT_BUDGET` blocks have run that way: a short run then never builds the
+#: loop (its trace and TensorFlow's graph optimisation cost ~0.1 CPU-s), while a long
+#: one soon stops paying the direct calls' overhead (~0.7 ms more per block of
+#: 60,000 events than inside the loop; figures in ``docs/performance.rst``).
+DIRECT_BLOCKS = 1
+DIRECT_BUDGET = 64
 
 DTYPES = ("float64", "float32")
 
