@@ -34,14 +34,16 @@ _lock = threading.Lock()
 _KERNELS = collections.OrderedDict()
 #: Most compiled functions kept per process.
 MAX_KERNELS = 32
-#: Under XLA, chunks of at most this many blocks call the block function once per
-#: block instead of the loop function, and so do all chunks until
-#: :data:`DIRECT_BUDGET` blocks have run that way: a short run then never builds the
-#: loop (its trace and TensorFlow's graph optimisation cost ~0.1 CPU-s), while a long
-#: one soon stops paying the direct calls' overhead (~0.7 ms more per block of
-#: 60,000 events than inside the loop; figures in ``docs/performance.rst``).
+#: Under XLA, chunks of at most this many blocks call the block function directly
+#: (one call per block) instead of the loop function, and so do all chunks until
+#: :data:`DIRECT_BUDGET` blocks have run that way.  A run whose chunks are single
+#: blocks then never builds the loop (its trace and TensorFlow's graph optimisation
+#: cost ~0.1 CPU-s), and one call of a small block costs a quarter of a loop call.
+#: The budget is 0: a direct call of a 60,000-event block cost ~0.7 ms more than in
+#: the loop, and a budget moved the loop's building into later iterations (figures
+#: in ``docs/performance.rst``).
 DIRECT_BLOCKS = 1
-DIRECT_BUDGET = 64
+DIRECT_BUDGET = 0
 
 DTYPES = ("float64", "float32")
 
