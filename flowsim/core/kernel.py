@@ -6,9 +6,9 @@ the ``[n_blocks, width]`` float64 rows.  The TensorFlow function behind it is
 traced once per (simulation, device, kernel spec): the block count, the first
 block, the iteration and the adaptive state are all tensor arguments, so new
 chunk sizes and new iterations never retrace.  Under XLA the block kernel is
-its own compiled function, called either once per block from Python (short
-chunks, and every chunk of a short run: :data:`DIRECT_BLOCKS`) or from a
-TensorFlow loop over the chunk's blocks; both give the same bits.
+its own compiled function, called either directly from Python (chunks of one
+block: :data:`DIRECT_BLOCKS`) or from a TensorFlow loop over the chunk's
+blocks; both give the same bits.
 
 The compiled functions live in one cache, here (:func:`compiled`), keyed by
 what determines the trace: the simulation's
@@ -27,7 +27,8 @@ from . import rng
 from .integrand import autograph_kernel, user_error
 from .lazy_tf import tf
 
-#: Traces per (simulation class, device): tests assert these stay at one.
+#: Traces per (simulation class, device): the block kernel and, under XLA, the loop
+#: over a chunk's blocks; tests assert each is traced once.
 trace_counts = collections.Counter()
 _lock = threading.Lock()
 #: Compiled chunk functions, least recently used first (:func:`compiled`).
