@@ -9,7 +9,15 @@ untimed process first) and with ``FLOWSIM_CACHE_DIR=off``; Lepage's vegas
 machine is shared: compare medians of the same run).  Issue 15's target:
 flowsim with a warm cache <= 1.0x vegas's wall time.
 
-    .venv/bin/python benchmarks/cold.py [--rounds 3]
+Python's compiled modules (``.pyc``) are written to and read from a temporary
+directory (``PYTHONPYCACHEPREFIX``), as an installed package has them, even
+where ``PYTHONDONTWRITEBYTECODE`` is set: flowsim imports its submodules on
+first use, inside the timed part, and compiling them from source took 0.04 s.
+``--before DIR`` also times the flowsim of another source tree (e.g. ``git
+archive`` of an older commit) with a warm cache of its own, for before/after
+figures from the same rounds.
+
+    .venv/bin/python benchmarks/cold.py [--rounds 3] [--before DIR]
 """
 import argparse
 import json
@@ -55,28 +63,39 @@ print(json.dumps([time.perf_counter() - w, time.process_time() - c, r.mean]))
 """
 
 
-def fresh(code, cache):
+def fresh(code, cache, pyc, root=ROOT):
     env = dict(os.environ, FLOWSIM_CACHE_DIR=cache, TF_XLA_FLAGS="",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               TF_CPP_MIN_LOG_LEVEL="3")
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONPYCACHEPREFIX=pyc, TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, cwd=ROOT, check=True)
+                         env=env, cwd=root, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--before", metavar="DIR",
+                   help="also time the flowsim of this source tree (warm cache)")
     args = p.parse_args()
-    with tempfile.TemporaryDirectory(prefix="flowsim-cold-") as cache:
-        fresh(FLOWSIM, cache)                       # fills the cache, untimed
+    with tempfile.TemporaryDirectory(prefix="flowsim-cold-") as tmp:
+        cache, pyc = os.path.join(tmp, "cache"), os.path.join(tmp, "pyc")
+        fresh(FLOWSIM, cache, pyc)                  # fills the caches, untimed
         runs = {"flowsim, warm cache": [], "flowsim, FLOWSIM_CACHE_DIR=off": [],
                 "vegas (VEGAS+)": []}
+        if args.before:
+            before = os.path.abspath(args.before)
+            fresh(FLOWSIM, os.path.join(tmp, "cache-before"), pyc + "-before", before)
+            runs["before: flowsim, warm cache"] = []
         for _ in range(args.rounds):
-            runs["flowsim, warm cache"].append(fresh(FLOWSIM, cache))
-            runs["flowsim, FLOWSIM_CACHE_DIR=off"].append(fresh(FLOWSIM, "off"))
+            runs["flowsim, warm cache"].append(fresh(FLOWSIM, cache, pyc))
+            runs["flowsim, FLOWSIM_CACHE_DIR=off"].append(fresh(FLOWSIM, "off", pyc))
+            if args.before:
+                runs["before: flowsim, warm cache"].append(
+                    fresh(FLOWSIM, os.path.join(tmp, "cache-before"), pyc + "-before", before))
             try:
-                runs["vegas (VEGAS+)"].append(fresh(VEGAS, "off"))
+                runs["vegas (VEGAS+)"].append(fresh(VEGAS, "off", pyc))
             except subprocess.CalledProcessError as exc:
                 runs.pop("vegas (VEGAS+)", None)
                 print(f"vegas not run: {exc.stderr.strip().splitlines()[-1]}")

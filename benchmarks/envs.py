@@ -167,7 +167,7 @@ def main():
                                                                tick_features=False)
         roll2, _, result2 = flowsim_rollout_rate(args.episodes, policy, backend="threads")
         assert result2.episode_return == result.episode_return   # same bits on both backends
-        def row(what, rate, vs_1b=True):
+        def row(what, rate, vs_1b=True, sync=sync, sync_mlp=sync_mlp):
             return (what, f"{rate:,.0f}", f"{rate / sync:.0f}x" if rate > 10 * sync
                     else f"{rate / sync:.2f}x", f"{rate / sync_mlp:.0f}x" if vs_1b else "",
                     f"{rate.cpu:,.0f}", f"{rate.cpu / sync.cpu:.0f}x")

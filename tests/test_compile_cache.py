@@ -80,10 +80,30 @@ def test_cache_dir_follows_FLOWSIM_CACHE_DIR_and_is_off_when_asked(tmp_path):
     assert f"--tf_xla_persistent_cache_directory={tmp_path / 'c'}{os.sep}xla-tf" in flags
     assert loaded == "False"
     r = run_python(code, env={"FLOWSIM_CACHE_DIR": "off", "TF_XLA_FLAGS": ""})
-    assert r.stdout.split("\n")[0] == ""
+    assert "cache_directory" not in r.stdout.split("\n")[0]
     mine = "--tf_xla_persistent_cache_directory=/elsewhere"
     r = run_python(code, env={"FLOWSIM_CACHE_DIR": str(tmp_path), "TF_XLA_FLAGS": mine})
+    assert r.stdout.split("\n")[0].split() == [mine, "--tf_xla_disable_constant_folding=true"]
+
+
+def test_tensorflow_does_not_fold_the_kernels_ranges_into_the_executable(tmp_path):
+    """Unless TF_XLA_FLAGS says otherwise: folded, the random stream's counters were
+    array literals in the kernel (9 MB executables, slow to load)."""
+    code = "import os, flowsim; print(os.environ.get('TF_XLA_FLAGS', ''))"
+    r = run_python(code, env={"FLOWSIM_CACHE_DIR": "off", "TF_XLA_FLAGS": ""})
+    assert r.stdout.split("\n")[0] == "--tf_xla_disable_constant_folding=true"
+    mine = "--tf_xla_disable_constant_folding=false"
+    r = run_python(code, env={"FLOWSIM_CACHE_DIR": "off", "TF_XLA_FLAGS": mine})
     assert r.stdout.split("\n")[0] == mine
+    big = ("import flowsim; from flowsim.targets import double_gaussian; "
+           "flowsim.Flow(flowsim.Plain(double_gaussian, 8), 1 << 16, seed=1, quiet=True).run(1)")
+    for flags, folded in (("", False), (mine, True)):
+        cache = tmp_path / f"cache-{folded}"
+        r = run_python(big, env={"FLOWSIM_CACHE_DIR": str(cache), "TF_XLA_FLAGS": flags})
+        assert r.returncode == 0, r.stderr
+        (size,) = [size for size, _ in entries(cache).values()]
+        # a block of 65,536 x 8 counters is 4 MiB of uint64
+        assert (size > 4 << 20) if folded else (size < 1 << 20), (flags, size)
 
 
 def test_default_cache_is_under_the_user_cache_directory(monkeypatch, tmp_path):

@@ -408,8 +408,57 @@ def test_no_retracing_over_iterations_chunk_sizes_and_event_counts():
         flowsim.Flow(sim, N, seed=1, events_limit=lim, block_size=BS, quiet=True).run(4)
     for n in (BS, 2000, 5 * BS + 1):
         flowsim.Flow(sim, n, seed=2, events_limit=2 * BS, block_size=BS, quiet=True).run(3)
-    assert kernel.trace_counts[key] - before == 1
+    # under XLA: the block kernel once, and the loop over a chunk's blocks once (built
+    # after kernel.DIRECT_BUDGET blocks ran as direct calls of the kernel)
+    assert kernel.trace_counts[key] - before == 2
     assert kernel.cached_kernels(sim) == 1
+
+
+@pytest.mark.parametrize("algorithm", ["plain", "vegasplus"])
+def test_block_by_block_calls_and_the_loop_give_the_same_bits(monkeypatch, algorithm):
+    """Under XLA short runs call the block kernel once per block (kernel.DIRECT_BLOCKS);
+    the loop over blocks inside one TensorFlow function must give the same bits."""
+    def run(**kw):
+        sim = flowsim.Plain(GENZ["gaussian"].f, 3) if algorithm == "plain" else \
+            flowsim.VegasPlus(GENZ["gaussian"].f, 3)
+        return flowsim.Flow(sim, N, seed=4, block_size=BS, quiet=True, **kw).run(3)
+
+    direct = run()
+    monkeypatch.setattr(kernel, "DIRECT_BLOCKS", 0)
+    monkeypatch.setattr(kernel, "DIRECT_BUDGET", 0)
+    for lim in (BS, 5 * BS, 10**6):
+        loop = run(events_limit=lim)
+        assert np.asarray(loop.value).tobytes() == np.asarray(direct.value).tobytes()
+        assert np.asarray(loop.error).tobytes() == np.asarray(direct.error).tobytes()
+        assert [r["value"] for r in loop.iterations] == [r["value"] for r in direct.iterations]
+
+
+def _branchy(x):
+    """Python ``if`` and ``for`` on tensors: needs AutoGraph."""
+    t = tf()
+    total = t.zeros_like(x[:, 0])
+    for d in t.range(t.shape(x)[1]):
+        total += x[:, d]
+    if t.reduce_max(total) > 1e9:          # never: the integral of sum(x) is dim / 2
+        return -total
+    return total
+
+
+def _branchy_observable(x):
+    if tf().reduce_min(x) < -1.0:           # never
+        return x[:, 1]
+    return x[:, 0]
+
+
+@pytest.mark.parametrize("algorithm", ["plain", "vegas", "vegasplus"])
+def test_integrands_and_observables_with_python_control_flow_on_tensors(algorithm):
+    # the engine's own code is traced without AutoGraph; the user's functions keep it
+    hist = flowsim.Histogram(_branchy_observable, bins=4, range=(0.0, 1.0))
+    r = flowsim.integrate(_branchy, 2, 4000, 2, seed=3, algorithm=algorithm, block_size=BS,
+                          quiet=True, algorithm_options={"histograms": [hist]})
+    assert r.value == pytest.approx(1.0, abs=5 * r.error)
+    assert np.sum(r.histograms["_branchy_observable"]["values"]) == pytest.approx(
+        r.value, abs=5 * r.error)
 
 
 def test_jit_compile_on_and_off_agree():

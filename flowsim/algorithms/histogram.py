@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..core.blocks import available_memory, check_count, check_memory  # noqa: F401 (their old home)
+from ..core.integrand import autograph
 from ..core.lazy_tf import tf
 from ..core.sums import segment_block_sum
 
@@ -51,7 +52,7 @@ class Histogram:
     def block(self, x, weights):
         """Per-bin sums of ``weights`` ``[n]`` (float64, 0 for masked events)."""
         t = tf()
-        obs = t.cast(t.reshape(self.observable(x), [-1]), t.float64)
+        obs = t.cast(t.reshape(autograph(self.observable)(x), [-1]), t.float64)
         lo, hi = self.range
         scaled = (obs - lo) / (hi - lo) * self.bins
         inside = (scaled >= 0) & (scaled < self.bins)

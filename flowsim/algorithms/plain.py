@@ -72,6 +72,11 @@ class Plain(Simulation):
     integrand; for peaked integrands use :class:`flowsim.VegasPlus`.
     """
 
+    #: The kernel's own code needs no AutoGraph; the integrand and histogram
+    #: observables are converted alone (:func:`flowsim.core.integrand.autograph`).
+    #: A subclass whose ``block`` branches on tensors in Python sets True.
+    autograph = False
+
     def __init__(self, integrand, dim, limits=None, histograms=()):
         self.domain = Domain(dim, limits)
         self.dim = self.domain.dim

@@ -16,6 +16,12 @@ cache dir`` prints it, ``flowsim cache clear`` empties it.  Tracing the Python
 function still happens in every process; only XLA's compilation is saved.
 When TensorFlow was imported before flowsim, or ``TF_XLA_FLAGS`` already names
 a cache directory, flowsim leaves the setting alone.
+
+flowsim also sets ``--tf_xla_disable_constant_folding=true`` (cache on or off,
+unless ``TF_XLA_FLAGS`` names it): folded, the ranges a kernel computes from
+constants alone became megabytes of literals in every executable (why:
+:data:`_NO_FOLD`).  The same values are computed either way, so the bits do not
+change.
 """
 import hashlib
 import os
@@ -25,6 +31,12 @@ import sys
 
 ENV = "FLOWSIM_CACHE_DIR"
 _FLAG = "--tf_xla_persistent_cache_directory"
+#: TensorFlow folds the constant parts of a graph before XLA compiles it, turning each
+#: ``tf.range`` of a block, and what is computed from it alone (the random stream's
+#: counters), into array literals: 3.6 MB of them for a VegasPlus block of 56,000 x 8
+#: events.  They made the cached executable 9 MB, slow to load; unfolded, XLA computes
+#: them in the kernel, and the executable is 0.24 MB (``docs/performance.rst``).
+_NO_FOLD = "--tf_xla_disable_constant_folding"
 _OFF = ("", "0", "off", "false", "no")
 
 
@@ -66,13 +78,17 @@ def directory():
 
 
 def configure():
-    """Before TensorFlow loads: point its persistent XLA cache at :func:`directory`.
+    """Before TensorFlow loads: point its persistent XLA cache at :func:`directory`,
+    and turn off TensorFlow's constant folding before XLA (unless ``TF_XLA_FLAGS``
+    already names ``--tf_xla_disable_constant_folding``).
 
     Returns the directory, or None when off or not flowsim's to set.
     """
     if "tensorflow" in sys.modules:
         return None
     flags = os.environ.get("TF_XLA_FLAGS", "")
+    if _NO_FOLD not in flags:
+        flags = os.environ["TF_XLA_FLAGS"] = f"{flags} {_NO_FOLD}=true".strip()
     if _FLAG in flags:
         return None
     path = directory()

@@ -61,7 +61,9 @@ def probe_components(integrand, dim, name="integrand"):
     for dtype in (t.float64, t.float32):     # a float32-only integrand is fine in float32 Flows
         spec = t.TensorSpec([None, dim], dtype)
         try:
-            out = t.function(integrand).get_concrete_function(spec).structured_outputs
+            # converted as the kernel converts it, so the kernel reuses the conversion
+            fn = t.function(autograph(integrand), autograph=False)
+            out = fn.get_concrete_function(spec).structured_outputs
         except Exception as exc:  # noqa: BLE001 - reported below with the float64 attempt
             first = first or exc
             continue
@@ -123,10 +125,57 @@ def _components(out, dim, name, dtype):
                      f"got {shape}")
 
 
+def autograph(fn):
+    """``fn`` converted by AutoGraph, as ``tf.function`` converts the functions it calls.
+
+    flowsim traces its own kernel code without AutoGraph (it has no Python
+    control flow on tensors, and converting it cost about 2 CPU-seconds per
+    process: ``docs/performance.rst``); the user's functions it calls go
+    through this, so an ``if`` or ``for`` on tensors in an integrand still
+    becomes graph control flow.  Returns ``fn`` itself when this TensorFlow
+    offers no way to convert one function (:func:`autograph_kernel` is then
+    True: the whole kernel is converted, as before).
+    """
+    ctx = _enabled_context()
+    if ctx is None:
+        return fn
+    return tf().__internal__.autograph.tf_convert(fn, ctx)
+
+
+def autograph_kernel(simulation):
+    """Whether the kernel of ``simulation`` is traced with AutoGraph: if its
+    :attr:`~flowsim.Simulation.autograph` asks for it, or if :func:`autograph`
+    cannot convert the user's functions alone."""
+    return bool(getattr(simulation, "autograph", True)) or _enabled_context() is None
+
+
+_CONTEXT = []
+#: flowsim modules integrands call that hold no Python control flow on tensors:
+#: AutoGraph calls them as they are instead of converting them in every process.
+PLAIN_MODULES = ("flowsim.core.lazy_tf", "flowsim.math")
+
+
+def _enabled_context():
+    """AutoGraph's "conversion on" context (TensorFlow exports ``tf_convert`` but not
+    the context that makes it convert), or None; looked up after TensorFlow loads,
+    when :data:`PLAIN_MODULES` join AutoGraph's list of modules it leaves alone."""
+    if not _CONTEXT:
+        tf()
+        try:
+            from tensorflow.python.autograph.core import ag_ctx, config
+            _CONTEXT.append(ag_ctx.ControlStatusCtx(status=ag_ctx.Status.ENABLED))
+            config.CONVERSION_RULES = (tuple(config.DoNotConvert(m) for m in PLAIN_MODULES)
+                                       + tuple(config.CONVERSION_RULES))
+        except (ImportError, AttributeError):
+            _CONTEXT.append(None)
+    return _CONTEXT[0]
+
+
 def evaluate(integrand, x, components, name="integrand"):
-    """``integrand(x)`` as ``[n, max(components, 1)]``, checked at trace time."""
+    """``integrand(x)`` as ``[n, max(components, 1)]``, checked at trace time; the
+    integrand is converted by AutoGraph (:func:`autograph`)."""
     t = tf()
-    out = integrand(x)
+    out = autograph(integrand)(x)
     out = t.convert_to_tensor(out)
     k = _components(out, x.shape[1], name, x.dtype)
     if k != components:

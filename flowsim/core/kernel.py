@@ -5,7 +5,10 @@ Every backend runs work through :func:`run_chunk`: given an :class:`IterationTas
 the ``[n_blocks, width]`` float64 rows.  The TensorFlow function behind it is
 traced once per (simulation, device, kernel spec): the block count, the first
 block, the iteration and the adaptive state are all tensor arguments, so new
-chunk sizes and new iterations never retrace.
+chunk sizes and new iterations never retrace.  Under XLA the block kernel is
+its own compiled function, called either directly from Python (chunks of one
+block: :data:`DIRECT_BLOCKS`) or from a TensorFlow loop over the chunk's
+blocks; both give the same bits.
 
 The compiled functions live in one cache, here (:func:`compiled`), keyed by
 what determines the trace: the simulation's
@@ -21,16 +24,27 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import rng
-from .integrand import user_error
+from .integrand import autograph_kernel, user_error
 from .lazy_tf import tf
 
-#: Traces per (simulation class, device): tests assert these stay at one.
+#: Traces per (simulation class, device): the block kernel and, under XLA, the loop
+#: over a chunk's blocks; tests assert each is traced once.
 trace_counts = collections.Counter()
 _lock = threading.Lock()
 #: Compiled chunk functions, least recently used first (:func:`compiled`).
 _KERNELS = collections.OrderedDict()
 #: Most compiled functions kept per process.
 MAX_KERNELS = 32
+#: Under XLA, chunks of at most this many blocks call the block function directly
+#: (one call per block) instead of the loop function, and so do all chunks until
+#: :data:`DIRECT_BUDGET` blocks have run that way.  A run whose chunks are single
+#: blocks then never builds the loop (its trace and TensorFlow's graph optimisation
+#: cost ~0.1 CPU-s), and one call of a small block costs a quarter of a loop call.
+#: The budget is 0: a direct call of a 60,000-event block cost ~0.7 ms more than in
+#: the loop, and a budget moved the loop's building into later iterations (figures
+#: in ``docs/performance.rst``).
+DIRECT_BLOCKS = 1
+DIRECT_BUDGET = 0
 
 DTYPES = ("float64", "float32")
 
@@ -179,12 +193,19 @@ def _build(simulation, spec, device):
     state_spec = {k: t.TensorSpec(np.shape(v), t.as_dtype(np.asarray(v).dtype))
                   for k, v in simulation.state().items()}
     name = type(simulation).__name__
+    convert = autograph_kernel(simulation)
 
     # Tiles on CPUs only: a GPU wants the whole block in few large kernels.
     tiles = spec.jit_compile and spec.rng == "splitmix" and "CPU" in str(device).upper()
     split = simulation.block_parts() if tiles else None
 
     def one_block(key, first_event, n_events, state):
+        with _lock:
+            trace_counts[(name, device)] += 1
+        with rng.using(spec.rng):
+            return _one_block(key, first_event, n_events, state)
+
+    def _one_block(key, first_event, n_events, state):
         valid = first_event + t.range(bs, dtype=t.int64) < n_events
         if split is None:
             x = simulation.inputs(key, first_event, bs, dtype, state)
@@ -208,18 +229,18 @@ def _build(simulation, spec, device):
             parts.append(t.reshape(value, [-1]))
         return t.concat(parts, axis=0)
 
-    if spec.jit_compile:
-        one_block = t.function(one_block, jit_compile=True)
-
     signature = [t.TensorSpec([2], t.int64), t.TensorSpec([], t.int64),
                  t.TensorSpec([], t.int64), t.TensorSpec([], t.int64), state_spec]
+    if spec.jit_compile:
+        one_block = t.function(one_block, jit_compile=True, autograph=convert,
+                               input_signature=[signature[0]] + signature[2:])
 
-    @t.function(input_signature=signature)
+    @t.function(input_signature=signature, autograph=convert)
     def chunk(base, first_block, n_blocks, n_events, state):
-        with _lock:
-            trace_counts[(name, device)] += 1
-        with rng.using(spec.rng):
-            return _loop(base, first_block, n_blocks, n_events, state)
+        if spec.jit_compile:        # the loop's own trace (one_block counts the kernel's)
+            with _lock:
+                trace_counts[(name, device)] += 1
+        return _loop(base, first_block, n_blocks, n_events, state)
 
     def _loop(base, first_block, n_blocks, n_events, state):
         rows = t.TensorArray(t.float64, size=t.cast(n_blocks, t.int32),
@@ -235,7 +256,25 @@ def _build(simulation, spec, device):
                                [t.constant(0, t.int64), rows])
         return rows.stack()
 
-    return chunk
+    if not spec.jit_compile:
+        return chunk
+    direct = {"blocks": 0, "loop": False}
+
+    def run(base, first_block, n_blocks, n_events, state):
+        """Rows of the chunk: block by block (:data:`DIRECT_BLOCKS`), or the loop."""
+        first, n = int(first_block), int(n_blocks)
+        if n > DIRECT_BLOCKS and (direct["loop"] or direct["blocks"] + n > DIRECT_BUDGET):
+            direct["loop"] = True
+            return chunk(base, first_block, n_blocks, n_events, state)
+        direct["blocks"] += n
+        block = one_block.get_concrete_function()
+        seed, word = base.numpy()
+        rows = [block(t.constant([seed, word + np.int64(b)], t.int64),
+                      t.constant(b * bs, t.int64), n_events, state)
+                for b in range(first, first + n)]
+        return t.stack(rows) if rows else t.zeros([0, width], t.float64)
+
+    return run
 
 
 def trace_key(simulation, spec, device):

@@ -30,6 +30,15 @@ class Simulation:
     #: Number of uniform random numbers per event.
     dim = None
 
+    #: Whether the kernel traces :meth:`inputs` and :meth:`block` with AutoGraph, so
+    #: Python ``if``/``for``/``while`` on tensors there become graph control flow (as
+    #: in any ``tf.function``).  Converting costs time in every new process (about
+    #: 2 CPU-seconds for VegasPlus: ``docs/performance.rst``).  A simulation whose own
+    #: code needs no conversion sets False and passes the user's functions it calls
+    #: through :func:`flowsim.core.integrand.autograph`, as :class:`flowsim.Plain`
+    #: and its subclasses do.
+    autograph = True
+
     # -- what the kernel needs -------------------------------------------------
     def accumulators(self):
         """``{name: shape}`` of the per-block float64 partial sums.  Required."""
