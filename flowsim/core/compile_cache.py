@@ -6,9 +6,11 @@ loads.  TensorFlow names each entry by the compiled function's signature and a
 fingerprint of its HLO, and checks the HLO again when it loads one: an
 integrand, limit or flowsim change that changes the computation compiles
 anew, never reusing a stale executable.  flowsim adds to the path what the
-fingerprint does not cover: the TensorFlow and flowsim versions and the CPU's
+fingerprint does not cover: the TensorFlow and flowsim versions, the CPU's
 model and feature flags (a home directory shared by cluster nodes of different
-CPUs must not hand one node code compiled for another's instructions).
+CPUs must not hand one node code compiled for another's instructions) and
+``XLA_FLAGS`` (e.g. ``--xla_cpu_prefer_vector_width=512`` compiles the same
+HLO into code whose sums round differently).
 
 Where: ``FLOWSIM_CACHE_DIR`` if set (``off``, ``0`` or empty turn the cache
 off), else ``$XDG_CACHE_HOME/flowsim`` or ``~/.cache/flowsim``.  ``flowsim
@@ -74,7 +76,11 @@ def directory():
         tf_version = version("tensorflow")
     except PackageNotFoundError:
         tf_version = "unknown"
-    return os.path.join(top, f"xla-tf{tf_version}-flowsim{__version__}-{_cpu_tag()}")
+    name = f"xla-tf{tf_version}-flowsim{__version__}-{_cpu_tag()}"
+    xla_flags = " ".join(sorted(os.environ.get("XLA_FLAGS", "").split()))
+    if xla_flags:       # XLA's own options change the code compiled, not the HLO
+        name += "-xla" + hashlib.sha256(xla_flags.encode()).hexdigest()[:8]
+    return os.path.join(top, name)
 
 
 def configure():
