@@ -720,3 +720,31 @@ def test_inconsistent_iterations_are_warned_about(caplog):
         assert not warn_if_inconsistent(Result(calm, 1.0, meta={"simulation": "Vegas"}))
         assert not warn_if_inconsistent(Result(recs[:1], 1.0))
     assert caplog.text == ""
+
+
+def test_user_subclass_of_plain_with_python_control_flow_in_block_still_converts():
+    """flowsim traces its own Plain kernel without AutoGraph; a user's subclass that
+    branches on tensors in Python in its own block is converted, as before."""
+    import tensorflow as tf
+
+    from flowsim.core.integrand import autograph_kernel
+
+    class Clipped(flowsim.Plain):
+        def block(self, u, valid, state):
+            out = super().block(u, valid, state)
+            if tf.reduce_any(out["sum"] > 1e9):
+                out = dict(out, sum=out["sum"] * 0.0)
+            return out
+
+    class Declared(Clipped):
+        autograph = False
+
+    def f(x):
+        return tf.reduce_sum(x, axis=1)
+
+    assert not autograph_kernel(flowsim.Plain(f, 2))
+    assert autograph_kernel(Clipped(f, 2)) and not autograph_kernel(Declared(f, 2))
+    for jit in (True, False):
+        r = flowsim.Flow(Clipped(f, 2), n_events=10_000, seed=1, quiet=True,
+                         jit_compile=jit).run(1)
+        assert abs(r.value - 1.0) < 5 * r.error

@@ -74,7 +74,8 @@ class Plain(Simulation):
 
     #: The kernel's own code needs no AutoGraph; the integrand and histogram
     #: observables are converted alone (:func:`flowsim.core.integrand.autograph`).
-    #: A subclass whose ``block`` branches on tensors in Python sets True.
+    #: A subclass defined outside flowsim that overrides methods is converted
+    #: unless its own body sets this (:func:`flowsim.core.integrand.autograph_kernel`).
     autograph = False
 
     def __init__(self, integrand, dim, limits=None, histograms=()):

@@ -62,7 +62,7 @@ def probe_components(integrand, dim, name="integrand"):
         spec = t.TensorSpec([None, dim], dtype)
         try:
             # converted as the kernel converts it, so the kernel reuses the conversion
-            fn = t.function(autograph(integrand), autograph=False)
+            fn = t.function(autograph(integrand), autograph=_enabled_context() is None)
             out = fn.get_concrete_function(spec).structured_outputs
         except Exception as exc:  # noqa: BLE001 - reported below with the float64 attempt
             first = first or exc
@@ -139,14 +139,29 @@ def autograph(fn):
     ctx = _enabled_context()
     if ctx is None:
         return fn
-    return tf().__internal__.autograph.tf_convert(fn, ctx)
+    return _CONTEXT[1](fn, ctx)
 
 
 def autograph_kernel(simulation):
-    """Whether the kernel of ``simulation`` is traced with AutoGraph: if its
-    :attr:`~flowsim.Simulation.autograph` asks for it, or if :func:`autograph`
-    cannot convert the user's functions alone."""
-    return bool(getattr(simulation, "autograph", True)) or _enabled_context() is None
+    """Whether the kernel of ``simulation`` is traced with AutoGraph.
+
+    The most derived class that sets :attr:`~flowsim.Simulation.autograph` in
+    its own body decides, unless a class below it, defined outside flowsim,
+    overrides methods without setting it: a user's subclass of
+    :class:`flowsim.Plain` whose ``block`` branches on tensors in Python is
+    converted as before.  Always True when :func:`autograph` cannot convert the
+    user's functions alone.
+    """
+    if _enabled_context() is None:
+        return True
+    for cls in type(simulation).__mro__:
+        if "autograph" in vars(cls):
+            return bool(vars(cls)["autograph"])
+        own = cls.__module__ == "flowsim" or cls.__module__.startswith("flowsim.")
+        if not own and any(callable(v) for k, v in vars(cls).items()
+                           if not k.startswith("__")):
+            return True
+    return True
 
 
 _CONTEXT = []
@@ -163,9 +178,11 @@ def _enabled_context():
         tf()
         try:
             from tensorflow.python.autograph.core import ag_ctx, config
-            _CONTEXT.append(ag_ctx.ControlStatusCtx(status=ag_ctx.Status.ENABLED))
+            convert = tf().__internal__.autograph.tf_convert
+            context = ag_ctx.ControlStatusCtx(status=ag_ctx.Status.ENABLED)
             config.CONVERSION_RULES = (tuple(config.DoNotConvert(m) for m in PLAIN_MODULES)
                                        + tuple(config.CONVERSION_RULES))
+            _CONTEXT.extend((context, convert))
         except (ImportError, AttributeError):
             _CONTEXT.append(None)
     return _CONTEXT[0]

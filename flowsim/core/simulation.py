@@ -36,7 +36,8 @@ class Simulation:
     #: 2 CPU-seconds for VegasPlus: ``docs/performance.rst``).  A simulation whose own
     #: code needs no conversion sets False and passes the user's functions it calls
     #: through :func:`flowsim.core.integrand.autograph`, as :class:`flowsim.Plain`
-    #: and its subclasses do.
+    #: and flowsim's subclasses of it do; a subclass defined outside flowsim that
+    #: overrides methods without setting this in its own body is converted.
     autograph = True
 
     # -- what the kernel needs -------------------------------------------------
@@ -102,7 +103,9 @@ class Simulation:
         into the accumulators.  With these the XLA kernel draws and evaluates a
         block in tiles of a few thousand events that stay in cache
         (:func:`flowsim.core.kernel.tile_events`), and reduces once per block:
-        the same numbers and the same sums, so the same bits, in less time.
+        the same numbers and the same sums in less time (the last bits can differ
+        from the whole-block kernel's where XLA contracts a multiply-add
+        differently: ``docs/performance.rst``).
         """
         return None
 
