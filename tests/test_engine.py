@@ -409,7 +409,7 @@ def test_no_retracing_over_iterations_chunk_sizes_and_event_counts():
     for n in (BS, 2000, 5 * BS + 1):
         flowsim.Flow(sim, n, seed=2, events_limit=2 * BS, block_size=BS, quiet=True).run(3)
     # under XLA: the block kernel once, and the loop over a chunk's blocks once (built
-    # after kernel.DIRECT_BUDGET blocks ran as direct calls of the kernel)
+    # for the first chunk of more than kernel.DIRECT_BLOCKS blocks)
     assert kernel.trace_counts[key] - before == 2
     assert kernel.cached_kernels(sim) == 1
 
@@ -425,7 +425,6 @@ def test_block_by_block_calls_and_the_loop_give_the_same_bits(monkeypatch, algor
 
     direct = run()
     monkeypatch.setattr(kernel, "DIRECT_BLOCKS", 0)
-    monkeypatch.setattr(kernel, "DIRECT_BUDGET", 0)
     for lim in (BS, 5 * BS, 10**6):
         loop = run(events_limit=lim)
         assert np.asarray(loop.value).tobytes() == np.asarray(direct.value).tobytes()

@@ -498,7 +498,8 @@ def test_rollout_errors_are_honest_over_seeds():
             STOCKS_GOOGL)), episode_length=length, seed=seed, block_size=256)
         pulls.append([(est.value - x) / est.error for est, x in
                       zip((out.episode_return, out.total_profit, out.trades), exact)])
-    pulls = np.array(pulls)
-    for name, column in zip(("episode_return", "total_profit", "trades"), pulls.T):
-        stats = (column.mean(), np.sqrt((column ** 2).mean()), int((abs(column) > 3).sum()))
-        assert abs(stats[0]) <= 0.5 and 0.7 <= stats[1] <= 1.4 and stats[2] <= 2, (name, stats)
+    from test_pulls import MAX_BEYOND_3, MAX_MEAN, RMS_RANGE, pull_summary
+    for name, column in zip(("episode_return", "total_profit", "trades"), np.array(pulls).T):
+        s = pull_summary(column)
+        assert (abs(s["mean"]) <= MAX_MEAN and RMS_RANGE[0] <= s["rms"] <= RMS_RANGE[1]
+                and s["beyond3"] <= MAX_BEYOND_3), (name, s)

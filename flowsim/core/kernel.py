@@ -36,15 +36,13 @@ _KERNELS = collections.OrderedDict()
 #: Most compiled functions kept per process.
 MAX_KERNELS = 32
 #: Under XLA, chunks of at most this many blocks call the block function directly
-#: (one call per block) instead of the loop function, and so do all chunks until
-#: :data:`DIRECT_BUDGET` blocks have run that way.  A run whose chunks are single
+#: (one call per block) instead of the loop function.  A run whose chunks are single
 #: blocks then never builds the loop (its trace and TensorFlow's graph optimisation
 #: cost ~0.1 CPU-s), and one call of a small block costs a quarter of a loop call.
-#: The budget is 0: a direct call of a 60,000-event block cost ~0.7 ms more than in
-#: the loop, and a budget moved the loop's building into later iterations (figures
-#: in ``docs/performance.rst``).
+#: Not more: a direct call of a 60,000-event block cost ~0.7 ms more than in the
+#: loop, and letting the first chunks of a run go direct moved the loop's building
+#: into later iterations (figures in ``docs/performance.rst``).
 DIRECT_BLOCKS = 1
-DIRECT_BUDGET = 0
 
 DTYPES = ("float64", "float32")
 
@@ -258,15 +256,11 @@ def _build(simulation, spec, device):
 
     if not spec.jit_compile:
         return chunk
-    direct = {"blocks": 0, "loop": False}
-
     def run(base, first_block, n_blocks, n_events, state):
         """Rows of the chunk: block by block (:data:`DIRECT_BLOCKS`), or the loop."""
         first, n = int(first_block), int(n_blocks)
-        if n > DIRECT_BLOCKS and (direct["loop"] or direct["blocks"] + n > DIRECT_BUDGET):
-            direct["loop"] = True
+        if n > DIRECT_BLOCKS:
             return chunk(base, first_block, n_blocks, n_events, state)
-        direct["blocks"] += n
         block = one_block.get_concrete_function()
         seed, word = base.numpy()
         rows = [block(t.constant([seed, word + np.int64(b)], t.int64),
