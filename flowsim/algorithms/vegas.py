@@ -17,12 +17,17 @@ import numpy as np
 
 from ..core.integrand import evaluate
 from ..core.lazy_tf import tf
+from ..core.blocks import check_count
 from ..core.sums import block_sum, segment_block_sum
+from . import strata
+from .histogram import estimate_record
 from .plain import Plain, moments
 
 #: Keeps empty increments from collapsing to zero width (as in ``vegas``).
 TINY = 1e-300
 GRID_FORMAT = 1
+#: Events per hypercube from which Vegas chooses ``nstrat`` (as ``vegas``'s ``beta=0``).
+EVENTS_PER_HCUBE = 2
 
 
 def check_n_bins(n_bins):
@@ -165,9 +170,24 @@ class Vegas(Plain):
     fuses all of it with the integrand.
     """
 
+    #: Whether ``stratify`` means hypercubes of equal events (VegasPlus allocates its own).
+    _equal_strata = True
+
     def __init__(self, integrand, dim, limits=None, n_bins=100, alpha=1.5, train=0,
-                 histograms=(), grid=None):
+                 histograms=(), grid=None, stratify=True, nstrat=None):
         super().__init__(integrand, dim, limits=limits, histograms=histograms)
+        if not isinstance(stratify, (bool, np.bool_)):
+            raise TypeError(f"stratify must be True or False, got {stratify!r}")
+        self.stratify = bool(stratify)
+        self._given_nstrat = None
+        if not hasattr(self, "nstrat"):
+            self.nstrat = None
+        if self._equal:
+            if nstrat is not None:
+                self._given_nstrat = strata.check_nstrat(nstrat, self.dim)
+            self.nstrat = self._given_nstrat
+        elif nstrat is not None and self._equal_strata:
+            raise ValueError("nstrat needs stratify=True")
         self.n_bins = check_n_bins(n_bins)
         self.alpha = check_fraction("alpha", alpha, 0.0)
         if not (train == "norm" or (isinstance(train, (int, np.integer))
@@ -209,6 +229,31 @@ class Vegas(Plain):
         """Stop (or with ``False`` resume) training the map between iterations."""
         self.frozen = bool(frozen)
         return self
+
+    @property
+    def _equal(self):
+        """Stratified in hypercubes of equal events (Vegas with ``stratify=True``)."""
+        return self._equal_strata and self.stratify
+
+    @property
+    def n_hcubes(self):
+        """Number of hypercubes (None before they are chosen, or unstratified)."""
+        return int(np.prod(self.nstrat)) if self.nstrat is not None else None
+
+    def prepare(self, n_events):
+        """Choose ``nstrat`` from the first iteration's ``n_events`` (if not given)
+        and check that every hypercube gets at least two events."""
+        if not self._equal:
+            return
+        n_events = check_count("n_events", n_events)
+        if self.nstrat is None:
+            self.nstrat = strata.choose_nstrat(self.dim, n_events, n_events, EVENTS_PER_HCUBE)
+        h = self.n_hcubes
+        if n_events < 2 * h:
+            raise ValueError(f"{type(self).__name__} needs n_events >= 2 * hypercubes = "
+                             f"{2 * h} (nstrat={self.nstrat.tolist()}), got {n_events}; "
+                             f"pass a smaller nstrat")
+        self._n_events = n_events
 
     def map(self, y):
         """Map unit-cube points ``y`` ``[n, dim]`` (numpy) to ``(x, jacobian)``.
@@ -297,12 +342,36 @@ class Vegas(Plain):
         acc = {**super().accumulators(), "train_f2": (self.dim * self.n_bins,)}
         if self._count_increments:
             acc["train_n"] = (self.dim * self.n_bins,)
+        if self._equal:
+            self._need_nstrat()
+            k = max(self.components, 1)
+            del acc["sum"], acc["m2"], acc["count"]
+            acc.update({"strat_sum": (k,), "strat_var": (k,),
+                        "strat_edges": (2, strata.EDGE_HEAD + 2 * k)})
         return acc
+
+    def _need_nstrat(self):
+        if self.nstrat is None:
+            raise RuntimeError(f"{type(self).__name__}: the hypercubes are chosen from the "
+                               f"first iteration's size; run it in a Flow (or call "
+                               f"prepare(n_events) or pass nstrat=) first")
+        return self.n_hcubes
 
     def state(self):
         left = self.edges[:, :-1].reshape(-1)
         width = np.diff(self.edges, axis=1).reshape(-1)
-        return {"left": left, "width": width, "train": np.array(not self.frozen)}
+        st = {"left": left, "width": width, "train": np.array(not self.frozen)}
+        if self._equal:
+            if getattr(self, "_n_events", None) is None:
+                raise RuntimeError(f"{type(self).__name__}.state() before prepare(n_events)")
+            per, extra = divmod(self._n_events, self._need_nstrat())
+            st.update({"per": np.array(per, np.int64), "extra": np.array(extra, np.int64),
+                       "nstrat": self.nstrat.copy(), "stride": strata.strides(self.nstrat)})
+        return st
+
+    def inputs(self, key, first_event, size, dtype, state):
+        u = super().inputs(key, first_event, size, dtype, state)
+        return {"u": u, "first": first_event} if self._equal else u
 
     def _core(self, y, valid, left, width):
         """Map, integrand and mask for one block.
@@ -357,6 +426,8 @@ class Vegas(Plain):
         return t.cond(state["train"], accumulate, skip)
 
     def block(self, u, valid, state):
+        if self._equal:
+            return self._stratified_block(u, valid, state)
         t = tf()
         x, v, keep, bad, ids = self._core(u, valid, state["left"], state["width"])
         out = {**moments(v, valid),
@@ -365,6 +436,51 @@ class Vegas(Plain):
         for h in self.histograms:
             out.update(h.block(x, v[:, h.component]))
         return out
+
+    def _stratified_block(self, inputs, valid, state):
+        t = tf()
+        u, first = inputs["u"], inputs["first"]
+        size = u.shape[0]
+        events = t.cast(first, t.int64) + t.range(size, dtype=t.int64)
+        per, extra = state["per"], state["extra"]
+        cube = strata.uniform_hypercube_of(events, per, extra)
+        cube = t.minimum(cube, self.n_hcubes - 1)        # padding past the last event
+        y = strata.point_in_hypercube(cube, u, state["nstrat"], state["stride"])
+        x, v, keep, bad, ids = self._core(y, valid, state["left"], state["width"])
+        out = {**strata.block_strata(v, valid, cube, per, extra, self.n_hcubes),
+               "nonfinite": block_sum(t.cast(bad, t.float64)),
+               **self._train(self._training_value(v), ids, keep, state)}
+        if self.histograms:
+            # weight n / (H n_h): ~1, exactly what makes the histogram the stratified sum
+            n_h = t.cast(t.where(cube < extra, per + 1, per), t.float64)
+            n_over_h = t.cast(per, t.float64) + t.cast(extra, t.float64) / self.n_hcubes
+            w = v * (n_over_h / n_h)[:, None]
+            for hist in self.histograms:
+                out.update(hist.block(x, w[:, hist.component]))
+        return out
+
+    def combine(self, rows, n_events):
+        """Rows added in block order; stratified: the hypercubes split between blocks
+        pooled (:func:`flowsim.algorithms.strata.pool_edges`) into ``strat_var``."""
+        totals = super().combine(rows, n_events)
+        if self._equal:
+            from ..core.kernel import layout
+            cols = {name: (a, b) for name, _, a, b in layout(self)[0]}
+            (e0, e1), (v0, v1) = cols["strat_edges"], cols["strat_var"]
+            per, extra = divmod(n_events, self.n_hcubes)
+            edges = rows[:, e0:e1].reshape(-1, (e1 - e0) // 2)
+            totals[e0:e1] = 0.0
+            totals[v0:v1] = totals[v0:v1] + strata.pool_edges(edges, per, extra)
+        return totals
+
+    def estimate(self, totals, n_events):
+        if not self._equal:
+            return super().estimate(totals, n_events)
+        h = self.n_hcubes
+        value = totals["strat_sum"] / h
+        error = np.sqrt(np.maximum(totals["strat_var"], 0.0)) / h
+        return estimate_record(value, error, self.components, self.histograms, totals,
+                               n_events)
 
     def adapt(self, totals, n_events):
         if self.frozen or self.alpha == 0:
@@ -378,12 +494,23 @@ class Vegas(Plain):
                                        counts, self.alpha)
 
     def config(self):
-        return {**super().config(), "class": type(self).__name__, "n_bins": self.n_bins,
-                "alpha": self.alpha, "train": self.train}
+        cfg = {**super().config(), "class": type(self).__name__, "n_bins": self.n_bins,
+               "alpha": self.alpha, "train": self.train}
+        if self._equal:
+            # absent when unstratified: checkpoints from before stratified Vegas match
+            # stratify=False exactly
+            cfg["stratify"] = True
+        return cfg
 
     def get_state(self):
-        return {"edges": self.edges.copy(), "frozen": np.array(self.frozen)}
+        st = {"edges": self.edges.copy(), "frozen": np.array(self.frozen)}
+        if self._equal and self.nstrat is not None:
+            st["nstrat"] = self.nstrat.copy()
+        return st
 
     def set_state(self, state):
         self.set_edges(state["edges"])
         self.frozen = bool(state["frozen"])
+        if self._equal:
+            self.nstrat = (strata.check_nstrat(state["nstrat"], self.dim) if "nstrat" in state
+                           else self._given_nstrat)

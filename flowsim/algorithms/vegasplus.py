@@ -18,6 +18,7 @@ import numpy as np
 from ..core.blocks import check_count
 from ..core.lazy_tf import tf
 from ..core.sums import block_sum, segment_block_sum
+from . import strata
 from .histogram import estimate_record
 from .vegas import Vegas, check_fraction
 
@@ -29,17 +30,7 @@ EVENTS_PER_HCUBE = 24
 
 def choose_nstrat(dim, n_events, max_hcubes=MAX_HCUBES, per_hcube=EVENTS_PER_HCUBE):
     """Strata per axis: as even as possible with ``prod <= min(max_hcubes, n / per_hcube)``."""
-    limit = max(1, min(max_hcubes, n_events // per_hcube))
-    ns = max(1, int(np.floor(limit ** (1.0 / dim) + 1e-9)))
-    while ns ** dim > limit:
-        ns -= 1
-    nstrat = [ns] * dim
-    for d in range(dim):            # give some axes one more stratum while it fits
-        trial = list(nstrat)
-        trial[d] += 1
-        if np.prod(trial, dtype=np.float64) <= limit:
-            nstrat = trial
-    return np.array(nstrat, dtype=np.int64)
+    return strata.choose_nstrat(dim, n_events, max_hcubes, per_hcube)
 
 
 def allocate(weights, n_events, n_min):
@@ -147,6 +138,7 @@ class VegasPlus(Vegas):
     """
 
     _count_increments = True          # y is stratified: the map trains on real counts
+    _equal_strata = False             # the allocation is VegasPlus's own
 
     def __init__(self, integrand, dim, limits=None, n_bins=200, alpha=0.75, beta=0.75,
                  nstrat=None, max_hcubes=MAX_HCUBES, neval_frac=0.75, train=0,
@@ -166,17 +158,10 @@ class VegasPlus(Vegas):
 
     # -- the stratification --------------------------------------------------------
     def _set_nstrat(self, nstrat):
-        ns = np.array(nstrat).reshape(-1)
-        if ns.shape != (self.dim,) or not np.issubdtype(ns.dtype, np.integer) or np.any(ns < 1):
-            raise ValueError(f"nstrat must be {self.dim} integers >= 1, got {nstrat!r}")
-        self.nstrat = ns.astype(np.int64)
+        self.nstrat = strata.check_nstrat(nstrat, self.dim)
         if self.sigf is None or self.sigf.size != self.n_hcubes:
             self.sigf = np.ones(self.n_hcubes)
         self._alloc = None
-
-    @property
-    def n_hcubes(self):
-        return int(np.prod(self.nstrat)) if self.nstrat is not None else None
 
     def prepare(self, n_events):
         """Fix the hypercube allocation of the next iteration of ``n_events`` events."""
@@ -206,13 +191,6 @@ class VegasPlus(Vegas):
         del acc["sum"], acc["m2"], acc["count"]
         acc["hcube"] = (self._need_nstrat(), 2 * k)
         return acc
-
-    def _need_nstrat(self):
-        if self.nstrat is None:
-            raise RuntimeError("VegasPlus: the hypercubes are chosen from the first "
-                               "iteration's size; run it in a Flow (or call prepare(n_events) "
-                               "or pass nstrat=) first")
-        return self.n_hcubes
 
     def state(self):
         h = self._need_nstrat()
