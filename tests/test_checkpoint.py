@@ -136,7 +136,7 @@ def test_vegas_integrand_is_fingerprinted_too(path):
 
 
 @pytest.mark.parametrize("cls, old", [
-    (flowsim.Vegas, {"n_bins": 50, "alpha": 1.5}),
+    (flowsim.Vegas, {"n_bins": 50, "alpha": 1.5, "stratify": False}),
     (flowsim.VegasPlus, {"n_bins": 50, "alpha": 0.5})])
 def test_checkpoint_of_the_former_vegas_defaults_is_refused_and_resumes_with_them(path, cls,
                                                                                    old):
@@ -150,10 +150,29 @@ def test_checkpoint_of_the_former_vegas_defaults_is_refused_and_resumes_with_the
         message = (r"simulation\.alpha: checkpoint has 0\.5, this run has 0\.75; "
                    r"simulation\.n_bins: checkpoint has 50, this run has 200")
     else:
-        message = r"simulation\.n_bins: checkpoint has 50, this run has 100"
+        message = (r"simulation\.n_bins: checkpoint has 50, this run has 100; "
+                   r"simulation\.stratify: only in this run")
     with pytest.raises(ValueError, match=message):
         flow(cls=cls).run(3, checkpoint=path)
     assert bits(flow(cls=former).run(3, checkpoint=path)) == bits(whole)
+
+
+def test_unstratified_vegas_checkpoint_is_refused_naming_stratify_and_resumes_with_it(path):
+    """Vegas stratifies by default since issue #15; its checkpoints from before hold an
+    unstratified run: refused naming ``stratify``, resumed to the same bits with
+    ``stratify=False`` (whose configuration is the former one, key for key)."""
+    former = functools.partial(flowsim.Vegas, stratify=False)
+    whole = flow(cls=former).run(3)
+    flow(cls=former).run(1, checkpoint=path)
+    refused(path, r"another configuration: simulation\.stratify: only in this run$",
+            cls=flowsim.Vegas)
+    assert bits(flow(cls=former).run(3, checkpoint=path)) == bits(whole)
+
+
+def test_stratified_vegas_resumes_to_the_same_bits(path):
+    whole = flow(cls=flowsim.Vegas).run(3)
+    flow(cls=flowsim.Vegas).run(1, checkpoint=path)
+    assert bits(flow(cls=flowsim.Vegas).run(3, checkpoint=path)) == bits(whole)
 
 
 def test_integrand_not_callable_eagerly_falls_back_to_code(path):

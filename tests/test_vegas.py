@@ -13,6 +13,7 @@ import pytest
 import flowsim
 from flowsim._tf import tf
 from flowsim.vegas import Vegas
+from flowsim.algorithms import strata
 from flowsim.vegasplus import VegasPlus, allocate, choose_nstrat
 
 t = tf()
@@ -159,6 +160,110 @@ def test_same_bits_for_any_events_limit_grid_included(cls):
         assert run(limit) == ref, limit
 
 
+def test_same_bits_for_any_events_limit_hypercubes_across_blocks():
+    """Stratified Vegas whose hypercubes (2,500 events) span several blocks of 1,024:
+    their pooled edges give the same bits for any chunking."""
+    sim = Vegas(genz(2), 2, n_bins=20, train="norm", nstrat=[2, 2])
+    start = fresh_state(sim)
+
+    def run(limit):
+        sim.set_state(start)
+        res = flowsim.Flow(sim, n_events=10_000, seed=4, block_size=1024, events_limit=limit,
+                           quiet=True, jit_compile=JIT).run(2)
+        return [np.concatenate([r["value"], r["error"]]).tobytes() for r in res.iterations]
+    ref = run(1024)
+    for limit in (2048, None):
+        assert run(limit) == ref, limit
+
+
+@pytest.mark.parametrize("n, h", [(10, 5), (11, 5), (1001, 12), (64, 32), (10**6 + 7, 4500)])
+def test_direct_hypercube_index_gives_each_floor_or_ceil_in_order(n, h):
+    """``uniform_hypercube_of`` is the inverse of ``uniform_counts`` laid end to end:
+    hypercube numbers nondecreasing, each ``n // h`` or one more event, numbers
+    ``>= h`` past the last event."""
+    counts = strata.uniform_counts(n, h)
+    assert counts.sum() == n and set(counts.tolist()) <= {n // h, n // h + 1}
+    per, extra = divmod(n, h)
+    events = t.range(n + 70, dtype=t.int64)
+    cube = strata.uniform_hypercube_of(events, t.constant(per, t.int64),
+                                       t.constant(extra, t.int64)).numpy()
+    assert cube[:n].tolist() == np.repeat(np.arange(h), counts).tolist()
+    assert np.all(cube[n:] >= h)
+
+
+@pytest.mark.parametrize("n, h, size", [(1000, 37, 64), (1000, 37, 1024), (1000, 500, 64),
+                                        (130, 2, 64)])
+def test_block_strata_and_pooled_edges_equal_the_direct_stratified_sums(n, h, size):
+    """Per-block sums plus the host's pooling of the hypercubes split between blocks
+    equal ``sum_h mean_h`` and ``sum_h var_h / n_h`` computed hypercube by hypercube."""
+    rng = np.random.default_rng(n + h + size)
+    k = 2
+    v = rng.normal(size=(n, k)) * [1.0, 1e-3] + [0.0, 1e8]     # 2nd: mean dwarfs spread
+    counts = strata.uniform_counts(n, h)
+    cube = np.repeat(np.arange(h), counts)
+    per, extra = divmod(n, h)
+    n_blocks = -(-n // size)
+    pad = n_blocks * size - n
+    vp = np.concatenate([v, np.zeros((pad, k))])
+    cp = np.concatenate([cube, np.full(pad, h - 1)])
+    valid = np.arange(n_blocks * size) < n
+    sums, var, edges = 0.0, 0.0, []
+    for b in range(n_blocks):
+        sl = slice(b * size, (b + 1) * size)
+        out = strata.block_strata(t.constant(vp[sl]), t.constant(valid[sl]),
+                                  t.constant(cp[sl], t.int64), t.constant(per, t.int64),
+                                  t.constant(extra, t.int64), h)
+        sums = sums + out["strat_sum"].numpy()
+        var = var + out["strat_var"].numpy()
+        edges.append(out["strat_edges"].numpy())
+    var = var + strata.pool_edges(np.concatenate(edges), per, extra)
+    direct_mean = np.array([v[cube == i].mean(axis=0) for i in range(h)])
+    direct_var = np.array([v[cube == i].var(axis=0, ddof=1) / counts[i] for i in range(h)])
+    np.testing.assert_allclose(sums, direct_mean.sum(axis=0), rtol=1e-12)
+    # component 1 sits at 1e8 with a spread of 1e-3 (values spaced 1.5e-8 apart): the
+    # deviations about each mean are exact to ~1e-7, where S2 - S1^2/n would be noise
+    np.testing.assert_allclose(var[0], direct_var.sum(axis=0)[0], rtol=1e-12)
+    np.testing.assert_allclose(var[1], direct_var.sum(axis=0)[1], rtol=1e-6)
+
+
+def test_stratified_vegas_defaults_follow_vegas_beta0():
+    """``nstrat`` from about two events per hypercube, like ``vegas``'s ``beta=0``
+    (4 dims, 10^5 events: 47,250 hypercubes), fixed after the first iteration;
+    too few events for the hypercubes is an error naming ``nstrat``."""
+    sim = Vegas(genz(2), 4)
+    sim.prepare(100_000)
+    assert sim.nstrat.tolist() == [15, 15, 15, 14] and sim.n_hcubes == 47_250
+    with pytest.raises(ValueError, match="nstrat"):
+        sim.prepare(1000)
+    assert Vegas(genz(2), 2, stratify=False).config().keys() == {
+        k for k in Vegas(genz(2), 2).config() if k != "stratify"}
+    with pytest.raises(ValueError, match="stratify=True"):
+        Vegas(genz(2), 2, stratify=False, nstrat=[2, 2])
+
+
+def test_vegasplus_hypercube_window_gives_the_bits_of_full_rows(monkeypatch):
+    """More hypercubes than ``HCUBE_WINDOW``: each block returns the sums of a window
+    of hypercubes from its first; added at their place in block order they give the
+    bits of full rows (values, errors, allocation and map), for any chunking; a
+    block too long for the window is refused naming block_size."""
+    from flowsim.algorithms import vegasplus
+
+    def run(limit=None):
+        sim = VegasPlus(genz(2), 2, n_bins=20, train="norm", nstrat=[16, 16])
+        res = flowsim.Flow(sim, n_events=10_000, seed=6, block_size=64, events_limit=limit,
+                           quiet=True, jit_compile=JIT).run(3)
+        return ([np.concatenate([r["value"], r["error"]]).tobytes() for r in res.iterations],
+                sim.sigf.tobytes(), sim.edges.tobytes())
+    full = run()
+    monkeypatch.setattr(vegasplus, "HCUBE_WINDOW", 64)
+    assert run() == full
+    assert run(limit=640) == full
+    sim = VegasPlus(genz(2), 2, nstrat=[16, 16])
+    with pytest.raises(ValueError, match="block_size"):
+        flowsim.Flow(sim, n_events=10_000, seed=6, block_size=256, quiet=True,
+                     jit_compile=JIT).run(1)
+
+
 def test_vegasplus_runs_exactly_n_events_in_hypercube_order():
     sim = VegasPlus(genz(2), 2, nstrat=[4, 3])
     flowsim.Flow(sim, n_events=1001, seed=1, block_size=64, quiet=True, jit_compile=JIT).run(2)
@@ -186,9 +291,9 @@ def test_grid_save_load_round_trip(tmp_path):
         assert not np.array_equal(sim.edges[0], np.linspace(0, 1, 31))      # trained
         if cls is VegasPlus:
             assert other.sigf.tobytes() == sim.sigf.tobytes()
-            assert other.nstrat.tolist() == sim.nstrat.tolist()
-            other.prepare(4000)
-            sim.prepare(4000)
+        assert other.nstrat.tolist() == sim.nstrat.tolist()
+        other.prepare(4000)
+        sim.prepare(4000)
         # Same kernel state, so the same bits in any later run.
         a, b = sim.state(), other.state()
         assert sorted(a) == sorted(b)
@@ -302,9 +407,10 @@ def test_plots_without_a_file():
     ({"beta": 1.5}, ValueError, "beta"), ({"beta": -1}, ValueError, "beta"),
     ({"beta": None}, TypeError, "beta"), ({"nstrat": [0, 2]}, ValueError, "nstrat"),
     ({"neval_frac": 1.0}, ValueError, "neval_frac"), ({"train": "max"}, ValueError, "train"),
+    ({"stratify": "yes"}, TypeError, "stratify"), ({"nstrat": [2]}, ValueError, "nstrat"),
 ])
 def test_bad_arguments_name_themselves(kwargs, exc, match):
-    cls = VegasPlus if {"beta", "nstrat", "neval_frac"} & set(kwargs) else Vegas
+    cls = VegasPlus if {"beta", "neval_frac"} & set(kwargs) else Vegas
     with pytest.raises(exc, match=match):
         cls(genz(2), 2, **kwargs)
     with pytest.raises(ValueError, match="grid must have shape"):

@@ -1,4 +1,5 @@
-"""VEGAS: adaptive importance sampling with a separable map (Lepage 1978, 2021).
+"""VEGAS: adaptive importance sampling with a separable map and stratified sampling
+(Lepage 1978, 2021).
 
 The map sends ``y`` uniform in the unit cube to ``x`` in the integration box,
 one axis at a time: axis ``d`` is cut into ``n_bins`` increments of equal
@@ -8,7 +9,8 @@ numpy state handed to every block as a tensor (the kernel never retraces); the
 per-axis training sums are per-block accumulators made with
 :func:`flowsim.core.sums.segment_block_sum` (O(events * dim), no dense masks),
 added in block order like every other sum, so a trained grid has the same
-bits on every backend and for every ``events_limit``.
+bits on every backend and for every ``events_limit``.  By default ``y`` is
+stratified in hypercubes of equal events (:mod:`flowsim.algorithms.strata`).
 """
 import numbers
 import os
@@ -124,6 +126,19 @@ class Vegas(Plain):
         Start from these map edges, given as fractions of each axis of
         ``limits`` (0 ... 1, strictly increasing), or from a file written by
         :meth:`save_grid`.  Default: the uniform map.
+    stratify : bool
+        Stratified sampling of ``y`` in hypercubes of equal events (default
+        True).  False samples ``y`` uniformly, without strata: the kernel of
+        flowsim before issue 15, with its bits, which resumes checkpoints
+        written by it (they are refused without it, naming ``stratify``).
+    nstrat : sequence of int or None
+        Strata per axis (needs ``stratify=True``).  Default: chosen at the
+        first iteration from its event count, as even as possible with
+        about two events per hypercube (``H <= n / 2``, as ``vegas``'s
+        ``beta=0``), then fixed (a checkpoint or saved grid keeps it).  An
+        iteration needs ``n_events >= 2 H``.  Fewer hypercubes give steadier
+        per-iteration error estimates on integrands that are nearly zero in
+        most of the cube.
 
     One iteration estimates the integral as the mean of ``f(x) J(y)`` over its
     events (error from the sample variance), then, unless frozen, refines the
@@ -151,11 +166,18 @@ class Vegas(Plain):
     small (figures: ``docs/performance.rst``).  Give such integrands many more
     events per iteration.
 
-    Unlike ``vegas``'s ``beta=0`` (classic VEGAS with uniform stratification
-    of ``y`` into hypercubes), this class samples ``y`` uniformly, without
-    strata: on smooth low-dimensional peaks stratification gives much
-    smaller errors for the same events (``VegasPlus(..., beta=0)``
-    stratifies as ``vegas``'s ``beta=0`` does).
+    With ``stratify=True`` (the default, as in ``vegas``'s ``beta=0`` and
+    Lepage's 1978 VEGAS) the ``y`` cube is cut into ``H = prod(nstrat)``
+    hypercubes and every hypercube gets the same number of events (``n // H``
+    or one more); the estimate is the sum of the hypercube means over ``H``,
+    its variance the sum of their variances.  On smooth peaks this gives much
+    smaller errors for the same events than uniform ``y``, and it keeps
+    sampling every region of the cube.  The events are laid out in hypercube
+    order, the hypercube of event ``e`` follows from ``e`` alone, and a block
+    returns a few numbers per component whatever ``H`` is
+    (:mod:`flowsim.algorithms.strata`), so any ``H`` up to ``n / 2`` costs
+    little.  :class:`flowsim.VegasPlus` adds the adaptive allocation of
+    events to hypercubes.
 
     Iterations are combined as :func:`flowsim.core.stats.combine` describes: a
     weighted average over iterations whose weights are capped, so that an
@@ -305,6 +327,8 @@ class Vegas(Plain):
 
     # -- save / load -----------------------------------------------------------------
     def _grid_arrays(self):
+        if self._equal and self.nstrat is not None:
+            return {"edges": self.edges, "nstrat": self.nstrat}
         return {"edges": self.edges}
 
     def save_grid(self, path):
@@ -331,6 +355,8 @@ class Vegas(Plain):
 
     def _set_grid_arrays(self, arrays):
         self.set_edges(arrays["edges"])
+        if self._equal and "nstrat" in arrays:
+            self.nstrat = strata.check_nstrat(arrays["nstrat"], self.dim)
 
     # -- the Simulation contract ---------------------------------------------------
     #: Whether the training also counts the events of each increment (``train_n``).

@@ -26,6 +26,9 @@ from .vegas import Vegas, check_fraction
 MAX_HCUBES = 1 << 16
 #: Default average events per hypercube used to choose ``nstrat``.
 EVENTS_PER_HCUBE = 24
+#: Most hypercube slots a block returns: with more hypercubes, a block returns the
+#: sums of a window of this many consecutive hypercubes starting at its first.
+HCUBE_WINDOW = 1 << 16
 
 
 def choose_nstrat(dim, n_events, max_hcubes=MAX_HCUBES, per_hcube=EVENTS_PER_HCUBE):
@@ -189,7 +192,10 @@ class VegasPlus(Vegas):
         acc = super().accumulators()
         k = max(self.components, 1)
         del acc["sum"], acc["m2"], acc["count"]
-        acc["hcube"] = (self._need_nstrat(), 2 * k)
+        h = self._need_nstrat()
+        acc["hcube"] = (min(h, HCUBE_WINDOW), 2 * k)
+        if h > HCUBE_WINDOW:
+            acc["hcube_first"] = ()
         return acc
 
     def state(self):
@@ -217,22 +223,62 @@ class VegasPlus(Vegas):
         digits = (t.cast(cube, t.int64)[:, None] // state["stride"]) % state["nstrat"]
         y = (t.cast(digits, u.dtype) + u) / t.cast(state["nstrat"], u.dtype)
         x, v, keep, bad, ids = self._core(y, valid, state["left"], state["width"])
-        seg = t.where(keep, cube, h)
-        hc = segment_block_sum(t.concat([v, v * v], axis=1), seg, h + 1)[:h]
-        out = {"hcube": hc, "nonfinite": block_sum(t.cast(bad, t.float64)),
+        out = {"nonfinite": block_sum(t.cast(bad, t.float64)),
                **self._train(self._training_value(v), ids, keep, state)}
+        both = t.concat([v, v * v], axis=1)
+        if h <= HCUBE_WINDOW:
+            seg = t.where(keep, cube, h)
+            out["hcube"] = segment_block_sum(both, seg, h + 1)[:h]
+        else:
+            # every hypercube has >= 2 events, so a block meets <= size // 2 + 2 of them
+            if size // 2 + 2 > HCUBE_WINDOW:
+                raise ValueError(f"VegasPlus with {h} hypercubes needs blocks of at most "
+                                 f"{2 * (HCUBE_WINDOW - 2)} events, got {size}: pass a "
+                                 f"smaller block_size (or max_hcubes <= {HCUBE_WINDOW})")
+            start = cube[0]
+            seg = t.where(keep, cube - start, HCUBE_WINDOW)
+            out["hcube"] = segment_block_sum(both, seg, HCUBE_WINDOW + 1)[:HCUBE_WINDOW]
+            out["hcube_first"] = t.cast(start, t.float64)
         if self.histograms:
             w = v * t.gather(state["hweight"], cube)[:, None]
             for hist in self.histograms:
                 out.update(hist.block(x, w[:, hist.component]))
         return out
 
+    def combine(self, rows, n_events):
+        """Rows added in block order; with more than ``HCUBE_WINDOW`` hypercubes each
+        block's window of hypercube sums is added at its place, in block order (the
+        same bits as full rows: the hypercubes outside a window would add zeros)."""
+        totals = super().combine(rows, n_events)
+        self._windowed = None
+        h = self.n_hcubes
+        if h is not None and h > HCUBE_WINDOW:
+            from ..core.kernel import layout
+            cols = {name: (a, b) for name, _, a, b in layout(self)[0]}
+            (a, b), (f0, _) = cols["hcube"], cols["hcube_first"]
+            full = np.zeros((h, (b - a) // HCUBE_WINDOW))
+            for row in np.asarray(rows, dtype=np.float64):
+                start = int(row[f0])
+                stop = min(h, start + HCUBE_WINDOW)
+                full[start:stop] += row[a:b].reshape(HCUBE_WINDOW, -1)[:stop - start]
+            self._windowed = (n_events, full)
+        return totals
+
+    def _hcube_sums(self, totals, n_events):
+        windowed = getattr(self, "_windowed", None)
+        if self.n_hcubes > HCUBE_WINDOW:
+            if windowed is None or windowed[0] != n_events:
+                raise RuntimeError("VegasPlus: estimate() before combine() of the iteration")
+            return windowed[1]
+        return totals["hcube"]
+
     def _hcube_stats(self, totals, n_events):
         if self._alloc is None or self._alloc[0] != n_events:
             raise RuntimeError("VegasPlus: totals do not match the prepared allocation")
         counts = self._alloc[1].astype(np.float64)[:, None]
         k = max(self.components, 1)
-        s1, s2 = totals["hcube"][:, :k], totals["hcube"][:, k:]
+        sums = self._hcube_sums(totals, n_events)
+        s1, s2 = sums[:, :k], sums[:, k:]
         dv = 1.0 / self.n_hcubes
         mean = s1 / counts
         var = np.maximum(s2 - s1 * mean, 0.0) / (counts - 1.0)   # per-event variance
