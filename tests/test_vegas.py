@@ -12,8 +12,8 @@ import pytest
 
 import flowsim
 from flowsim._tf import tf
-from flowsim.vegas import Vegas
 from flowsim.algorithms import strata
+from flowsim.vegas import Vegas
 from flowsim.vegasplus import VegasPlus, allocate, choose_nstrat
 
 t = tf()

@@ -121,8 +121,15 @@ class VegasPlus(Vegas):
         (the kernel's state shapes depend on it).
     max_hcubes : int
         Cap on the number of hypercubes when ``nstrat`` is chosen (default
-        65,536).  Each block returns ``2 k H`` floats of per-hypercube sums,
-        so this bounds the memory and traffic per block.
+        65,536).  Each block returns ``2 k`` floats per hypercube for at most
+        ``HCUBE_WINDOW`` (65,536) hypercubes: with more, a block returns a
+        window of consecutive hypercubes from its first (so blocks may have
+        at most about ``2 * HCUBE_WINDOW`` events), added at their place on
+        the host.  The host keeps ``O(H)`` numbers per iteration.  More
+        hypercubes (fewer events in each) help low-dimensional peaks at
+        large budgets and hurt the 8-dim double Gaussian, whose allocation
+        then follows noisier ``sigma_h`` (figures: ``docs/performance.rst``,
+        "Precision per event").
     neval_frac : float
         Fraction of the events allocated adaptively, in [0, 1) (default 0.75);
         the others are spread evenly (at least 2 per hypercube).
@@ -170,7 +177,7 @@ class VegasPlus(Vegas):
         """Fix the hypercube allocation of the next iteration of ``n_events`` events."""
         n_events = check_count("n_events", n_events)
         if self.nstrat is None:
-            self._set_nstrat(choose_nstrat(self.dim, n_events, self.max_hcubes))
+            self._set_nstrat(choose_nstrat(self.dim, n_events, self.max_hcubes, EVENTS_PER_HCUBE))
         h = self.n_hcubes
         if n_events < 2 * h:
             raise ValueError(f"VegasPlus needs n_events >= 2 * hypercubes = {2 * h} "
