@@ -108,9 +108,11 @@ CASES = list(dict.fromkeys((name, alg, n, it, 0 if alg == "plain" else skip)
 #: are combined.  Strict: the day one passes, the test fails and this list must
 #: shrink.  Each is an open defect, named in the closing note of issue #11.
 KNOWN_DEFECTS = {
-    ("double_gaussian", "vegas"): "classic VEGAS loses one of the two peaks on some "
-    "seeds (value 0.5 with a tiny error, all iterations agreeing): documented in "
-    "flowsim.Vegas, use VegasPlus",
+    ("double_gaussian", "vegas", 3): "VEGAS's separable map locks onto one of the two "
+    "peaks on some seeds (value 0.5 with a tiny error, all iterations agreeing): "
+    "documented in flowsim.Vegas, use VegasPlus.  Stratified Vegas (issue #15) is "
+    "honest over 6 iterations; over 3: mean -0.67 (skip 1: -0.48), rms 1.27 (1.30), 3 "
+    "beyond 3 sigma (pulls down to -5.2; unstratified: -8.8 to -32)",
     ("tiny_box", "vegas"): "the VEGAS map puts every interior edge inside the box, so "
     "thin strips along the box's edges lie in the wide first and last increments, "
     "hit ~0.3 times per iteration with huge weights: iterations come out 1-4 % low "

@@ -135,7 +135,10 @@ def test_sharp_peak_where_plain_fails():
         r = runs[k]
         assert abs(r.value - exact) < 4 * r.error, (k, r)
         assert r.error < 5e-3 * exact
-        assert r.chi2_dof < 3.0
+        # below the 99.9 % point of chi^2/dof at 4 dof (4.62): false failures 1e-3 per
+        # algorithm for honest errors (stratified Vegas: 3.28 at this seed; seeds 1-12
+        # average 1.09)
+        assert r.chi2_dof < 4.6
     assert runs["vegasplus"].error <= runs["vegas"].error
 
 
