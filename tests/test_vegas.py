@@ -192,6 +192,13 @@ def test_direct_hypercube_index_gives_each_floor_or_ceil_in_order(n, h):
                                        t.constant(extra, t.int64)).numpy()
     assert cube[:n].tolist() == np.repeat(np.arange(h), counts).tolist()
     assert np.all(cube[n:] >= h)
+    as_float = strata.uniform_hypercube_of(t.cast(events, t.float64), float(per), float(extra))
+    assert as_float.numpy().tolist() == cube.tolist()         # the kernel's float64 path
+    nstrat = np.array([7, 3, 5], np.int64)
+    y = strata.point_in_hypercube(t.constant(cube[:n] % 105), t.zeros([n, 3], t.float64),
+                                  t.constant(nstrat), t.constant(strata.strides(nstrat)))
+    digits = np.stack(np.unravel_index(cube[:n] % 105, nstrat[::-1])[::-1], axis=1)
+    assert (y.numpy() * nstrat).round().astype(int).tolist() == digits.tolist()
 
 
 @pytest.mark.parametrize("n, h, size", [(1000, 37, 64), (1000, 37, 1024), (1000, 500, 64),

@@ -74,13 +74,22 @@ def uniform_hypercube_of(events, per, extra):
     """
     t = tf()
     big = extra * (per + 1)
-    return t.where(events < big, events // (per + 1), extra + (events - big) // per)
+    if events.dtype == t.int64:
+        return t.where(events < big, events // (per + 1), extra + (events - big) // per)
+    # float64 holding integers below 2**50: floor((a + 1/2) / b) is exact
+    return t.where(events < big, t.floor((events + 0.5) / (per + 1)),
+                   extra + t.floor((events - big + 0.5) / per))
 
 
 def point_in_hypercube(cube, u, nstrat, stride):
     """``y`` of the uniforms ``u`` ``[n, dim]`` placed in hypercubes ``cube`` ``[n]``."""
     t = tf()
-    digits = (t.cast(cube, t.int64)[:, None] // stride) % nstrat
+    # in float64, exact for hypercube numbers below 2**50 (x86 has no vector integer
+    # division): q = floor(c / stride), digit = q - nstrat floor(q / nstrat)
+    c = t.cast(cube, t.float64)[:, None]
+    ns = t.cast(nstrat, t.float64)
+    q = t.floor((c + 0.5) / t.cast(stride, t.float64))
+    digits = q - ns * t.floor((q + 0.5) / ns)
     return (t.cast(digits, u.dtype) + u) / t.cast(nstrat, u.dtype)
 
 

@@ -484,10 +484,11 @@ class Vegas(Plain):
         t = tf()
         u, first = inputs["u"], inputs["first"]
         size = u.shape[0]
-        events = t.cast(first, t.int64) + t.range(size, dtype=t.int64)
+        events = t.cast(first, t.float64) + t.range(size, dtype=t.float64)
         per, extra = state["per"], state["extra"]
-        cube = strata.uniform_hypercube_of(events, per, extra)
-        cube = t.minimum(cube, self.n_hcubes - 1)        # padding past the last event
+        cube = strata.uniform_hypercube_of(events, t.cast(per, t.float64),
+                                           t.cast(extra, t.float64))
+        cube = t.cast(t.minimum(cube, self.n_hcubes - 1.0), t.int64)   # padding past the end
         y = strata.point_in_hypercube(cube, u, state["nstrat"], state["stride"])
         x, v, keep, bad, ids = self._core(y, valid, state["left"], state["width"])
         out = {**strata.block_strata(v, valid, cube, per, extra, self.n_hcubes),

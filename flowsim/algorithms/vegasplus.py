@@ -227,8 +227,7 @@ class VegasPlus(Vegas):
         size = u.shape[0]
         h = self.n_hcubes
         cube = _hypercube_of(state["ends"], first, size, h)
-        digits = (t.cast(cube, t.int64)[:, None] // state["stride"]) % state["nstrat"]
-        y = (t.cast(digits, u.dtype) + u) / t.cast(state["nstrat"], u.dtype)
+        y = strata.point_in_hypercube(cube, u, state["nstrat"], state["stride"])
         x, v, keep, bad, ids = self._core(y, valid, state["left"], state["width"])
         out = {"nonfinite": block_sum(t.cast(bad, t.float64)),
                **self._train(self._training_value(v), ids, keep, state)}
