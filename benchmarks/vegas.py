@@ -26,6 +26,7 @@ default (VEGAS+) and Vegas <= ``vegas`` beta=0 on every integrand and budget.
     .venv/bin/python benchmarks/vegas.py                  # both tables (~12 min here)
     .venv/bin/python benchmarks/vegas.py --no-vegasflow
     .venv/bin/python benchmarks/vegas.py --precision-only # the precision table (~5 min)
+    .venv/bin/python benchmarks/vegas.py --precision-only --flowsim-only  # flowsim's cells
 """
 import argparse
 import functools

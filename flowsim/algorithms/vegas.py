@@ -161,11 +161,13 @@ class Vegas(Plain):
     lose the others: later iterations then all miss the same peak, agree with
     each other and report a small error about the wrong value, and no chi^2 test
     can see it.  On the 8-dim double Gaussian (``flowsim run gaussian8
-    --algorithm vegas``) at 2e5 events per iteration this happens for some seeds
-    (how many: ``docs/performance.rst``); Lepage's ``vegas`` does the same.  Use
-    :class:`flowsim.VegasPlus`, whose stratification keeps sampling every
-    region, for integrands that may have more than one peak, or many more events
-    per iteration.  Discontinuous integrands (the indicator of a small box) meet
+    --algorithm vegas``) at 2e5 events per iteration this happened for some
+    seeds without stratification (how many: ``docs/performance.rst``);
+    Lepage's ``vegas`` does the same.  Stratification (the default) keeps
+    sampling every region and mostly recovers, but not always within a few
+    iterations.  Use :class:`flowsim.VegasPlus`, whose allocation follows the
+    peaks, for integrands that may have more than one peak, or many more
+    events per iteration.  Discontinuous integrands (the indicator of a small box) meet
     a milder form of the same problem: the map moves every increment edge inside
     the box, so thin strips along the box's edges fall in the wide first and
     last increments and are hit rarely, with large weights; at a few hundred
@@ -204,7 +206,9 @@ class Vegas(Plain):
     ``floor(y * n_bins)`` (the increments are uniform in ``y``), a gather of
     its edge and width, and one segment sum of ``(f J)^2`` into
     ``dim * n_bins`` bins.  Under the Flow's default ``jit_compile=True`` XLA
-    fuses all of it with the integrand.
+    fuses all of it with the integrand.  Stratified, an event also gets its
+    hypercube number and a block two segment sums over the hypercubes it
+    meets.
     """
 
     #: Whether ``stratify`` means hypercubes of equal events (VegasPlus allocates its own).
