@@ -159,13 +159,14 @@ def test_checkpoint_of_the_former_vegas_defaults_is_refused_and_resumes_with_the
 
 def test_unstratified_vegas_checkpoint_is_refused_naming_stratify_and_resumes_with_it(path):
     """Vegas stratifies by default since issue #15; its checkpoints from before hold an
-    unstratified run: refused naming ``stratify``, resumed to the same bits with
-    ``stratify=False`` (whose configuration is the former one, key for key)."""
+    unstratified run: refused naming ``stratify`` (and ``alpha``, whose default
+    follows it), resumed to the same bits with ``stratify=False`` (whose
+    configuration is the former one, key for key)."""
     former = functools.partial(flowsim.Vegas, stratify=False)
     whole = flow(cls=former).run(3)
     flow(cls=former).run(1, checkpoint=path)
-    refused(path, r"another configuration: simulation\.stratify: only in this run$",
-            cls=flowsim.Vegas)
+    refused(path, r"another configuration: simulation\.alpha: checkpoint has 1\.5, this run "
+                  r"has 0\.75; simulation\.stratify: only in this run$", cls=flowsim.Vegas)
     assert bits(flow(cls=former).run(3, checkpoint=path)) == bits(whole)
 
 
