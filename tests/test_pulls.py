@@ -118,11 +118,6 @@ KNOWN_DEFECTS = {
     "hit ~0.3 times per iteration with huge weights: iterations come out 1-4 % low "
     "with 0.2 % errors (a frozen map at 2e6 events is unbiased: pull +0.26)",
     ("tiny_box", "vegasplus"): "as for vegas, after ~8 iterations (honest at 5)",
-    ("inverse_power", "vegas"): "stratified Vegas (the default since issue #15): the "
-    "hypercube at the singular end holds two events, whose variance misses the tail on "
-    "some seeds: single iterations rms ~5, combined mean -1.5, rms 2.3; vegas's beta=0 "
-    "does the same (rms 9.7 over these seeds); nstrat=[20] (rms 0.91), stratify=False "
-    "(0.89) and VegasPlus (1.02) are honest",
     ("double_gaussian", "plain", 6): "rms 1.42 > 1.4 at ~38 effective events per run: "
     "the pooled sample is exactly one sample of 1.2e6 events, whose variance "
     "estimate is skewed; over 200 other seeds the rms is 1.40",

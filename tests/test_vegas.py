@@ -238,11 +238,18 @@ def test_block_strata_and_pooled_edges_equal_the_direct_stratified_sums(n, h, si
 
 def test_stratified_vegas_defaults_follow_vegas_beta0():
     """``nstrat`` from about two events per hypercube, like ``vegas``'s ``beta=0``
-    (4 dims, 10^5 events: 47,250 hypercubes), fixed after the first iteration;
+    (4 dims, 10^5 events: 47,250 hypercubes) but at most 32 per axis (1 dim,
+    2*10^4 events: 32, not 10^4), fixed after the first iteration;
     too few events for the hypercubes is an error naming ``nstrat``."""
     sim = Vegas(genz(2), 4)
     sim.prepare(100_000)
     assert sim.nstrat.tolist() == [15, 15, 15, 14] and sim.n_hcubes == 47_250
+    line = Vegas(lambda x: x[:, 0], 1)
+    line.prepare(20_000)
+    assert line.nstrat.tolist() == [32]
+    plane = Vegas(genz(2), 2)
+    plane.prepare(2_000_000)
+    assert plane.nstrat.tolist() == [32, 32]
     with pytest.raises(ValueError, match="nstrat"):
         sim.prepare(1000)
     assert Vegas(genz(2), 2, stratify=False).config().keys() == {

@@ -28,9 +28,12 @@ from ..core.sums import block_sum, segment_block_sum
 EDGE_HEAD = 2
 
 
-def choose_nstrat(dim, n_events, max_hcubes, per_hcube):
-    """Strata per axis: as even as possible with ``prod <= min(max_hcubes, n / per_hcube)``."""
+def choose_nstrat(dim, n_events, max_hcubes, per_hcube, max_per_axis=None):
+    """Strata per axis: as even as possible with ``prod <= min(max_hcubes, n / per_hcube)``
+    and, if given, at most ``max_per_axis`` on every axis."""
     limit = max(1, min(max_hcubes, n_events // per_hcube))
+    if max_per_axis is not None:
+        limit = min(limit, max_per_axis ** dim)
     ns = max(1, int(np.floor(limit ** (1.0 / dim) + 1e-9)))
     while ns ** dim > limit:
         ns -= 1

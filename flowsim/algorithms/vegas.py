@@ -30,6 +30,9 @@ TINY = 1e-300
 GRID_FORMAT = 1
 #: Events per hypercube from which Vegas chooses ``nstrat`` (as ``vegas``'s ``beta=0``).
 EVENTS_PER_HCUBE = 2
+#: Cap on Vegas's default strata per axis: in one to three dimensions thousands of
+#: strata of two events each under-estimate the error of integrable singularities.
+MAX_STRATA_PER_AXIS = 32
 #: Default ``alpha`` of Vegas with and without stratification.
 ALPHA_STRATIFIED, ALPHA_UNIFORM = 0.75, 1.5
 
@@ -142,8 +145,12 @@ class Vegas(Plain):
         Strata per axis (needs ``stratify=True``).  Default: chosen at the
         first iteration from its event count, as even as possible with
         about two events per hypercube (``H <= n / 2``, as ``vegas``'s
-        ``beta=0``), then fixed (a checkpoint or saved grid keeps it).  An
-        iteration needs ``n_events >= 2 H``.  Fewer hypercubes give steadier
+        ``beta=0``) and at most 32 strata per axis, then fixed (a checkpoint
+        or saved grid keeps it).  The cap matters in one to three
+        dimensions: there thousands of strata of two events each make the
+        error of an integrable singularity (``x^-0.4``) too small on some
+        seeds, while 16-256 strata keep it honest.  An iteration needs
+        ``n_events >= 2 H``.  Fewer hypercubes give steadier
         per-iteration error estimates on integrands that are nearly zero in
         most of the cube.
 
@@ -175,13 +182,13 @@ class Vegas(Plain):
     small (figures: ``docs/performance.rst``).  Give such integrands many more
     events per iteration.
 
-    Caveat of the stratification: with the default of two events per
-    hypercube, an integrable singularity (``x^-0.4`` at 0) lies in a
-    hypercube whose two events rarely see its tail, so on some seeds the
-    iterations come out low with errors too small; ``vegas``'s ``beta=0``
-    does the same.  For such integrands pass fewer strata (``nstrat``, a few
-    hundred events per hypercube or more), ``stratify=False``, or use
-    :class:`flowsim.VegasPlus`, which gives that hypercube more events.
+    Caveat of the stratification: an integrable singularity (``x^-0.4`` at
+    0) lies in a hypercube whose few events rarely see its tail, so with many
+    small hypercubes the iterations come out low with errors too small on
+    some seeds (``vegas``'s ``beta=0`` does the same).  The default cap of 32
+    strata per axis keeps ``x^-0.4`` in 1-d honest; if you pass ``nstrat``
+    for such an integrand, keep a few hundred events per hypercube, or use
+    ``stratify=False`` or :class:`flowsim.VegasPlus`.
 
     With ``stratify=True`` (the default, as in ``vegas``'s ``beta=0`` and
     Lepage's 1978 VEGAS) the ``y`` cube is cut into ``H = prod(nstrat)``
@@ -290,7 +297,8 @@ class Vegas(Plain):
             return
         n_events = check_count("n_events", n_events)
         if self.nstrat is None:
-            self.nstrat = strata.choose_nstrat(self.dim, n_events, n_events, EVENTS_PER_HCUBE)
+            self.nstrat = strata.choose_nstrat(self.dim, n_events, n_events, EVENTS_PER_HCUBE,
+                                                MAX_STRATA_PER_AXIS)
         h = self.n_hcubes
         if n_events < 2 * h:
             raise ValueError(f"{type(self).__name__} needs n_events >= 2 * hypercubes = "
