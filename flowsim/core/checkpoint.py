@@ -165,8 +165,14 @@ def differences(saved, current, prefix=""):
     out = []
     for key in sorted(set(saved) | set(current)):
         where = f"{prefix}{key}"
-        if key not in current or key not in saved:
-            out.append(f"{where}: only in {'the checkpoint' if key in saved else 'this run'}")
+        if key not in current and key in saved:
+            out.append(f"{where}: only in the checkpoint")
+            continue
+        if key not in saved:
+            value = current[key]
+            hint = (f" (the checkpoint's run predates it: pass {key}={not value!r} to resume it)"
+                    if isinstance(value, bool) else "")
+            out.append(f"{where}: only in this run{hint}")
             continue
         a, b = saved[key], current[key]
         if isinstance(a, dict) and isinstance(b, dict):
