@@ -747,3 +747,35 @@ def test_user_subclass_of_plain_with_python_control_flow_in_block_still_converts
         r = flowsim.Flow(Clipped(f, 2), n_events=10_000, seed=1, quiet=True,
                          jit_compile=jit).run(1)
         assert abs(r.value - 1.0) < 5 * r.error
+
+
+def _sum_of_squares(x):
+    return tf().reduce_sum(x * x, axis=1)
+
+
+def _branch_on_block_shape(x):
+    """A tensor ``if`` only where the batch size is static (the kernel, not the probe)."""
+    if x.shape[0] is not None and tf().reduce_max(x) > 2.0:     # never on the unit cube
+        return -x[:, 0]
+    return x[:, 0]
+
+
+def test_integrands_without_python_control_flow_on_tensors_skip_autograph(monkeypatch):
+    """AutoGraph converts only integrands whose trace without it fails: the others are
+    traced as they are (same operations), and Python control flow on tensors, even on
+    one shape only, still works."""
+    from flowsim.core import integrand
+
+    integrand._enabled_context()
+    converted = []
+    ctx, real = integrand._CONTEXT
+    monkeypatch.setattr(integrand, "_CONTEXT",
+                        [ctx, lambda fn, ctx: converted.append(fn) or real(fn, ctx)])
+    for f in (_sum_of_squares, _branch_on_block_shape, _branchy):
+        r = flowsim.integrate(f, 2, 4000, 2, seed=5, block_size=BS, quiet=True)
+        assert r.value == pytest.approx(2 / 3 if f is _sum_of_squares else
+                                        1.0 if f is _branchy else 0.5, abs=5 * r.error)
+    assert _sum_of_squares not in converted
+    assert _branch_on_block_shape in converted and _branchy in converted
+    assert integrand._PLAIN[_sum_of_squares] == {(None, "float64"): True}
+    assert integrand._PLAIN[_branchy] == {(None, "float64"): False}
