@@ -218,7 +218,7 @@ def _names_print(fn):
     """Whether the code of ``fn`` (or of a function it defines) uses the name ``print``."""
     target = getattr(fn, "__func__", fn)
     code = getattr(target, "__code__", None) or getattr(
-        getattr(type(target), "__call__", None), "__code__", None)
+        vars(type(target)).get("__call__"), "__code__", None)
     todo = [code] if code is not None else []
     while todo:
         c = todo.pop()
