@@ -19,6 +19,8 @@ task a worker process receives) share its key, so a worker compiles once and
 reuses the kernel for every later task of that simulation.
 """
 import collections
+import concurrent.futures
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -54,6 +56,11 @@ SHORT_RUN_BLOCKS = 64
 #: warm-up at a size where the loop pays off (e.g. 2*10^6 events, 31 blocks) still
 #: builds it, so the timed run after it does not.
 SHORT_ITERATION_BLOCKS = 8
+#: Threads calling the block function of a chunk's blocks at once on the direct path,
+#: as the loop runs several blocks at once (its ``parallel_iterations``); 1: one after
+#: another.  A block's rows do not depend on which thread computes them.
+DIRECT_THREADS = min(os.cpu_count() or 1, 8)
+_POOL = []
 
 DTYPES = ("float64", "float32")
 
@@ -281,13 +288,26 @@ def _build(simulation, spec, device):
         seed, word = base.numpy()
 
         def call(b):
-            return block(t.constant([seed, word + np.int64(b)], t.int64),
-                         t.constant(b * bs, t.int64), n_events, state)
+            with t.device(device):      # the device scope does not cross threads
+                return block(t.constant([seed, word + np.int64(b)], t.int64),
+                             t.constant(b * bs, t.int64), n_events, state)
 
-        rows = [call(b) for b in range(first, first + n)]
+        if n > 1 and DIRECT_THREADS > 1:
+            rows = list(_pool().map(call, range(first, first + n)))
+        else:
+            rows = [call(b) for b in range(first, first + n)]
         return t.stack(rows) if rows else t.zeros([0, width], t.float64)
 
     return run
+
+
+def _pool():
+    """The threads of the direct path (:data:`DIRECT_THREADS`), started on first use."""
+    with _lock:
+        if not _POOL:
+            _POOL.append(concurrent.futures.ThreadPoolExecutor(
+                DIRECT_THREADS, thread_name_prefix="flowsim-block"))
+        return _POOL[0]
 
 
 def trace_key(simulation, spec, device):
