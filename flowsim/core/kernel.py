@@ -302,12 +302,13 @@ def _build(simulation, spec, device):
 
 
 def _pool():
-    """The threads of the direct path (:data:`DIRECT_THREADS`), started on first use."""
+    """The threads of the direct path (:data:`DIRECT_THREADS`), started on first use
+    in each process (a forked child has none of its parent's threads)."""
     with _lock:
-        if not _POOL:
-            _POOL.append(concurrent.futures.ThreadPoolExecutor(
-                DIRECT_THREADS, thread_name_prefix="flowsim-block"))
-        return _POOL[0]
+        if not _POOL or _POOL[0] != os.getpid():
+            _POOL[:] = [os.getpid(), concurrent.futures.ThreadPoolExecutor(
+                DIRECT_THREADS, thread_name_prefix="flowsim-block")]
+        return _POOL[1]
 
 
 def trace_key(simulation, spec, device):
