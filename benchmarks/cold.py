@@ -79,6 +79,7 @@ def main():
     p.add_argument("--before", metavar="DIR",
                    help="also time the flowsim of this source tree (warm cache)")
     args = p.parse_args()
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="flowsim-cold-") as tmp:
         cache, pyc = os.path.join(tmp, "cache"), os.path.join(tmp, "pyc")
         fresh(FLOWSIM, cache, pyc)                  # fills the caches, untimed
@@ -102,7 +103,8 @@ def main():
                 break
     anchor = np.median([r[0] for r in runs.get("vegas (VEGAS+)", [[np.nan]])])
     print(f"fresh process, 8-dim double Gaussian, 1 + 4 x 280,000 evaluations, "
-          f"median of {args.rounds} interleaved rounds, {os.cpu_count()} cores")
+          f"median of {args.rounds} interleaved rounds, {os.cpu_count()} cores, "
+          f"load average {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(f"{'contender':>32}  {'wall/s':>7}  {'cpu/s':>6}  {'wall / vegas':>12}")
     for name, rs in runs.items():
         wall, cpu = np.median([r[0] for r in rs]), np.median([r[1] for r in rs])

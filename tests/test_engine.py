@@ -432,6 +432,51 @@ def test_block_by_block_calls_and_the_loop_give_the_same_bits(monkeypatch, algor
         assert [r["value"] for r in loop.iterations] == [r["value"] for r in direct.iterations]
 
 
+@pytest.mark.parametrize("algorithm", ["plain", "vegasplus"])
+def test_short_runs_call_blocks_directly_with_the_bits_of_the_loop(monkeypatch, algorithm):
+    """Under XLA a run of at most kernel.SHORT_RUN_BLOCKS blocks (and SHORT_ITERATION_BLOCKS
+    per iteration) calls the block kernel block by block and never builds the loop; a
+    longer run builds it, later short runs use it; every path gives the same bits."""
+    import pickle
+
+    sim = (flowsim.Plain if algorithm == "plain" else flowsim.VegasPlus)(
+        GENZ["oscillatory"].f, 3)
+    sim.trace_key()                 # drawn before the copies, so they share it
+    fresh = pickle.dumps(sim)
+
+    def flow(n=1000):       # 4 blocks of 256 per iteration; copies share one kernel
+        return flowsim.Flow(pickle.loads(fresh), n, seed=7, block_size=BS, quiet=True)
+
+    key = ("Plain" if algorithm == "plain" else "VegasPlus", "CPU:0")
+    kernel._KERNELS.clear()
+    before = kernel.trace_counts[key]
+    short = flow().run(3)                               # 12 blocks: short
+    assert kernel.trace_counts[key] - before == 1       # the block kernel only
+    monkeypatch.setattr(kernel, "SHORT_RUN_BLOCKS", 11)
+    f = flow()
+    f.run(1)                                            # 4 blocks: short, no loop yet
+    assert kernel.trace_counts[key] - before == 1
+    longer = f.run(2)                                   # 8 blocks <= 11: short
+    assert kernel.trace_counts[key] - before == 1
+    monkeypatch.setattr(kernel, "SHORT_RUN_BLOCKS", 7)
+    f2 = flow()
+    f2.run(1)
+    loop = f2.run(2)                                    # 8 blocks > 7: builds the loop
+    assert kernel.trace_counts[key] - before == 2
+    again = flow().run(3)                               # short, but the loop is built
+    assert kernel.trace_counts[key] - before == 2
+    bits = [r["value"] for r in short.iterations]
+    assert [r["value"] for r in again.iterations] == bits
+    assert [r["value"] for r in longer.iterations] == bits[1:]
+    assert [r["value"] for r in loop.iterations] == bits[1:]
+    monkeypatch.setattr(kernel, "SHORT_RUN_BLOCKS", 64)
+    wide = flow(n=9 * BS)                               # 9 blocks per iteration: not short
+    kernel._KERNELS.clear()
+    before = kernel.trace_counts[key]
+    wide.run(1)
+    assert kernel.trace_counts[key] - before == 2
+
+
 def _branchy(x):
     """Python ``if`` and ``for`` on tensors: needs AutoGraph."""
     t = tf()
@@ -747,3 +792,35 @@ def test_user_subclass_of_plain_with_python_control_flow_in_block_still_converts
         r = flowsim.Flow(Clipped(f, 2), n_events=10_000, seed=1, quiet=True,
                          jit_compile=jit).run(1)
         assert abs(r.value - 1.0) < 5 * r.error
+
+
+def _sum_of_squares(x):
+    return tf().reduce_sum(x * x, axis=1)
+
+
+def _branch_on_block_shape(x):
+    """A tensor ``if`` only where the batch size is static (the kernel, not the probe)."""
+    if x.shape[0] is not None and tf().reduce_max(x) > 2.0:     # never on the unit cube
+        return -x[:, 0]
+    return x[:, 0]
+
+
+def test_integrands_without_python_control_flow_on_tensors_skip_autograph(monkeypatch):
+    """AutoGraph converts only integrands whose trace without it fails: the others are
+    traced as they are (same operations), and Python control flow on tensors, even on
+    one shape only, still works."""
+    from flowsim.core import integrand
+
+    integrand._enabled_context()
+    converted = []
+    ctx, real = integrand._CONTEXT
+    monkeypatch.setattr(integrand, "_CONTEXT",
+                        [ctx, lambda fn, ctx: converted.append(fn) or real(fn, ctx)])
+    for f in (_sum_of_squares, _branch_on_block_shape, _branchy):
+        r = flowsim.integrate(f, 2, 4000, 2, seed=5, block_size=BS, quiet=True)
+        assert r.value == pytest.approx(2 / 3 if f is _sum_of_squares else
+                                        1.0 if f is _branchy else 0.5, abs=5 * r.error)
+    assert _sum_of_squares not in converted
+    assert _branch_on_block_shape in converted and _branchy in converted
+    assert integrand._PLAIN[_sum_of_squares] == {(None, "float64"): True}
+    assert integrand._PLAIN[_branchy] == {(None, "float64"): False}

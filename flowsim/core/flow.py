@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from . import checkpoint as ckpt
+from . import kernel
 from .backend import Executor, Iteration, LocalExecutor
 from .blocks import BlockGrid, check_count, check_memory, default_block_size
 from .kernel import IterationTask, KernelSpec, check_seed, layout, same_state, unpack
@@ -159,6 +160,7 @@ class Flow:
         self._next_iteration = 0
         self._last_iteration = -1     # of the current run() call
         self._last_state = None       # of the last task executed
+        self._short_run = False       # the current run() call is short (kernel.SHORT_RUN_BLOCKS)
         self._t0 = None
         self._bar = None
         self._eta = None
@@ -249,7 +251,8 @@ class Flow:
         # a copy: adapt() may change the simulation's arrays in place
         return IterationTask(self.simulation, self.spec, self.seed, iteration,
                              self.n_events, {k: np.array(v) for k, v in
-                                             self.simulation.state().items()})
+                                             self.simulation.state().items()},
+                             self._short_run)
 
     def run_blocks(self, iteration=0):
         """Rows ``[n_blocks, width]`` of one iteration, without estimate or adaptation."""
@@ -308,6 +311,8 @@ class Flow:
             self.timeline = []
             self._t0 = time.perf_counter()
             remaining = max(n_iter - len(records), 0)
+            self._short_run = (self.grid.n_blocks <= kernel.SHORT_ITERATION_BLOCKS and
+                               remaining * self.grid.n_blocks <= kernel.SHORT_RUN_BLOCKS)
             if remaining:                   # before any compiling
                 self.simulation.prepare(self.n_events)      # (the layout may depend on it)
                 check_memory(self.simulation, self.grid.n_blocks)
@@ -331,6 +336,7 @@ class Flow:
             raise
         finally:
             self._last_iteration = -1
+            self._short_run = False
             if self._bar is not None:
                 self._bar.close()
                 self._bar = None

@@ -1,6 +1,9 @@
 """Integration domains and checked integrand evaluation, shared by algorithms."""
 import importlib.util
+import inspect
 import os
+import threading
+import weakref
 
 import numpy as np
 
@@ -61,9 +64,12 @@ def probe_components(integrand, dim, name="integrand"):
     for dtype in (t.float64, t.float32):     # a float32-only integrand is fine in float32 Flows
         spec = t.TensorSpec([None, dim], dtype)
         try:
-            # converted as the kernel converts it, so the kernel reuses the conversion
-            fn = t.function(autograph(integrand), autograph=_enabled_context() is None)
-            out = fn.get_concrete_function(spec).structured_outputs
+            out = _plain_trace(integrand, spec, outputs=True)
+            if out is None:     # converted as the kernel converts it, which then reuses it
+                ctx = _enabled_context()
+                fn = t.function(integrand if ctx is None else _CONTEXT[1](integrand, ctx),
+                                autograph=ctx is None)
+                out = fn.get_concrete_function(spec).structured_outputs
         except Exception as exc:  # noqa: BLE001 - reported below with the float64 attempt
             first = first or exc
             continue
@@ -126,20 +132,100 @@ def _components(out, dim, name, dtype):
 
 
 def autograph(fn):
-    """``fn`` converted by AutoGraph, as ``tf.function`` converts the functions it calls.
+    """``fn`` converted by AutoGraph where it needs it, as ``tf.function`` converts
+    the functions it calls.
 
     flowsim traces its own kernel code without AutoGraph (it has no Python
     control flow on tensors, and converting it cost about 2 CPU-seconds per
     process: ``docs/performance.rst``); the user's functions it calls go
     through this, so an ``if`` or ``for`` on tensors in an integrand still
-    becomes graph control flow.  Returns ``fn`` itself when this TensorFlow
-    offers no way to convert one function (:func:`autograph_kernel` is then
-    True: the whole kernel is converted, as before).
+    becomes graph control flow.
+
+    The returned function, called on a symbolic ``x``, first traces ``fn``
+    without AutoGraph, once per function and dtype (:func:`_plain_trace`): a
+    function whose trace raises nothing has no Python control flow on tensors
+    (TensorFlow refuses ``bool`` and iteration of a symbolic tensor), and
+    AutoGraph would build the same operations, so ``fn`` is called as it is,
+    without the conversion (AutoGraph's source-to-source conversion cost
+    more than the trace).  Otherwise, or when ``fn``'s code names ``print``
+    (which AutoGraph turns into a print in the graph), or when the call on
+    this ``x`` raises (a branch on its static shape), ``fn`` is converted.  On
+    eager tensors ``fn`` runs as it is.  Returns ``fn`` itself when this
+    TensorFlow offers no way to convert one function (:func:`autograph_kernel`
+    is then True: the whole kernel is converted, as before).
     """
     ctx = _enabled_context()
     if ctx is None:
         return fn
-    return _CONTEXT[1](fn, ctx)
+    converted = []
+
+    def call(x, *args, **kwargs):
+        if isinstance(x, tf().Tensor) and not tf().executing_eagerly() and (
+                _plain_trace(fn, tf().TensorSpec(x.shape, x.dtype)) is not None):
+            try:
+                return fn(x, *args, **kwargs)
+            except Exception:  # noqa: BLE001, S110 - e.g. control flow on this shape only:
+                pass           # AutoGraph's conversion runs it, or reports its error
+        if not converted:
+            converted.append(_CONTEXT[1](fn, ctx))
+        return converted[0](x, *args, **kwargs)
+
+    return call
+
+
+#: Whether a function traces without AutoGraph, per dtype: ``{owner: {(fn, dtype): bool}}``,
+#: held weakly by the function (by its object for a bound method).
+_PLAIN = weakref.WeakKeyDictionary()
+_PLAIN_LOCK = threading.Lock()
+
+
+def _plain_trace(fn, spec, outputs=False):
+    """Whether ``fn`` traces without AutoGraph on ``spec``: None when that trace
+    raised (or ``fn``'s code names ``print``), so ``fn`` needs AutoGraph; else
+    True, or the trace's outputs if ``outputs``.
+
+    The answer is kept per function and dtype; a function that cannot be held
+    weakly (or hashed) is traced again at each question.
+    """
+    if _enabled_context() is None:
+        return None
+    owner, sub = (fn.__self__, fn.__func__) if inspect.ismethod(fn) else (fn, None)
+    key = (sub, spec.dtype.name)
+    try:
+        with _PLAIN_LOCK:
+            known = _PLAIN.get(owner, {}).get(key)
+    except TypeError:           # unhashable, or no weak references to it
+        owner = known = None
+    if known is False:
+        return None
+    if known and not outputs:
+        return True
+    if known is None and _names_print(fn):
+        out = None
+    else:
+        try:
+            out = tf().function(fn, autograph=False).get_concrete_function(
+                spec).structured_outputs
+        except Exception:  # noqa: BLE001 - any failure: AutoGraph decides, and reports it
+            out = None
+    if owner is not None:
+        with _PLAIN_LOCK:
+            _PLAIN.setdefault(owner, {})[key] = out is not None
+    return out
+
+
+def _names_print(fn):
+    """Whether the code of ``fn`` (or of a function it defines) uses the name ``print``."""
+    target = getattr(fn, "__func__", fn)
+    code = getattr(target, "__code__", None) or getattr(
+        vars(type(target)).get("__call__"), "__code__", None)
+    todo = [code] if code is not None else []
+    while todo:
+        c = todo.pop()
+        if "print" in c.co_names:
+            return True
+        todo.extend(k for k in c.co_consts if inspect.iscode(k))
+    return False
 
 
 def autograph_kernel(simulation):

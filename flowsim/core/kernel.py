@@ -7,8 +7,9 @@ traced once per (simulation, device, kernel spec): the block count, the first
 block, the iteration and the adaptive state are all tensor arguments, so new
 chunk sizes and new iterations never retrace.  Under XLA the block kernel is
 its own compiled function, called either directly from Python (chunks of one
-block: :data:`DIRECT_BLOCKS`) or from a TensorFlow loop over the chunk's
-blocks; both give the same bits.
+block, :data:`DIRECT_BLOCKS`, and every chunk of a short run,
+:data:`SHORT_RUN_BLOCKS`) or from a TensorFlow loop over the chunk's blocks;
+both give the same bits.
 
 The compiled functions live in one cache, here (:func:`compiled`), keyed by
 what determines the trace: the simulation's
@@ -18,6 +19,8 @@ task a worker process receives) share its key, so a worker compiles once and
 reuses the kernel for every later task of that simulation.
 """
 import collections
+import concurrent.futures
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -37,12 +40,27 @@ _KERNELS = collections.OrderedDict()
 MAX_KERNELS = 32
 #: Under XLA, chunks of at most this many blocks call the block function directly
 #: (one call per block) instead of the loop function.  A run whose chunks are single
-#: blocks then never builds the loop (its trace and TensorFlow's graph optimisation
-#: cost ~0.1 CPU-s), and one call of a small block costs a quarter of a loop call.
-#: Not more: a direct call of a 60,000-event block cost ~0.7 ms more than in the
-#: loop, and letting the first chunks of a run go direct moved the loop's building
-#: into later iterations (figures in ``docs/performance.rst``).
+#: blocks then never builds the loop (its trace, TensorFlow's graph optimisation and
+#: the block's second conversion to HLO inside it), and one call of a small block
+#: costs a quarter of a loop call.  Not more: a direct call of a 60,000-event block
+#: cost ~0.7 ms more than in the loop, and letting the first chunks of a run go
+#: direct moved the loop's building into later iterations (``docs/performance.rst``).
 DIRECT_BLOCKS = 1
+#: Under XLA, a run (one ``Flow.run`` call) of at most this many blocks in all, and
+#: at most :data:`SHORT_ITERATION_BLOCKS` per iteration, calls the block function
+#: directly for every chunk (:attr:`IterationTask.short_run`), unless this process
+#: has already built the loop for the kernel: the loop's building (~0.15 CPU-s) is
+#: left to runs long enough to pay it back.
+SHORT_RUN_BLOCKS = 64
+#: Iterations of more blocks than this do not make a short run: a one-iteration
+#: warm-up at a size where the loop pays off (e.g. 2*10^6 events, 31 blocks) still
+#: builds it, so the timed run after it does not.
+SHORT_ITERATION_BLOCKS = 8
+#: Threads calling the block function of a chunk's blocks at once on the direct path,
+#: as the loop runs several blocks at once (its ``parallel_iterations``); 1: one after
+#: another.  A block's rows do not depend on which thread computes them.
+DIRECT_THREADS = min(os.cpu_count() or 1, 8)
+_POOL = []
 
 DTYPES = ("float64", "float32")
 
@@ -86,6 +104,9 @@ class IterationTask:
     iteration: int
     n_events: int
     state: dict
+    #: Part of a short run (:data:`SHORT_RUN_BLOCKS`): chunks call the block kernel
+    #: block by block.  Same rows either way.
+    short_run: bool = False
     _tensors: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __getstate__(self):
@@ -100,7 +121,7 @@ class IterationTask:
     def at(self, iteration):
         """The same run at another ``iteration``, with this task's state (and tensors)."""
         return IterationTask(self.simulation, self.spec, self.seed, iteration, self.n_events,
-                             self.state, self._tensors)
+                             self.state, self.short_run, self._tensors)
 
     def same_run(self, other):
         """Whether ``other`` computes the same rows (iteration, seed, spec, state alike)."""
@@ -255,20 +276,39 @@ def _build(simulation, spec, device):
         return rows.stack()
 
     if not spec.jit_compile:
-        return chunk
-    def run(base, first_block, n_blocks, n_events, state):
-        """Rows of the chunk: block by block (:data:`DIRECT_BLOCKS`), or the loop."""
+        return lambda *args, short_run=False: chunk(*args)
+
+    def run(base, first_block, n_blocks, n_events, state, short_run=False):
+        """Rows of the chunk: block by block (:data:`DIRECT_BLOCKS`, a short run
+        while the loop is not built), or the loop."""
         first, n = int(first_block), int(n_blocks)
-        if n > DIRECT_BLOCKS:
+        if n > DIRECT_BLOCKS and not (short_run and chunk.experimental_get_tracing_count() == 0):
             return chunk(base, first_block, n_blocks, n_events, state)
         block = one_block.get_concrete_function()
         seed, word = base.numpy()
-        rows = [block(t.constant([seed, word + np.int64(b)], t.int64),
-                      t.constant(b * bs, t.int64), n_events, state)
-                for b in range(first, first + n)]
+
+        def call(b):
+            with t.device(device):      # the device scope does not cross threads
+                return block(t.constant([seed, word + np.int64(b)], t.int64),
+                             t.constant(b * bs, t.int64), n_events, state)
+
+        if n > 1 and DIRECT_THREADS > 1:
+            rows = list(_pool().map(call, range(first, first + n)))
+        else:
+            rows = [call(b) for b in range(first, first + n)]
         return t.stack(rows) if rows else t.zeros([0, width], t.float64)
 
     return run
+
+
+def _pool():
+    """The threads of the direct path (:data:`DIRECT_THREADS`), started on first use
+    in each process (a forked child has none of its parent's threads)."""
+    with _lock:
+        if not _POOL or _POOL[0] != os.getpid():
+            _POOL[:] = [os.getpid(), concurrent.futures.ThreadPoolExecutor(
+                DIRECT_THREADS, thread_name_prefix="flowsim-block")]
+        return _POOL[1]
 
 
 def trace_key(simulation, spec, device):
@@ -324,7 +364,7 @@ def run_chunk(task, first_block, n_blocks, device):
         base = t.constant([task.seed, task.iteration << 32], t.int64)
         try:
             rows = fn(base, t.constant(first_block, t.int64), t.constant(n_blocks, t.int64),
-                      t.constant(task.n_events, t.int64), tensors)
+                      t.constant(task.n_events, t.int64), tensors, short_run=task.short_run)
         except Exception as exc:
             own = user_error(exc) if hasattr(exc, "ag_error_metadata") else None
             if own is None or own is exc:
