@@ -4,7 +4,7 @@ import numpy as np
 
 from ..core.blocks import reduce_rows
 from ..core.integrand import Domain, evaluate, probe_components
-from ..core.kernel import layout
+from ..core.kernel import columns
 from ..core.lazy_tf import tf
 from ..core.simulation import Simulation
 from ..core.stats import mean_and_error
@@ -155,7 +155,7 @@ class Plain(Simulation):
     def combine(self, rows, n_events):
         """Rows added in block order, but ``m2`` pooled about the overall mean."""
         totals = super().combine(rows, n_events)
-        cols = {name: (a, b) for name, _, a, b in layout(self)[0]}
+        cols = columns(self)
         if "m2" in cols:
             (s0, s1), (m0, m1), (c0, _) = cols["sum"], cols["m2"], cols["count"]
             _, totals[m0:m1], _ = pool_moments(rows[:, s0:s1], rows[:, m0:m1], rows[:, c0])

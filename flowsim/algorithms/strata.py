@@ -68,12 +68,13 @@ def uniform_counts(n_events, h):
 
 
 def uniform_hypercube_of(events, per, extra):
-    """Hypercube of each event number in ``events`` (int64 tensor) when the first
-    ``extra`` hypercubes hold ``per + 1`` events and the others ``per``.
+    """Hypercube of each event number in ``events`` when the first ``extra``
+    hypercubes hold ``per + 1`` events and the others ``per``.
 
-    Integer arithmetic on ``events`` only (no overflow below 2**63 events); the
-    inverse of :func:`uniform_counts` laid end to end.  Events past the last
-    hypercube get numbers ``>= H``.
+    ``events``, ``per`` and ``extra`` all int64 (exact below 2**63 events) or all
+    float64 holding integers (exact below 2**50; what the kernel uses: x86 has
+    no vector integer division).  The inverse of :func:`uniform_counts` laid end
+    to end.  Events past the last hypercube get numbers ``>= H``.
     """
     t = tf()
     big = extra * (per + 1)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.blocks import check_count
 from ..core.integrand import evaluate
+from ..core.kernel import columns
 from ..core.lazy_tf import tf
 from ..core.sums import block_sum, segment_block_sum
 from . import strata
@@ -520,8 +521,7 @@ class Vegas(Plain):
         pooled (:func:`flowsim.algorithms.strata.pool_edges`) into ``strat_var``."""
         totals = super().combine(rows, n_events)
         if self._equal:
-            from ..core.kernel import layout
-            cols = {name: (a, b) for name, _, a, b in layout(self)[0]}
+            cols = columns(self)
             (e0, e1), (v0, v1) = cols["strat_edges"], cols["strat_var"]
             per, extra = divmod(n_events, self.n_hcubes)
             edges = rows[:, e0:e1].reshape(-1, (e1 - e0) // 2)

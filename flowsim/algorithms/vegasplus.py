@@ -16,6 +16,7 @@ count or backend gives the same bits, and exactly ``n_events`` events run.
 import numpy as np
 
 from ..core.blocks import check_count
+from ..core.kernel import columns
 from ..core.lazy_tf import tf
 from ..core.sums import block_sum, segment_block_sum
 from . import strata
@@ -259,8 +260,7 @@ class VegasPlus(Vegas):
         self._windowed = None
         h = self.n_hcubes
         if h is not None and h > HCUBE_WINDOW:
-            from ..core.kernel import layout
-            cols = {name: (a, b) for name, _, a, b in layout(self)[0]}
+            cols = columns(self)
             (a, b), (f0, _) = cols["hcube"], cols["hcube_first"]
             full = np.zeros((h, (b - a) // HCUBE_WINDOW))
             for row in np.asarray(rows, dtype=np.float64):

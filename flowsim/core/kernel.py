@@ -155,6 +155,11 @@ def layout(simulation):
     return out, start
 
 
+def columns(simulation):
+    """``{name: (start, stop)}``: where each accumulator lies in a flat row."""
+    return {name: (a, b) for name, _, a, b in layout(simulation)[0]}
+
+
 def unpack(simulation, row):
     """Split a flat row (or totals vector) back into named accumulators."""
     fields, _ = layout(simulation)
