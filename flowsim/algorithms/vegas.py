@@ -434,14 +434,11 @@ class Vegas(Plain):
 
         ``y`` ``[n, dim]`` in the unit cube -> ``x`` ``[n, dim]`` in ``limits``,
         ``v = f(x) J(y) V`` (float64 ``[n, k]``, zero where masked or
-        non-finite), ``keep``, ``bad`` (valid but non-finite) and the
-        increment ids ``[n, dim]`` of the training sums.
+        non-finite), ``keep`` and ``bad`` (valid but non-finite).
         """
         t = tf()
         n = self.n_bins
-        z = y * n
-        iy = t.minimum(t.cast(z, t.int32), n - 1)
-        ids = iy + t.range(self.dim, dtype=t.int32) * n
+        z, iy, ids = self._increments(y)
         w = t.gather(t.cast(width, y.dtype), ids)
         x01 = t.gather(t.cast(left, y.dtype), ids) + w * (z - t.cast(iy, y.dtype))
         jac = t.cast(t.reduce_prod(w * n, axis=1), t.float64) * self.domain.volume
@@ -451,7 +448,16 @@ class Vegas(Plain):
         finite = t.reduce_all(t.math.is_finite(v), axis=1)
         keep = finite & valid
         v = t.where(keep[:, None], v, t.zeros_like(v))
-        return x, v, keep, valid & ~finite, ids
+        return x, v, keep, valid & ~finite
+
+    def _increments(self, y):
+        """``z = y n_bins``, the increment ``iy`` of each coordinate of ``y`` and
+        its slot ``iy + d n_bins`` in the training sums (int32 ``[n, dim]`` each)."""
+        t = tf()
+        n = self.n_bins
+        z = y * n
+        iy = t.minimum(t.cast(z, t.int32), n - 1)
+        return z, iy, iy + t.range(self.dim, dtype=t.int32) * n
 
     def _training_value(self, v):
         t = tf()
@@ -459,14 +465,17 @@ class Vegas(Plain):
             return t.reduce_sum(v * v, axis=1)
         return t.square(v[:, self.train])
 
-    def _train(self, g, ids, keep, state):
+    def _train(self, g, y, keep, state):
         """Per-increment sums of ``g`` (and event counts, if counted), ``[dim * n_bins]``
-        each, as the ``train_f2`` (and ``train_n``) accumulators; zeros when frozen."""
+        each, as the ``train_f2`` (and ``train_n``) accumulators; zeros when frozen.
+        The increments of ``y`` are found again inside the branch, where XLA fuses
+        them with the segment ids instead of storing them for it."""
         t = tf()
         m = self.dim * self.n_bins
         count = self._count_increments
 
         def accumulate():
+            ids = self._increments(y)[2]
             flat = t.reshape(t.where(keep[:, None], ids, m), [-1])
             vals = t.reshape(t.broadcast_to(g[:, None], t.shape(ids)), [-1])
             if not count:
@@ -485,10 +494,10 @@ class Vegas(Plain):
         if self._equal:
             return self._stratified_block(u, valid, state)
         t = tf()
-        x, v, keep, bad, ids = self._core(u, valid, state["left"], state["width"])
+        x, v, keep, bad = self._core(u, valid, state["left"], state["width"])
         out = {**moments(v, valid),
                "nonfinite": block_sum(t.cast(bad, t.float64)),
-               **self._train(self._training_value(v), ids, keep, state)}
+               **self._train(self._training_value(v), u, keep, state)}
         for h in self.histograms:
             out.update(h.block(x, v[:, h.component]))
         return out
@@ -503,10 +512,10 @@ class Vegas(Plain):
                                            t.cast(extra, t.float64))
         cube = t.cast(t.minimum(cube, self.n_hcubes - 1.0), t.int64)   # padding past the end
         y = strata.point_in_hypercube(cube, u, state["nstrat"], state["stride"])
-        x, v, keep, bad, ids = self._core(y, valid, state["left"], state["width"])
+        x, v, keep, bad = self._core(y, valid, state["left"], state["width"])
         out = {**strata.block_strata(v, valid, cube, per, extra, self.n_hcubes),
                "nonfinite": block_sum(t.cast(bad, t.float64)),
-               **self._train(self._training_value(v), ids, keep, state)}
+               **self._train(self._training_value(v), y, keep, state)}
         if self.histograms:
             # weight n / (H n_h): ~1, exactly what makes the histogram the stratified sum
             n_h = t.cast(t.where(cube < extra, per + 1, per), t.float64)

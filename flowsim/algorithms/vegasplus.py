@@ -229,9 +229,9 @@ class VegasPlus(Vegas):
         h = self.n_hcubes
         cube = _hypercube_of(state["ends"], first, size, h)
         y = strata.point_in_hypercube(cube, u, state["nstrat"], state["stride"])
-        x, v, keep, bad, ids = self._core(y, valid, state["left"], state["width"])
+        x, v, keep, bad = self._core(y, valid, state["left"], state["width"])
         out = {"nonfinite": block_sum(t.cast(bad, t.float64)),
-               **self._train(self._training_value(v), ids, keep, state)}
+               **self._train(self._training_value(v), y, keep, state)}
         both = t.concat([v, v * v], axis=1)
         if h <= HCUBE_WINDOW:
             seg = t.where(keep, cube, h)
