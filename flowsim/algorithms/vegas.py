@@ -21,7 +21,7 @@ from ..core.blocks import check_count
 from ..core.integrand import evaluate
 from ..core.kernel import columns
 from ..core.lazy_tf import tf
-from ..core.sums import block_sum, segment_block_sum
+from ..core.sums import count_true, segment_block_sum
 from . import strata
 from .histogram import estimate_record
 from .plain import Plain, moments
@@ -493,10 +493,9 @@ class Vegas(Plain):
     def block(self, u, valid, state):
         if self._equal:
             return self._stratified_block(u, valid, state)
-        t = tf()
         x, v, keep, bad = self._core(u, valid, state["left"], state["width"])
         out = {**moments(v, valid),
-               "nonfinite": block_sum(t.cast(bad, t.float64)),
+               "nonfinite": count_true(bad),
                **self._train(self._training_value(v), u, keep, state)}
         for h in self.histograms:
             out.update(h.block(x, v[:, h.component]))
@@ -514,7 +513,7 @@ class Vegas(Plain):
         y = strata.point_in_hypercube(cube, u, state["nstrat"], state["stride"])
         x, v, keep, bad = self._core(y, valid, state["left"], state["width"])
         out = {**strata.block_strata(v, valid, cube, per, extra, self.n_hcubes),
-               "nonfinite": block_sum(t.cast(bad, t.float64)),
+               "nonfinite": count_true(bad),
                **self._train(self._training_value(v), y, keep, state)}
         if self.histograms:
             # weight n / (H n_h): ~1, exactly what makes the histogram the stratified sum

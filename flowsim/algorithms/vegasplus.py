@@ -18,7 +18,7 @@ import numpy as np
 from ..core.blocks import check_count
 from ..core.kernel import columns
 from ..core.lazy_tf import tf
-from ..core.sums import block_sum, segment_block_sum
+from ..core.sums import count_true, segment_block_sum
 from . import strata
 from .histogram import estimate_record
 from .vegas import Vegas, check_fraction
@@ -230,7 +230,7 @@ class VegasPlus(Vegas):
         cube = _hypercube_of(state["ends"], first, size, h)
         y = strata.point_in_hypercube(cube, u, state["nstrat"], state["stride"])
         x, v, keep, bad = self._core(y, valid, state["left"], state["width"])
-        out = {"nonfinite": block_sum(t.cast(bad, t.float64)),
+        out = {"nonfinite": count_true(bad),
                **self._train(self._training_value(v), y, keep, state)}
         both = t.concat([v, v * v], axis=1)
         if h <= HCUBE_WINDOW:
