@@ -166,7 +166,7 @@ def test_unstratified_vegas_checkpoint_is_refused_naming_stratify_and_resumes_wi
     whole = flow(cls=former).run(3)
     flow(cls=former).run(1, checkpoint=path)
     refused(path, r"another configuration: simulation\.alpha: checkpoint has 1\.5, this run "
-                  r"has 0\.75; simulation\.stratify: only in this run \(the checkpoint's "
+                  r"has 0\.5; simulation\.stratify: only in this run \(the checkpoint's "
                   r"run predates it: pass stratify=False to resume it\)$", cls=flowsim.Vegas)
     assert bits(flow(cls=former).run(3, checkpoint=path)) == bits(whole)
 
