@@ -166,7 +166,7 @@ def test_unstratified_vegas_checkpoint_is_refused_naming_stratify_and_resumes_wi
     whole = flow(cls=former).run(3)
     flow(cls=former).run(1, checkpoint=path)
     refused(path, r"another configuration: simulation\.alpha: checkpoint has 1\.5, this run "
-                  r"has 0\.75; simulation\.stratify: only in this run \(the checkpoint's "
+                  r"has 0\.5; simulation\.stratify: only in this run \(the checkpoint's "
                   r"run predates it: pass stratify=False to resume it\)$", cls=flowsim.Vegas)
     assert bits(flow(cls=former).run(3, checkpoint=path)) == bits(whole)
 
@@ -374,3 +374,14 @@ def test_unwritable_directory_is_refused_before_any_work(path, monkeypatch):
                                          r"writable\?"):
         run.run(2, checkpoint=path)
     assert run.timeline == []
+
+
+def test_vegasplus_checkpoint_from_before_sigma_h_is_refused_naming_it():
+    """VegasPlus's allocation and default hypercubes changed on 2026-12-01 (issue #15): its
+    configuration names the new allocation, which checkpoints from before lack."""
+    from flowsim.core.checkpoint import differences
+    cfg = flowsim.VegasPlus(lambda x: x[:, 0], 2).config()
+    before = {k: v for k, v in cfg.items() if k != "sigma_h"}
+    assert differences(before, cfg) == [
+        "sigma_h: only in this run (the checkpoint's run predates sigma_h 'of the mean': "
+        "start a new run)"]

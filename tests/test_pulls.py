@@ -108,11 +108,12 @@ CASES = list(dict.fromkeys((name, alg, n, it, 0 if alg == "plain" else skip)
 #: are combined.  Strict: the day one passes, the test fails and this list must
 #: shrink.  Each is an open defect, named in the closing note of issue #11.
 KNOWN_DEFECTS = {
-    ("double_gaussian", "vegas", 3): "VEGAS's separable map locks onto one of the two "
+    ("double_gaussian", "vegas", 3, 0): "VEGAS's separable map locks onto one of the two "
     "peaks on some seeds (value 0.5 with a tiny error, all iterations agreeing): "
     "documented in flowsim.Vegas, use VegasPlus.  Stratified Vegas (issue #15) is "
-    "honest over 6 iterations; over 3: mean -0.67 (skip 1: -0.48), rms 1.27 (1.30), 3 "
-    "beyond 3 sigma (pulls down to -5.2; unstratified: -8.8 to -32)",
+    "honest over 6 iterations, and over 3 after a warm-up since alpha 0.5 (2026-12-01); "
+    "with alpha 0.75, over 3: mean -0.67 (skip 1: -0.48), rms 1.27 (1.30), 3 beyond 3 "
+    "sigma (pulls down to -5.2; unstratified: -8.8 to -32)",
     ("tiny_box", "vegas"): "the VEGAS map puts every interior edge inside the box, so "
     "thin strips along the box's edges lie in the wide first and last increments, "
     "hit ~0.3 times per iteration with huge weights: iterations come out 1-4 % low "
@@ -124,9 +125,10 @@ KNOWN_DEFECTS = {
 }
 
 
-def known_defect(integrand, algorithm, n_iter):
+def known_defect(integrand, algorithm, n_iter, skip):
     return (KNOWN_DEFECTS.get((integrand, algorithm))
-            or KNOWN_DEFECTS.get((integrand, algorithm, n_iter)))
+            or KNOWN_DEFECTS.get((integrand, algorithm, n_iter))
+            or KNOWN_DEFECTS.get((integrand, algorithm, n_iter, skip)))
 
 
 _sims = {}
@@ -186,8 +188,8 @@ def test_reset_state_gives_the_bits_of_a_fresh_simulation():
 @pytest.mark.slow
 @pytest.mark.parametrize("integrand, algorithm, n_events, n_iter, skip", [
     pytest.param(*c, id=f"{c[0]}-{c[1]}-{c[2]}x{c[3]}-skip{c[4]}",
-                 marks=[pytest.mark.xfail(strict=True, reason=known_defect(c[0], c[1], c[3]))]
-                 if known_defect(c[0], c[1], c[3]) else [])
+                 marks=[pytest.mark.xfail(strict=True, reason=known_defect(c[0], c[1], c[3], c[4]))]
+                 if known_defect(c[0], c[1], c[3], c[4]) else [])
     for c in CASES])
 def test_pulls_heavy_tailed_and_sparse(integrand, algorithm, n_events, n_iter, skip):
     exact = INTEGRANDS[integrand][2]

@@ -290,6 +290,12 @@ def test_vegasplus_runs_exactly_n_events_in_hypercube_order():
     assert not np.all(counts == counts[0])            # the allocation adapted
     assert allocate(np.ones(5), 17, 2).tolist() == [4, 4, 3, 3, 3]
     assert np.prod(choose_nstrat(8, 2_000_000)) == 4 ** 8
+    # the same strata on every axis, max(4, 2^(dim/2)) events per hypercube, <= 32 per axis
+    assert choose_nstrat(4, 2_000_000).tolist() == [26] * 4
+    assert choose_nstrat(6, 2_000_000).tolist() == [7] * 6
+    assert choose_nstrat(8, 100_000).tolist() == [2] * 8
+    assert choose_nstrat(1, 20_000).tolist() == [32]
+    assert choose_nstrat(4, 2_000_000, max_hcubes=65_536).tolist() == [16] * 4
     with pytest.raises(ValueError, match="n_events >= 2"):
         sim.prepare(20)
 

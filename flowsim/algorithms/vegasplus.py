@@ -2,9 +2,10 @@
 
 The unit cube of ``y`` is cut into ``H = prod(nstrat)`` hypercubes.  Each
 iteration gives hypercube ``h`` ``n_h`` events (at least two), chosen between
-iterations from the standard deviation ``sigma_h`` of ``f J`` measured in it:
-``n_h - n_min`` proportional to ``sigma_h ** beta``.  The integral is the sum of
-the hypercube means and its variance the sum of their variances.
+iterations from the standard deviation ``sigma_h`` of the hypercube's estimate
+measured in it: ``n_h - n_min`` proportional to ``sigma_h ** beta``.  The
+integral is the sum of the hypercube means and its variance the sum of their
+variances.
 
 Distributable like any Simulation: the allocation is numpy state fixed before an
 iteration starts (:meth:`VegasPlus.prepare`), the events of the iteration are laid
@@ -21,20 +22,32 @@ from ..core.lazy_tf import tf
 from ..core.sums import count_true, segment_block_sum
 from . import strata
 from .histogram import estimate_record
-from .vegas import Vegas, check_fraction
+from .vegas import MAX_STRATA_PER_AXIS, Vegas, check_fraction
 
-#: Default cap on the number of hypercubes (per-block accumulators are 2*k*H floats).
-MAX_HCUBES = 1 << 16
-#: Default average events per hypercube used to choose ``nstrat``.
-EVENTS_PER_HCUBE = 24
+#: Default cap on the number of hypercubes (the host keeps a few numbers per hypercube).
+MAX_HCUBES = 1 << 20
+#: Fewest average events per hypercube used to choose ``nstrat``; in ``dim``
+#: dimensions the default is ``max(EVENTS_PER_HCUBE, 2 ** (dim / 2))``.
+EVENTS_PER_HCUBE = 4
 #: Most hypercube slots a block returns: with more hypercubes, a block returns the
 #: sums of a window of this many consecutive hypercubes starting at its first.
 HCUBE_WINDOW = 1 << 16
 
 
-def choose_nstrat(dim, n_events, max_hcubes=MAX_HCUBES, per_hcube=EVENTS_PER_HCUBE):
-    """Strata per axis: as even as possible with ``prod <= min(max_hcubes, n / per_hcube)``."""
-    return strata.choose_nstrat(dim, n_events, max_hcubes, per_hcube)
+def events_per_hcube(dim):
+    """Default average events per hypercube in ``dim`` dimensions: ``max(4, 2 ** (dim / 2))``."""
+    return max(EVENTS_PER_HCUBE, 2.0 ** (dim / 2.0))
+
+
+def choose_nstrat(dim, n_events, max_hcubes=MAX_HCUBES, per_hcube=None):
+    """The same strata ``s`` on every axis: the largest ``s <= MAX_STRATA_PER_AXIS`` with
+    ``s ** dim <= min(max_hcubes, n / per_hcube)`` (default :func:`events_per_hcube`)."""
+    per = events_per_hcube(dim) if per_hcube is None else per_hcube
+    limit = max(1.0, min(max_hcubes, n_events / per))
+    s = 1
+    while s < MAX_STRATA_PER_AXIS and float(s + 1) ** dim <= limit:
+        s += 1
+    return np.full(dim, s, dtype=np.int64)
 
 
 def allocate(weights, n_events, n_min):
@@ -113,32 +126,52 @@ class VegasPlus(Vegas):
     beta : float
         Damping of the stratification, in [0, 1] (default 0.75, as in
         ``vegas``).  0 gives every hypercube the same events (plain
-        stratification); 1 allocates in proportion to ``sigma_h`` (optimal
-        in theory, but noisy estimates of ``sigma_h`` make it over-react).
+        stratification); 1 allocates in proportion to ``sigma_h`` (defined
+        below; noisy estimates of ``sigma_h`` make it over-react).
     nstrat : sequence of int or None
         Strata per axis.  Default: chosen at the first iteration from its
-        event count, as even as possible with at most ``max_hcubes`` hypercubes
-        and about ``24`` events per hypercube on average.  Fixed afterwards
-        (the kernel's state shapes depend on it).
+        event count ``n``, the same ``s`` on every axis: the largest ``s``
+        with ``s ** dim <= min(max_hcubes, n / m)`` and ``s <= 32``, where
+        ``m = max(4, 2 ** (dim / 2))`` is the average of events per
+        hypercube (4 up to 4 dimensions, 8 in 6, 16 in 8).  So the default
+        depends on the first iteration's ``n``: at 2*10^6 events, 26^4
+        hypercubes in 4 dimensions, 7^6 in 6, 4^8 in 8; at 10^5, 12^4,
+        4^6 and 2^8.  Fixed afterwards (the kernel's state shapes depend on
+        it): a run whose later iterations are much larger keeps the first
+        one's hypercubes.  The rule was tuned on the four peaked integrands
+        of ``benchmarks/_peaked.py`` (figures: ``docs/performance.rst``,
+        "VegasPlus hypercubes"), and is a compromise: many small
+        hypercubes help low-dimensional peaks (4 dimensions at 2*10^6: 26^4
+        hypercubes gave 0.74-0.96x ``vegas``'s error, the former 16^4 cap
+        1.2-1.24x), while the 8-dim double Gaussian needs few strata per
+        axis and an *even* number of them (its two peaks at 1/4 and 3/4
+        lie on either side of the middle of ``y`` after the map, which an
+        odd number of strata cuts): 3^8 hypercubes at 10^5 had 1.4x
+        ``vegas``'s error, 2^8 0.14x.  Equal strata on every axis keep ``s``
+        the same on all of them (with ``s + 1`` on some axes, errors were
+        1.3-7x larger there).  The cap of 32 strata per axis (as
+        :class:`flowsim.Vegas`) keeps a few events in each stratum of 1 to 3
+        dimensions, where thousands of tiny strata under-estimate the error
+        of integrable singularities.  Pass ``nstrat`` to choose otherwise,
+        e.g. for an integrand whose structure an even or odd ``s`` cuts.
     max_hcubes : int
         Cap on the number of hypercubes when ``nstrat`` is chosen (default
-        65,536).  Each block returns ``2 k`` floats per hypercube for at most
-        ``HCUBE_WINDOW`` (65,536) hypercubes: with more, a block returns a
-        window of consecutive hypercubes from its first (so blocks may have
-        at most about ``2 * HCUBE_WINDOW`` events), added at their place on
-        the host.  The host keeps ``O(H)`` numbers per iteration.  More
-        hypercubes (fewer events in each) help low-dimensional peaks at
-        large budgets and hurt the 8-dim double Gaussian, whose allocation
-        then follows noisier ``sigma_h`` (figures: ``docs/performance.rst``,
-        "Precision per event").
+        1,048,576 = 32^4).  Each block returns ``2 k`` floats per hypercube
+        for at most ``HCUBE_WINDOW`` (65,536) hypercubes: with more, a block
+        returns a window of consecutive hypercubes from its first (so blocks
+        may have at most about ``2 * HCUBE_WINDOW`` events), added at their
+        place on the host.  The host keeps ``O(H)`` numbers per iteration,
+        and the kernel's time per event grows with ``H`` (see
+        ``docs/performance.rst``).
     neval_frac : float
         Fraction of the events allocated adaptively, in [0, 1) (default 0.75);
         the others are spread evenly (at least 2 per hypercube).
 
-    ``sigma_h`` is the per-event standard deviation of ``f J`` in the
-    hypercube times its volume (so ``beta = 1`` is Neyman's optimal
-    allocation); the ``vegas`` package uses the standard deviation of the
-    hypercube's mean instead, which also depends on the previous ``n_h``.
+    ``sigma_h`` is the standard deviation of the hypercube's estimate in
+    the last iteration, ``V_h std_h(f J) / sqrt(n_h)``, as in ``vegas``: it
+    also depends on the ``n_h`` that iteration gave the hypercube, which
+    damps the allocation further (at a fixed point ``n_h`` grows as
+    ``std_h ** (beta / (1 + beta / 2))``, ``std_h ** 0.55`` for 0.75).
     The allocation uses only the last iteration (no averaging), like ``vegas``.
 
     An iteration of ``n_events`` needs ``n_events >= 2 H``.  The stratified
@@ -178,7 +211,7 @@ class VegasPlus(Vegas):
         """Fix the hypercube allocation of the next iteration of ``n_events`` events."""
         n_events = check_count("n_events", n_events)
         if self.nstrat is None:
-            self._set_nstrat(choose_nstrat(self.dim, n_events, self.max_hcubes, EVENTS_PER_HCUBE))
+            self._set_nstrat(choose_nstrat(self.dim, n_events, self.max_hcubes))
         h = self.n_hcubes
         if n_events < 2 * h:
             raise ValueError(f"VegasPlus needs n_events >= 2 * hypercubes = {2 * h} "
@@ -300,7 +333,8 @@ class VegasPlus(Vegas):
     def adapt(self, totals, n_events):
         if self.frozen:
             return
-        _, var, _ = self._hcube_stats(totals, n_events)
+        _, var, counts = self._hcube_stats(totals, n_events)
+        var = var / counts                 # the variance of each hypercube's mean
         sigma2 = var.sum(axis=1) if self.train == "norm" else var[:, self.train]
         if self.beta > 0:
             self.sigf = np.sqrt(sigma2) ** self.beta
@@ -331,8 +365,11 @@ class VegasPlus(Vegas):
 
     def config(self):
         cfg = super().config()
+        # "sigma_h": what the allocation follows (absent before 2026-12-01, when it was
+        # the per-event standard deviation and nstrat another rule: those checkpoints
+        # are refused, naming it)
         cfg.update({"beta": self.beta, "neval_frac": self.neval_frac,
-                    "max_hcubes": self.max_hcubes})
+                    "max_hcubes": self.max_hcubes, "sigma_h": "of the mean"})
         return cfg
 
     def get_state(self):

@@ -171,7 +171,9 @@ def differences(saved, current, prefix=""):
         if key not in saved:
             value = current[key]
             hint = (f" (the checkpoint's run predates it: pass {key}={not value!r} to resume it)"
-                    if isinstance(value, bool) else "")
+                    if isinstance(value, bool) else
+                    f" (the checkpoint's run predates {key} {value!r}: start a new run)"
+                    if isinstance(value, str) else "")
             out.append(f"{where}: only in this run{hint}")
             continue
         a, b = saved[key], current[key]
