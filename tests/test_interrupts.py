@@ -151,6 +151,29 @@ def test_ctrl_c_leaves_no_block_call_running_on_the_direct_paths_threads(monkeyp
     assert (pool.in_flight, pool.done) == (0, 4)    # every block of the chunk returned
 
 
+def test_ctrl_c_joins_the_device_threads_of_threadpoolflow(monkeypatch):
+    from flowsim.distribution import ThreadPoolFlow
+    from flowsim.distribution.threads import ThreadExecutor
+    compute, log = ThreadExecutor.compute, []
+
+    def interrupting(self, task, first, n, device):
+        log.append("started")
+        if len(log) == 1:
+            ctrl_c()
+            time.sleep(0.5)
+        rows = compute(self, task, first, n, device)
+        log.append("finished")
+        return rows
+
+    monkeypatch.setattr(ThreadExecutor, "compute", interrupting)
+    flow = ThreadPoolFlow(flowsim.Plain(double_gaussian, 4), 4096, seed=3, block_size=1024,
+                          events_limit=1024, quiet=True)
+    stopped(lambda: flow.run(2))
+    assert log[:2] == ["started", "finished"] and log.count("started") == log.count("finished")
+    assert [t.name for t in threading.enumerate() if t.name.startswith("flowsim-")
+            and not t.name.startswith("flowsim-block")] == []     # device workers joined
+
+
 def test_a_second_ctrl_c_during_the_chunk_ends_the_process_at_once():
     code = """if True:
     import os, signal, sys, time
