@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import rng
+from . import interrupts, rng
 from .integrand import autograph_kernel, user_error
 from .lazy_tf import tf
 
@@ -362,7 +362,15 @@ def check_seed(seed):
 
 
 def run_chunk(task, first_block, n_blocks, device):
-    """Rows ``[n_blocks, width]`` of blocks ``first_block ..`` of ``task`` on ``device``."""
+    """Rows ``[n_blocks, width]`` of blocks ``first_block ..`` of ``task`` on ``device``.
+
+    A Ctrl-C during the chunk is raised when it has finished (:mod:`.interrupts`), so
+    no TensorFlow call of it (nor a thread of the direct path) is left half-done."""
+    with interrupts.held():
+        return _run_chunk(task, first_block, n_blocks, device)
+
+
+def _run_chunk(task, first_block, n_blocks, device):
     t = tf()
     fn = compiled(task.simulation, task.spec, device)
     with t.device(device):

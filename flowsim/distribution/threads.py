@@ -26,6 +26,7 @@ re-raised with its traceback.
 import threading
 
 from .. import schedule as sched_mod
+from ..core import interrupts
 from ..core import lazy_tf as _tf
 from ..core.backend import Executor, set_threads, thread_settings
 from ..core.blocks import check_count
@@ -104,19 +105,22 @@ class ThreadExecutor(Executor):
         threads = [threading.Thread(target=self._work, args=(run, w),
                                     name=f"flowsim-{d}", daemon=True)
                    for w, d in enumerate(self._devices)]
-        started = []
         try:
             for t in threads:
                 t.start()
-                started.append(t)
-            for t in started:
+            for t in threads:
                 t.join()
         except BaseException as exc:               # Ctrl-C: stop the workers, then go
             with run.cond:
                 run.error = run.error or exc
                 run.cond.notify_all()
-            for t in started:
-                t.join()
+            # Every worker that started (also one whose start() the Ctrl-C interrupted)
+            # finishes its chunk first; one not running yet sees run.error and does none.
+            # A second Ctrl-C meanwhile ends the process (interrupts.held).
+            with interrupts.held(stopping=True):
+                for t in threads:
+                    if t.is_alive():
+                        t.join()
             raise
         self.throughput = scheduler.throughput
         self.caps = [c if c < per else None for c in scheduler.caps]
