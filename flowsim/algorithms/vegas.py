@@ -121,15 +121,11 @@ class Vegas(Plain):
         measures the integrand in every region at every iteration, so a map
         that adapts fast (1.5) can lock onto one of several peaks and keep
         it, with an error far too small.  0.5 kept both peaks of the double
-        Gaussian, its pulls honest over three iterations after a warm-up
-        where 0.75's were not, and was the only value at most ``vegas``'s
-        ``beta=0`` error on all four peaked integrands at 10^5 and 2*10^6
-        events x 6 (0.75 gave 1.01x on the 4-dim double Gaussian at 2*10^6);
-        0.75 gave smaller errors on the others (the 8-dim double Gaussian
-        0.64x against 0.88x ``vegas``'s at 10^5, Genz's product peak 0.17x
-        against 0.39x), so raise it towards 0.75 for separable peaks.
-        Without stratification every event trains the map and 1.5 did best,
-        0.5 leaving errors several times larger (figures:
+        Gaussian with honest pulls, and was the value that did not lose to
+        ``vegas``'s ``beta=0`` on any of the peaked integrands measured;
+        0.75 gave smaller errors on separable peaks, so raise it towards 0.75
+        for those.  Without stratification every event trains the map and
+        1.5 did best, 0.5 leaving errors several times larger (figures:
         ``docs/performance.rst``, "Precision per event" and "Stratified
         Vegas").
         Lower it if the map still changes a lot from one iteration to the

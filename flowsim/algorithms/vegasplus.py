@@ -138,18 +138,15 @@ class VegasPlus(Vegas):
         hypercubes in 4 dimensions, 7^6 in 6, 4^8 in 8; at 10^5, 12^4,
         4^6 and 2^8.  Fixed afterwards (the kernel's state shapes depend on
         it): a run whose later iterations are much larger keeps the first
-        one's hypercubes.  The rule was tuned on the four peaked integrands
-        of ``benchmarks/_peaked.py`` (figures: ``docs/performance.rst``,
-        "VegasPlus hypercubes"), and is a compromise: many small
-        hypercubes help low-dimensional peaks (4 dimensions at 2*10^6: 26^4
-        hypercubes gave 0.74-0.96x ``vegas``'s error, the former 16^4 cap
-        1.2-1.24x), while the 8-dim double Gaussian needs few strata per
-        axis and an *even* number of them (its two peaks at 1/4 and 3/4
-        lie on either side of the middle of ``y`` after the map, which an
-        odd number of strata cuts): 3^8 hypercubes at 10^5 had 1.4x
-        ``vegas``'s error, 2^8 0.14x.  Equal strata on every axis keep ``s``
-        the same on all of them (with ``s + 1`` on some axes, errors were
-        1.3-7x larger there).  The cap of 32 strata per axis (as
+        one's hypercubes.  The rule is a compromise, chosen on the peaked
+        integrands of ``benchmarks/_peaked.py`` (``docs/performance.rst``,
+        "VegasPlus hypercubes"): many small hypercubes help low-dimensional
+        peaks at large budgets; in many dimensions few strata per axis do
+        better, and their parity matters when the map puts structure at the
+        middle of ``y`` (the 8-dim double Gaussian's two peaks, after the
+        map, lie on either side of ``y = 1/2``: an odd ``s`` cuts them).
+        The same ``s`` on every axis, because ``s + 1`` on some axes did
+        worse there.  The cap of 32 strata per axis (as
         :class:`flowsim.Vegas`) keeps a few events in each stratum of 1 to 3
         dimensions, where thousands of tiny strata under-estimate the error
         of integrable singularities.  Pass ``nstrat`` to choose otherwise,
