@@ -6,13 +6,22 @@ works headless, in threads and in notebooks.
 import numpy as np
 
 
-def _figure(width=8.0, height=4.5):
-    """A headless matplotlib Figure (Agg canvas, constrained layout)."""
+def figure(width=8.0, height=4.5):
+    """A headless matplotlib Figure (Agg canvas, constrained layout), for every plot of flowsim.
+
+    Parameters
+    ----------
+    width, height : float
+        Size in inches (default 8 x 4.5).
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+_figure = figure  # the name flowsim.markets.plots imported before it was public
 
 
 def _cumulative(values, errors, events, states):
@@ -52,7 +61,7 @@ def convergence(result, component=0, ax=None, title=None):
     val = np.array([np.atleast_1d(r["value"])[component] for r in recs], dtype=float)
     err = np.array([np.atleast_1d(r["error"])[component] for r in recs], dtype=float)
     kept = np.array([r.get("kept", True) for r in recs])
-    fig = ax.figure if ax is not None else _figure()
+    fig = ax.figure if ax is not None else figure()
     ax = ax if ax is not None else fig.add_subplot()
     if np.any(~kept):
         ax.errorbar(it[~kept], val[~kept], yerr=err[~kept], fmt="o", mfc="none",
@@ -60,23 +69,32 @@ def convergence(result, component=0, ax=None, title=None):
     ax.errorbar(it[kept], val[kept], yerr=err[kept], fmt="o", color="C0", capsize=3,
                 label="iteration")
     if np.any(kept):
-        events = [r["events"] for r, k in zip(recs, kept) if k]
-        states = [r.get("state_id") for r, k in zip(recs, kept) if k]
-        cv, ce = _cumulative(val[kept], err[kept], events, states)
-        ax.plot(it[kept], cv, "-", color="C1", label="cumulative")
-        ax.fill_between(it[kept], cv - ce, cv + ce, color="C1", alpha=0.25, linewidth=0)
+        _draw_cumulative(ax, recs, it, val, err, kept)
     ax.set_xlabel("iteration")
     ax.set_ylabel("estimate")
     ax.set_xticks(it)
-    if title is None:
-        v = np.atleast_1d(result.value)[component]
-        e = np.atleast_1d(result.error)[component]
-        title = f"{result.meta.get('simulation', 'run')}: {v:.8g} +/- {e:.3g}"
-        if result.chi2_dof is not None:
-            title += f"   chi2/dof = {np.atleast_1d(result.chi2_dof)[component]:.3g}"
-    ax.set_title(title, fontsize="medium")
+    ax.set_title(_convergence_title(result, component) if title is None else title,
+                 fontsize="medium")
     ax.legend(fontsize="small")
     return fig
+
+
+def _draw_cumulative(ax, recs, it, val, err, kept):
+    """The cumulative estimate of the kept iterations, as a line and a one-error band."""
+    events = [r["events"] for r, k in zip(recs, kept) if k]
+    states = [r.get("state_id") for r, k in zip(recs, kept) if k]
+    cv, ce = _cumulative(val[kept], err[kept], events, states)
+    ax.plot(it[kept], cv, "-", color="C1", label="cumulative")
+    ax.fill_between(it[kept], cv - ce, cv + ce, color="C1", alpha=0.25, linewidth=0)
+
+
+def _convergence_title(result, component):
+    v = np.atleast_1d(result.value)[component]
+    e = np.atleast_1d(result.error)[component]
+    title = f"{result.meta.get('simulation', 'run')}: {v:.8g} +/- {e:.3g}"
+    if result.chi2_dof is not None:
+        title += f"   chi2/dof = {np.atleast_1d(result.chi2_dof)[component]:.3g}"
+    return title
 
 
 def grid(vegas, ax=None, dims=None):
@@ -99,7 +117,7 @@ def grid(vegas, ax=None, dims=None):
     """
     edges = np.asarray(vegas.edges)                       # fractions of each axis
     dims = list(range(edges.shape[0])) if dims is None else list(dims)
-    fig = ax.figure if ax is not None else _figure(height=1.0 + 0.35 * len(dims))
+    fig = ax.figure if ax is not None else figure(height=1.0 + 0.35 * len(dims))
     ax = ax if ax is not None else fig.add_subplot()
     for row, d in enumerate(dims):
         ax.vlines(edges[d], row - 0.4, row + 0.4, color="C0", linewidth=0.6)
@@ -129,7 +147,7 @@ def save_convergence(result, path, simulation=None, dpi=120):
     from ..algorithms.vegas import Vegas
     with_grid = isinstance(simulation, Vegas)
     n_dims = simulation.dim if with_grid else 0
-    fig = _figure(height=4.5 + (1.0 + 0.3 * n_dims if with_grid else 0.0))
+    fig = figure(height=4.5 + (1.0 + 0.3 * n_dims if with_grid else 0.0))
     if with_grid:
         top, bottom = fig.subplots(2, 1, height_ratios=[4.5, 1.0 + 0.3 * n_dims])
         convergence(result, ax=top)
