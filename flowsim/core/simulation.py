@@ -135,14 +135,28 @@ class Simulation:
         return reduce_rows(rows)
 
     def config(self):
-        """JSON-able description used to refuse foreign checkpoints.
+        """JSON-able description of what defines this simulation, compared when a
+        run resumes from a checkpoint: a checkpoint written by another simulation
+        is refused, naming what differs.
 
-        Default: the class, its code (:func:`flowsim.core.fingerprint.digest`) and ``dim``.
-        Subclasses add what else defines them (limits, integrand fingerprint...).
+        Default: the class and its code (:func:`flowsim.core.fingerprint.digest`),
+        ``dim``, and under ``"attributes"`` every instance attribute
+        (:func:`attribute_config`): numbers and strings as they are, a function or
+        other callable by its code and its values at fixed points of ``[0, 1]^dim``
+        (as :class:`flowsim.Plain` records its integrand), a nested Simulation by
+        its own ``config()``, arrays, containers and other objects by a digest of
+        their content.  Left out: the adaptive state (the names :meth:`get_state`
+        returns, which the checkpoint holds), the trace token, and private
+        attributes (``_name``) that are None (caches not filled yet).
+
+        Override it (calling ``super().config()`` and deleting or adding entries)
+        when an attribute is a cache that changes while the simulation runs, or
+        when something that defines the simulation lives outside its attributes.
         """
         from .fingerprint import digest
         return {"class": type(self).__qualname__, "dim": self.dim,
-                "kernel": {"code": digest(type(self))}}
+                "kernel": {"code": digest(type(self))},
+                "attributes": attribute_config(self)}
 
     def get_state(self):
         """Adaptive state to checkpoint (numpy arrays).  Default: :meth:`state`."""
@@ -160,3 +174,28 @@ class Simulation:
 
     def __setstate__(self, d):
         self.__dict__.update(d)
+
+
+def attribute_config(sim):
+    """``{name: entry}`` of the attributes that define ``sim`` (see :meth:`Simulation.config`)."""
+    from .fingerprint import check_points, digest, fingerprint
+    skip = {"dim", "_trace_token", *sim.get_state()}
+    dim = sim.dim
+    points = (check_points([[0.0, 1.0]] * dim)
+              if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim > 0
+              else None)
+    out = {}
+    for name, value in sorted(vars(sim).items()):
+        if name in skip or (name.startswith("_") and value is None):
+            continue
+        if isinstance(value, np.generic):
+            value = value.item()
+        if value is None or isinstance(value, (bool, int, float, str)):
+            out[name] = value
+        elif isinstance(value, Simulation):
+            out[name] = value.config()
+        elif callable(value) and not isinstance(value, type):
+            out[name] = fingerprint(value, points)
+        else:
+            out[name] = {"content": digest(value)}
+    return out
