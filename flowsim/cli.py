@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import warnings
 
 from . import __version__
 
@@ -202,6 +203,9 @@ def _run(args):
     if not flow.is_root():
         return 0
     print(result.to_json(indent=2) if args.json else result)
+    if args.json:                       # the table prints them; JSON holds them: say so
+        for message in result.warnings:
+            print(f"flowsim: warning: {message}", file=sys.stderr)
     if args.plot:
         from . import plot
         plot.save_convergence(result, args.plot, simulation=sim)
@@ -296,10 +300,12 @@ def _exit_code(exc):
 
 
 class _Stderr(logging.Handler):
-    """flowsim's warnings (e.g. a long run's estimated duration) on stderr, one line each."""
+    """flowsim's warnings (e.g. a long run's estimated duration) on stderr, one line each;
+    not those the result carries (``Result.warnings``): they print with the result."""
 
     def emit(self, record):
-        print(f"flowsim: {record.getMessage()}", file=sys.stderr)
+        if not getattr(record, "flowsim_result_warning", False):
+            print(f"flowsim: {record.getMessage()}", file=sys.stderr)
 
 
 def main(argv=None):
@@ -307,11 +313,13 @@ def main(argv=None):
     if not getattr(args, "func", None):
         parser().print_help()
         return 2
-    from .core.log import logger
+    from .core.log import FlowsimWarning, logger
     handler = _Stderr(logging.WARNING)
     logger.addHandler(handler)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():     # Result.warnings print with the result
+            warnings.simplefilter("ignore", FlowsimWarning)
+            return args.func(args)
     except KeyboardInterrupt as exc:
         info = getattr(exc, "flowsim_interrupted", ())
         if info is not None:        # None: another MPI rank reports it

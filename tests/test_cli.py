@@ -482,3 +482,19 @@ def test_the_package_pickles_by_reference_in_closures():
     proc = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True,
                           timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 0 and proc.stdout.strip() == b"flowsim.algorithms.sweep", proc.stderr
+
+
+def test_untrusted_result_is_printed_once_with_the_table_or_on_stderr_with_json(capsys):
+    """Issue #23 item 3: Result.warnings print with the table; the log record and the
+    FlowsimWarning of the same message do not print again."""
+    import warnings
+    args = ["run", "gaussian8", "--events", "200000", "--iters", "6", "--seed", "5"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # the CLI issues no Python warning
+        rc, out, err = main(capsys, *args)
+        assert rc == 0, err
+        assert out.count("chi2/dof = 12.2, above") == 1 and "chi2/dof" not in err
+        assert out.splitlines()[-1].startswith("warning: Plain: the 6 kept iterations disagree")
+        rc, out, err = main(capsys, *args, "--json")
+    assert rc == 0 and len(json.loads(out)["warnings"]) == 1
+    assert err.count("chi2/dof") == 1 and err.startswith("flowsim: warning: Plain: the 6 kept")

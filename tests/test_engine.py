@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import Points, run_python
+from conftest import ROOT, Points, run_python
 
 import flowsim
 from flowsim import kernel
@@ -384,7 +384,11 @@ def test_nonfinite_drop_counts_and_ignores_padding(tmp_path):
 
     seed, n, bs = 2, 1000, 128              # 8 blocks, 24 padding events in the last one
     sim = flowsim.Plain(nan_and_inf, 2)
-    r = flowsim.Flow(sim, n, seed=seed, block_size=bs, nonfinite="drop", quiet=True).run(3)
+    with pytest.warns(flowsim.FlowsimWarning, match=r"NaN/Inf value\(s\) dropped"):
+        r = flowsim.Flow(sim, n, seed=seed, block_size=bs, nonfinite="drop", quiet=True).run(3)
+    assert r.warnings == [f"{sum(rec['nonfinite'] for rec in r.iterations)} NaN/Inf value(s) "
+                          f"dropped (counted as 0) in iteration(s) 1, 2, 3: the value is biased "
+                          f"unless they are where the integrand is truly 0"]
     pad_bad = []
     for it, rec in enumerate(r.iterations):
         x = all_points(seed, it, n, bs, 2)
@@ -764,6 +768,54 @@ def test_inconsistent_iterations_are_warned_about(caplog):
         assert not warn_if_inconsistent(Result(calm, 1.0, meta={"simulation": "Vegas"}))
         assert not warn_if_inconsistent(Result(recs[:1], 1.0))
     assert caplog.text == ""
+
+
+def test_untrusted_result_reaches_an_api_user_as_result_warnings_and_a_user_warning():
+    """Issue #23 item 3: chi2/dof ~12 came back in silence (the logger has a NullHandler)."""
+    import logging
+    import warnings
+
+    from flowsim.examples import double_gaussian
+    assert issubclass(flowsim.FlowsimWarning, UserWarning)
+    assert any(isinstance(h, logging.NullHandler) for h in logging.getLogger("flowsim").handlers)
+    flow = flowsim.Flow(flowsim.Plain(double_gaussian, dim=8), n_events=200000, seed=5)
+    with pytest.warns(flowsim.FlowsimWarning, match=r"disagree \(chi2/dof = 1\d\.\d") as caught:
+        res = flow.run(6)
+    assert res.chi2_dof > 5 and len(caught) == 1
+    assert len(res.warnings) == 1 and "chi2/dof" in res.warnings[0]
+    assert f"warning: {res.warnings[0]}" in str(res).splitlines()
+    assert json.loads(res.to_json())["warnings"] == res.warnings
+    with warnings.catch_warnings():                 # what -W error::flowsim.FlowsimWarning does
+        warnings.simplefilter("error", flowsim.FlowsimWarning)
+        with pytest.raises(flowsim.FlowsimWarning, match="chi2/dof"):
+            flowsim.Flow(flow.simulation, n_events=200000, seed=5).run(6)   # same kernel
+    calm = flowsim.Flow(flow.simulation, n_events=200000, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", flowsim.FlowsimWarning)
+        assert calm.run(1).warnings == []           # one iteration: nothing to distrust
+
+
+def test_warning_filters_on_the_command_line_reach_flowsim_warning(tmp_path):
+    """``python -W error::UserWarning`` (Python reads -W before site-packages are on its
+    path, so there only built-in categories resolve) and pytest's
+    ``-W error::flowsim.FlowsimWarning`` turn it into an error; no TensorFlow loads."""
+    import subprocess
+    code = "import warnings, flowsim\nwarnings.warn('untrusted', flowsim.FlowsimWarning)\n"
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=120, env=env)
+    assert shown.returncode == 0 and "FlowsimWarning: untrusted" in shown.stderr
+    strict = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert strict.returncode == 1 and strict.stderr.splitlines()[-1] == \
+        "flowsim.FlowsimWarning: untrusted", strict.stderr
+    (tmp_path / "test_w.py").write_text("def test_w():\n    " + code.replace("\n", "\n    "))
+    under_pytest = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                   "-W", "error::flowsim.FlowsimWarning", "test_w.py"],
+                                  capture_output=True, text=True, timeout=120, env=env,
+                                  cwd=tmp_path)
+    assert under_pytest.returncode == 1, under_pytest.stdout
+    assert "FlowsimWarning: untrusted" in under_pytest.stdout
 
 
 def test_user_subclass_of_plain_with_python_control_flow_in_block_still_converts():

@@ -18,7 +18,7 @@ from . import kernel
 from .backend import Executor, Iteration, LocalExecutor
 from .blocks import BlockGrid, check_count, check_memory, default_block_size
 from .kernel import IterationTask, KernelSpec, check_seed, layout, same_state, unpack
-from .log import logger
+from .log import RESULT_WARNING, logger
 from .result import Result, _jsonable, warn_if_inconsistent
 
 NONFINITE = ("raise", "drop")
@@ -402,7 +402,8 @@ class Flow:
                 f"{b * self.grid.block_size}.."
                 f"{min((b + 1) * self.grid.block_size, self.n_events) - 1}); "
                 f"pass nonfinite='drop' to count them and treat them as 0")
-        logger.warning("iteration %d: dropped %d NaN/Inf value(s)", iteration + 1, total)
+        logger.warning("iteration %d: dropped %d NaN/Inf value(s)", iteration + 1, total,
+                       extra=RESULT_WARNING)     # also in Result.warnings
 
     def _meta(self):
         return {"simulation": type(self.simulation).__name__, "backend": self.executor.name,
