@@ -876,3 +876,34 @@ def test_integrands_without_python_control_flow_on_tensors_skip_autograph(monkey
     assert _branch_on_block_shape in converted and _branchy in converted
     assert integrand._PLAIN[_sum_of_squares] == {(None, "float64"): True}
     assert integrand._PLAIN[_branchy] == {(None, "float64"): False}
+
+
+def test_a_run_starts_from_the_state_its_simulation_holds_and_meta_says_which(tmp_path):
+    """Issue #23 item 5: the README reused an adapted VEGAS map under "same bits as Flow"."""
+    import copy
+
+    def run(sim, n_iter=2, **kw):
+        return flowsim.Flow(sim, 4096, seed=1, block_size=1024, quiet=True,
+                            jit_compile=False).run(n_iter, **kw)
+
+    sim = flowsim.Vegas(GENZ["gaussian"].f, 2)
+    pristine = copy.deepcopy(sim)                   # before its first run: a fresh copy
+    first = run(sim)
+    assert first.meta["start_state"] == "fresh" and sim.adapted_iterations == 2
+    again = run(sim)                                # the map adapted: another start
+    assert again.meta["start_state"] == "adapted: 2 iterations"
+    assert again.meta["start_state_id"] != first.meta["start_state_id"]
+    assert again.iterations[0]["value"] != first.iterations[0]["value"]
+    fresh = run(pristine)
+    assert fresh.meta["start_state"] == "fresh" and fresh.value == first.value
+    assert fresh.meta["start_state_id"] == first.meta["start_state_id"]
+    assert json.loads(first.to_json())["meta"]["start_state"] == "fresh"
+    plain = flowsim.Plain(GENZ["gaussian"].f, 2)    # nothing adapts: every run is fresh
+    assert run(plain).meta == run(plain).meta and run(plain).meta["start_state"] == "fresh"
+    # a resumed run says which state its first iteration started from, and counts on
+    path = tmp_path / "run.ckpt"
+    run(flowsim.Vegas(GENZ["gaussian"].f, 2), 1, checkpoint=path)
+    resumed_sim = flowsim.Vegas(GENZ["gaussian"].f, 2)
+    resumed = run(resumed_sim, 3, checkpoint=path)
+    assert resumed.meta["start_state"] == "fresh" and resumed_sim.adapted_iterations == 3
+    assert [r["adapted_before"] for r in resumed.iterations] == [0, 1, 2]

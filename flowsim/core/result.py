@@ -76,6 +76,13 @@ class Result:
         ``start``, ``end`` (seconds since the run started).
     histograms : dict
         ``{name: {"edges", "values", "errors"}}`` combined over kept iterations.
+    meta : dict
+        What ran: ``simulation``, ``backend``, ``devices``, ``seed``, events and
+        blocks, and which state the run started from: ``start_state``
+        (``"fresh"``, or ``"adapted: N iterations"`` when the Simulation had
+        adapted before, in an earlier run: a run starts from the state its
+        Simulation holds) and ``start_state_id`` (digest of the state the first
+        iteration used; equal ids, seeds and events give equal bits).
     warnings : list of str
         Why the result should not be trusted as it stands, one sentence each
         (empty when nothing is wrong): kept iterations that disagree beyond
@@ -104,6 +111,8 @@ class Result:
                                   else float("nan"))
         self.histograms = self._combine_histograms(kept)
         self.warnings = result_warnings(self) if warnings is None else list(warnings)
+        self.meta.update(start_state(self.iterations[:1]) if "start_state" not in self.meta
+                         else {})
 
     @staticmethod
     def _combine_histograms(kept):
@@ -174,6 +183,17 @@ class Result:
                      f"= {self.events_per_second:,.0f} events/s")
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+
+def start_state(first):
+    """``{"start_state", "start_state_id"}`` of a run from its first iteration record
+    (in a list; nothing for records from before flowsim counted adaptations)."""
+    if not first or "adapted_before" not in first[0]:
+        return {}
+    n = first[0]["adapted_before"]
+    return {"start_state": "fresh" if n == 0 else
+            f"adapted: {n} iteration{'s' if n > 1 else ''}",
+            "start_state_id": first[0].get("state_id")}
 
 
 def inconsistency(result):

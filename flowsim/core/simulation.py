@@ -1,5 +1,12 @@
 """The Simulation contract: *what* one block of work computes.
 
+Usage: subclass :class:`Simulation` (or use :class:`flowsim.Plain`,
+:class:`flowsim.Vegas`, ...) and hand an instance to a :class:`flowsim.Flow`::
+
+    sim = flowsim.Vegas(f, dim=4)
+    first = flowsim.Flow(sim, 10**6, seed=1).run(5)    # meta["start_state"] == "fresh"
+    again = flowsim.Flow(sim, 10**6, seed=1).run(5)    # "adapted: 5 iterations"
+
 A Simulation owns its dimension, the compiled kernel over one block of events,
 the float64 accumulators it needs, how iteration totals become an estimate, and
 how its state adapts between iterations.  It never knows where blocks run: the
@@ -7,7 +14,20 @@ Flow (:mod:`flowsim.core.flow`) decides that.  Instances are plain Python + nump
 state and must pickle (module-level integrands pickle with ``pickle``; lambdas
 need ``cloudpickle``, which Spark uses); compiled TensorFlow functions are
 built lazily, per process and per device, and never pickled.
+
+**A run starts from the state its Simulation holds.**  A Simulation adapts in
+place (the VEGAS map), so running it again -- on the same Flow, a new Flow or
+any backend -- continues from the adapted map, as Lepage's ``vegas`` keeps
+adapting across calls of one ``Integrator``.  Same seed and events give the same
+bits only from the same starting state: build a new Simulation (or
+``copy.deepcopy`` one before its first run) to start afresh.
+``Result.meta["start_state"]`` says ``"fresh"`` or ``"adapted: N iterations"``
+(:attr:`Simulation.adapted_iterations` before the run), and
+``Result.meta["start_state_id"]`` is the digest (:func:`state_digest`) of the
+state the run's first iteration used.
 """
+import hashlib
+
 import numpy as np
 
 from . import rng
@@ -168,6 +188,29 @@ class Simulation:
             raise NotImplementedError(
                 f"{type(self).__name__} has adaptive state but no set_state")
 
+    # -- which state a run starts from ----------------------------------------
+    @property
+    def adapted_iterations(self):
+        """Iterations after which a Flow saw this simulation's state change (its map
+        adapted): 0 for a fresh simulation, and while the state is frozen.  A
+        checkpoint's run restores the count its records reached."""
+        return self.__dict__.get("_adapted_iterations", 0)
+
+    def count_adaptation(self, state_before):
+        """Called by the Flow after :meth:`adapt`, with the :meth:`state` the
+        iteration used: ``{"adapted_before": count before it, "adapted": whether
+        its adaptation changed the state}`` (kept in the iteration record)."""
+        before = self.adapted_iterations
+        changed = state_digest(self.state()) != state_digest(state_before)
+        self.__dict__["_adapted_iterations"] = before + changed
+        return {"adapted_before": before, "adapted": changed}
+
+    def restore_adaptations(self, records):
+        """After :meth:`set_state` from a checkpoint: the count its ``records`` reached."""
+        last = records[-1] if records else {}
+        if "adapted_before" in last:
+            self.__dict__["_adapted_iterations"] = last["adapted_before"] + bool(last["adapted"])
+
     # -- pickling: the trace token travels with the copy ---------------------
     def __getstate__(self):
         return dict(self.__dict__)
@@ -179,7 +222,7 @@ class Simulation:
 def attribute_config(sim):
     """``{name: entry}`` of the attributes that define ``sim`` (see :meth:`Simulation.config`)."""
     from .fingerprint import check_points, digest, fingerprint
-    skip = {"dim", "_trace_token", *sim.get_state()}
+    skip = {"dim", "_trace_token", "_adapted_iterations", *sim.get_state()}
     dim = sim.dim
     points = (check_points([[0.0, 1.0]] * dim)
               if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim > 0
@@ -199,3 +242,14 @@ def attribute_config(sim):
         else:
             out[name] = {"content": digest(value)}
     return out
+
+
+def state_digest(state):
+    """A short hash of state arrays ``{name: array}`` (names, dtypes, shapes, bytes):
+    equal states have equal digests; iterations of equal ones pool."""
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        a = np.ascontiguousarray(state[name])
+        digest.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()[:16]
