@@ -10,6 +10,7 @@ import sys
 import warnings
 
 from . import __version__
+from .cli_options import flow_options  # noqa: F401  (flowsim.cli.flow_options, as before)
 
 
 def _devices(args):
@@ -104,16 +105,9 @@ def _check_job(job, args, given):
 def _simulation(args, given):
     """The Simulation (or job) ``args.target`` names, refusing options it would ignore."""
     from .core.simulation import Simulation
-    from .targets import EXAMPLES
     obj = load_target(args.target)
-    built = isinstance(obj, Simulation) or _is_job(obj)
     if args.dim is not None:
-        if args.target in EXAMPLES or built:
-            raise _refuse(["dim"], f"{args.target!r} is not a bare integrand (it has its own "
-                                   f"dimension); drop --dim, or give module:function --dim N "
-                                   f"to integrate a function f(x) of x [n, N]")
-        from .algorithms.registry import algorithm_class
-        return algorithm_class(args.algorithm or "plain")(obj, args.dim)
+        return _bare_integrand(args, obj)
     if _is_job(obj):
         return _check_job(obj, args, given)
     if isinstance(obj, Simulation):
@@ -121,6 +115,24 @@ def _simulation(args, given):
             raise _refuse(["algorithm"], f"{args.target!r} is a Simulation built with its "
                                          f"algorithm already; drop --algorithm")
         return obj
+    return _from_factory(args, obj, given)
+
+
+def _bare_integrand(args, obj):
+    """``--dim N``: ``obj`` is an integrand f(x) of x [n, N]."""
+    from .core.simulation import Simulation
+    from .targets import EXAMPLES
+    if args.target in EXAMPLES or isinstance(obj, Simulation) or _is_job(obj):
+        raise _refuse(["dim"], f"{args.target!r} is not a bare integrand (it has its own "
+                               f"dimension); drop --dim, or give module:function --dim N "
+                               f"to integrate a function f(x) of x [n, N]")
+    from .algorithms.registry import algorithm_class
+    return algorithm_class(args.algorithm or "plain")(obj, args.dim)
+
+
+def _from_factory(args, obj, given):
+    """``obj`` is a function returning a Simulation or a job: call it."""
+    from .core.simulation import Simulation
     if not callable(obj):
         raise SystemExit(f"flowsim run: {args.target!r} is a {type(obj).__name__}, not a "
                          f"Simulation, a job or a function returning one")
@@ -143,6 +155,26 @@ def _simulation(args, given):
     return sim
 
 
+#: ``flowsim run`` options that count something, and the least each may be.
+_LEAST = {"events": 1, "iters": 1, "skip": 0, "dim": 1, "events_limit": 1, "block_size": 1,
+          "markets": 1}
+
+
+def check_numbers(args):
+    """Refuse impossible numbers of ``flowsim run`` (``--seed -1``, ``--iters 0``,
+    ``--skip 5 --iters 5``, ``--dim 0``...) at once, before the target loads and
+    TensorFlow with it: a ``ValueError`` naming the option."""
+    for dest, least in _LEAST.items():
+        value = getattr(args, dest, None)
+        if value is not None and value < least:
+            raise ValueError(f"{_flag(dest)} must be >= {least}, got {value}")
+    if args.seed is not None and not 0 <= args.seed < 2**63:
+        raise ValueError(f"--seed must be in [0, 2**63), got {args.seed}")
+    if args.skip >= args.iters:
+        raise ValueError(f"--skip ({args.skip}) must be smaller than --iters ({args.iters}): "
+                         f"--skip leaves that many warm-up iterations out of the result")
+
+
 def _check_output(option, path):
     """Refuse now an output file that could not be written after the run."""
     if path is None:
@@ -161,25 +193,13 @@ def _check_output(option, path):
         raise ImportError(f"{option} needs matplotlib: pip install 'flowsim[plot]'")
 
 
-def flow_options(args):
-    """Flow keywords of the options given: ``--events-limit``, ``--no-jit``, ``--rng``."""
-    kwargs = {}
-    if args.events_limit is not None:
-        kwargs["events_limit"] = args.events_limit
-    if args.no_jit:
-        kwargs["jit_compile"] = False
-    if args.rng is not None:
-        kwargs["rng"] = args.rng
-    return kwargs
-
-
 def _run(args):
     from .distribution.registry import SCHEDULE_BACKENDS, flow_class
     given = _given(args)
     sim = _simulation(args, given)
     if _is_job(sim):
         args.job = True
-        args._given = given
+        args.given = given              # flowsim.cli_options.given(args) reads it
         return sim.run_cli(args)
     for dest in ("config", "markets"):
         if dest in given:
@@ -200,8 +220,13 @@ def _run(args):
     cls = flow_class(args.backend)
     flow = cls(sim, **kwargs)
     result = flow.run(args.iters, checkpoint=args.checkpoint, skip=args.skip)
-    if not flow.is_root():
-        return 0
+    if flow.is_root():
+        _report(args, result, sim)
+    return 0
+
+
+def _report(args, result, sim):
+    """The result table (or JSON) and the plots asked for."""
     print(result.to_json(indent=2) if args.json else result)
     if args.json:                       # the table prints them; JSON holds them: say so
         for message in result.warnings:
@@ -212,7 +237,6 @@ def _run(args):
     if args.plot_timeline:
         from . import plot
         plot.save_timeline(result, args.plot_timeline)
-    return 0
 
 
 def _cache(args):
@@ -281,8 +305,10 @@ def parser():
                    help="markets in the ensemble (target markets)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
-    r.add_argument("--plot", default=None, help="save a convergence plot (PNG)")
-    r.add_argument("--plot-timeline", default=None, help="save the chunk timeline (PNG)")
+    r.add_argument("--plot", default=None, help="save a convergence plot: PNG, PDF or any "
+                   "format matplotlib writes, from the file's extension")
+    r.add_argument("--plot-timeline", default=None, help="save the chunk timeline: PNG, PDF "
+                   "or any format matplotlib writes, from the file's extension")
     r.set_defaults(func=_run)
     return p
 
@@ -319,6 +345,8 @@ def main(argv=None):
     try:
         with warnings.catch_warnings():     # Result.warnings print with the result
             warnings.simplefilter("ignore", FlowsimWarning)
+            if args.func is _run:
+                check_numbers(args)
             return args.func(args)
     except KeyboardInterrupt as exc:
         info = getattr(exc, "flowsim_interrupted", ())
