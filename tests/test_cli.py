@@ -557,3 +557,23 @@ def test_jobs_read_the_command_line_through_cli_options_not_cli():
     assert "_given" not in open(os.path.join(ROOT, "flowsim", "markets", "job.py")).read()
     from flowsim import cli_options
     assert cli.flow_options is cli_options.flow_options
+
+
+def test_tensorflow_imported_before_flowsim_prints_nothing_after_flowsim_loads():
+    """Issue #23 item 9: TensorFlow's start-up lines at its own import cannot be taken
+    back; what it would print later (the first XLA compile's lines) is silenced."""
+    code = ("import sys\n"
+            "import tensorflow\n"
+            "print('=== flowsim', file=sys.stderr, flush=True)\n"
+            "import flowsim\n"
+            "from flowsim.examples import double_gaussian\n"
+            "r = flowsim.Flow(flowsim.Plain(double_gaussian, 2), 4096, seed=1, quiet=True).run(1)\n"
+            "print(r.value)\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FLOWSIM_TF_VERBOSE", "TF_CPP_MIN_LOG_LEVEL")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT, env=dict(env, PYTHONPATH=ROOT))
+    assert p.returncode == 0, p.stderr[-2000:]
+    _, _, after = p.stderr.partition("=== flowsim\n")
+    assert after == "", after[-2000:]
+    assert float(p.stdout) > 0
