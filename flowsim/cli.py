@@ -1,4 +1,24 @@
-"""The ``flowsim`` command line: ``--version``, ``devices``, ``run TARGET``, ``cache``."""
+"""The ``flowsim`` command line: ``--version``, ``devices``, ``run TARGET``, ``cache``.
+
+Usage::
+
+    flowsim --version
+    flowsim devices [--json]                   # every TensorFlow device
+    flowsim run gaussian8 --events 2000000 --iters 5 --seed 7
+    flowsim run gaussian8 --algorithm vegas --iters 6 --skip 1 --plot convergence.pdf
+    flowsim run mymodule:my_simulation --json  # a Simulation, a function returning one...
+    flowsim cache dir | clear                  # the persistent cache of compiled kernels
+
+``flowsim run --help`` lists the options and the targets (``MODULE:NAME`` is a
+Simulation, a function returning one, a job with ``run_cli(args)``, or with
+``--dim N`` a bare integrand).  The result table is printed on stdout, with the
+result's warnings under it (``--json``: the JSON, warnings on stderr).
+
+Exit codes: 0 done; 2 bad input, refused with a message naming the option (options
+a target or backend would ignore and impossible numbers such as ``--iters 0`` are
+refused before TensorFlow loads); 1 what the machine refused (memory, a lost
+worker); 130 interrupted (Ctrl-C), with the line saying how to resume.
+"""
 import argparse
 import importlib
 import importlib.util
@@ -267,7 +287,7 @@ def _targets_help():
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="flowsim", description=__doc__)
+    p = argparse.ArgumentParser(prog="flowsim", description=__doc__.splitlines()[0].replace("``", ""))
     p.add_argument("--version", action="version", version=f"flowsim {__version__}")
     sub = p.add_subparsers(dest="command")
     d = sub.add_parser("devices", help="list every TensorFlow device")

@@ -48,6 +48,20 @@ def _events_and_states(records):
 class Result:
     """What :meth:`flowsim.Flow.run` returns.
 
+    Usage::
+
+        result = flowsim.Flow(flowsim.Vegas(f, dim=4), 10**6, seed=1).run(6, skip=1)
+        print(result)        # per iteration, then value +/- error, chi2/dof, warnings
+        result.value, result.error, result.chi2_dof
+        if result.warnings:  # reasons not to trust it as it stands (also FlowsimWarning)
+            ...
+        result.to_json()     # everything below, strict JSON
+
+    Trust ``value ± error`` when ``warnings`` is empty: the kept iterations agree
+    within their errors and no value was dropped.  With several kept iterations
+    of an adaptive map, skip the first ones (``skip=``) while the map is still
+    moving.
+
     Attributes
     ----------
     value, error : float or numpy array

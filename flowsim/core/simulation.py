@@ -34,7 +34,39 @@ from . import rng
 
 
 class Simulation:
-    """Base class.  Subclasses set :attr:`dim` and implement the marked methods.
+    """What one block of work computes; subclass it for a computation of your own.
+
+    Usage (an antithetic-variates estimate of ``f`` over ``[0, 1]^dim``)::
+
+        import flowsim
+        from flowsim.core.lazy_tf import tf
+
+        class Antithetic(flowsim.Simulation):
+            def __init__(self, f, dim):
+                self.f, self.dim = f, dim          # attributes: what config() records
+
+            def accumulators(self):
+                return {"sum": (), "sum2": ()}     # float64 partial sums of a block
+
+            def block(self, u, valid, state):      # u: [size, dim] uniforms
+                t = tf()
+                y = t.cast(0.5 * (self.f(u) + self.f(1 - u)), t.float64)
+                y = t.where(valid, y, t.zeros_like(y))     # padding adds nothing
+                return {"sum": t.reduce_sum(y), "sum2": t.reduce_sum(y * y)}
+
+            def estimate(self, totals, n_events):
+                mean = totals["sum"] / n_events
+                var = totals["sum2"] / n_events - mean ** 2
+                return {"value": mean, "error": (max(var, 0.0) / n_events) ** 0.5}
+
+        result = flowsim.Flow(Antithetic(f, 4), n_events=10**6, seed=1).run(3)
+
+    Required: :attr:`dim`, :meth:`accumulators`, :meth:`block`, :meth:`estimate`.
+    Optional: :meth:`state` / :meth:`adapt` / :meth:`prepare` for an adaptive
+    state (with :meth:`get_state` / :meth:`set_state` for checkpoints),
+    :meth:`inputs` for other random numbers, :meth:`block_parts` for a faster
+    tiled kernel, :meth:`combine` for gathering instead of adding,
+    :meth:`config` and :meth:`trace_key` when the defaults do not fit.
 
     The engine calls, per iteration::
 
@@ -45,6 +77,12 @@ class Simulation:
         # on the driver, rows added in block order:
         est = sim.estimate(totals, n_events)
         sim.adapt(totals, n_events)            # between iterations
+
+    Caveats: an instance must pickle (for process, MPI and Spark backends) and
+    compiles its kernel lazily in each process; it adapts in place, so a second
+    run starts from the adapted state (module doc above); its default
+    :meth:`config` fingerprints its attributes, so keep caches that change while
+    running out of them (or override :meth:`config`).
     """
 
     #: Number of uniform random numbers per event.
@@ -52,8 +90,8 @@ class Simulation:
 
     #: Whether the kernel traces :meth:`inputs` and :meth:`block` with AutoGraph, so
     #: Python ``if``/``for``/``while`` on tensors there become graph control flow (as
-    #: in any ``tf.function``).  Converting costs time in every new process (about
-    #: 2 CPU-seconds for VegasPlus: ``docs/performance.rst``).  A simulation whose own
+    #: in any ``tf.function``).  Converting costs time in every new process
+    #: (figures in ``docs/performance.rst``).  A simulation whose own
     #: code needs no conversion sets False and passes the user's functions it calls
     #: through :func:`flowsim.core.integrand.autograph`, as :class:`flowsim.Plain`
     #: and flowsim's subclasses of it do; a subclass defined outside flowsim that
