@@ -287,7 +287,8 @@ def _targets_help():
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="flowsim", description=__doc__.splitlines()[0].replace("``", ""))
+    p = argparse.ArgumentParser(prog="flowsim",
+                                description=__doc__.splitlines()[0].replace("``", ""))
     p.add_argument("--version", action="version", version=f"flowsim {__version__}")
     sub = p.add_subparsers(dest="command")
     d = sub.add_parser("devices", help="list every TensorFlow device")

@@ -22,7 +22,7 @@ adapting across calls of one ``Integrator``.  Same seed and events give the same
 bits only from the same starting state: build a new Simulation (or
 ``copy.deepcopy`` one before its first run) to start afresh.
 ``Result.meta["start_state"]`` says ``"fresh"`` or ``"adapted: N iterations"``
-(:attr:`Simulation.adapted_iterations` before the run), and
+(:meth:`Simulation.count_adaptation`), and
 ``Result.meta["start_state_id"]`` is the digest (:func:`state_digest`) of the
 state the run's first iteration used.
 """
@@ -227,27 +227,26 @@ class Simulation:
                 f"{type(self).__name__} has adaptive state but no set_state")
 
     # -- which state a run starts from ----------------------------------------
-    @property
-    def adapted_iterations(self):
-        """Iterations after which a Flow saw this simulation's state change (its map
-        adapted): 0 for a fresh simulation, and while the state is frozen.  A
-        checkpoint's run restores the count its records reached."""
-        return self.__dict__.get("_adapted_iterations", 0)
-
-    def count_adaptation(self, state_before):
-        """Called by the Flow after :meth:`adapt`, with the :meth:`state` the
-        iteration used: ``{"adapted_before": count before it, "adapted": whether
-        its adaptation changed the state}`` (kept in the iteration record)."""
-        before = self.adapted_iterations
-        changed = state_digest(self.state()) != state_digest(state_before)
-        self.__dict__["_adapted_iterations"] = before + changed
-        return {"adapted_before": before, "adapted": changed}
+    def count_adaptation(self, state):
+        """Called by the Flow for each iteration with the :meth:`state` it uses:
+        ``{"adapted_before": n}``, the number of times this simulation's state had
+        changed between the iterations it ran before (0: a fresh simulation, or
+        one whose state never changes).  Kept in the iteration record;
+        ``Result.meta["start_state"]`` reads the first one."""
+        digest = state_digest(state)
+        count = self.__dict__.get("_adapted_iterations", 0)
+        last = self.__dict__.get("_last_state_digest")
+        if last is not None and last != digest:
+            count += 1
+        self.__dict__.update(_adapted_iterations=count, _last_state_digest=digest)
+        return {"adapted_before": count}
 
     def restore_adaptations(self, records):
         """After :meth:`set_state` from a checkpoint: the count its ``records`` reached."""
         last = records[-1] if records else {}
-        if "adapted_before" in last:
-            self.__dict__["_adapted_iterations"] = last["adapted_before"] + bool(last["adapted"])
+        if "adapted_before" in last and "state_id" in last:
+            self.__dict__.update(_adapted_iterations=last["adapted_before"],
+                                 _last_state_digest=last["state_id"])
 
     # -- pickling: the trace token travels with the copy ---------------------
     def __getstate__(self):
@@ -260,7 +259,8 @@ class Simulation:
 def attribute_config(sim):
     """``{name: entry}`` of the attributes that define ``sim`` (see :meth:`Simulation.config`)."""
     from .fingerprint import check_points, digest, fingerprint
-    skip = {"dim", "_trace_token", "_adapted_iterations", *sim.get_state()}
+    skip = {"dim", "_trace_token", "_adapted_iterations", "_last_state_digest",
+            *sim.get_state()}
     dim = sim.dim
     points = (check_points([[0.0, 1.0]] * dim)
               if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim > 0
