@@ -10,6 +10,7 @@ import importlib as _importlib
 
 from .core.lazy_tf import logical_devices, set_virtual_cpus
 from .core.lazy_tf import quiet_import as _quiet_import
+from .core.log import FlowsimWarning
 
 # Before anything imports TensorFlow: its start-up noise silenced (FLOWSIM_TF_VERBOSE=1
 # keeps it) whoever imports it first.  TensorFlow itself loads when compute starts.
@@ -21,8 +22,8 @@ _importlib.import_module(".core.compile_cache", __name__).configure()
 # (importing a submodule binds its name on the package; here the function rebinds it).
 from .sweep import Sweep, sweep  # noqa: E402  (the old path: binds flowsim.sweep once)
 
-__all__ = ["Flow", "Histogram", "Plain", "Result", "Simulation", "Sweep", "integrate",
-           "logical_devices", "set_virtual_cpus", "sweep", "__version__"]
+__all__ = ["Flow", "FlowsimWarning", "Histogram", "Plain", "Result", "Simulation", "Sweep",
+           "integrate", "logical_devices", "set_virtual_cpus", "sweep", "__version__"]
 
 # Public names and the submodule that defines each, imported on first use (PEP 562)
 # so that `flowsim --version`, `import flowsim.schedule` etc. load no TensorFlow.

@@ -1,4 +1,24 @@
-"""The ``flowsim`` command line: ``--version``, ``devices``, ``run TARGET``, ``cache``."""
+"""The ``flowsim`` command line: ``--version``, ``devices``, ``run TARGET``, ``cache``.
+
+Usage::
+
+    flowsim --version
+    flowsim devices [--json]                   # every TensorFlow device
+    flowsim run gaussian8 --events 2000000 --iters 5 --seed 7
+    flowsim run gaussian8 --algorithm vegas --iters 6 --skip 1 --plot convergence.pdf
+    flowsim run mymodule:my_simulation --json  # a Simulation, a function returning one...
+    flowsim cache dir | clear                  # the persistent cache of compiled kernels
+
+``flowsim run --help`` lists the options and the targets (``MODULE:NAME`` is a
+Simulation, a function returning one, a job with ``run_cli(args)``, or with
+``--dim N`` a bare integrand).  The result table is printed on stdout, with the
+result's warnings under it (``--json``: the JSON, warnings on stderr).
+
+Exit codes: 0 done; 2 bad input, refused with a message naming the option (options
+a target or backend would ignore and impossible numbers such as ``--iters 0`` are
+refused before TensorFlow loads); 1 what the machine refused (memory, a lost
+worker); 130 interrupted (Ctrl-C), with the line saying how to resume.
+"""
 import argparse
 import importlib
 import importlib.util
@@ -7,8 +27,10 @@ import json
 import logging
 import os
 import sys
+import warnings
 
 from . import __version__
+from .cli_options import flow_options  # noqa: F401  (flowsim.cli.flow_options, as before)
 
 
 def _devices(args):
@@ -103,16 +125,9 @@ def _check_job(job, args, given):
 def _simulation(args, given):
     """The Simulation (or job) ``args.target`` names, refusing options it would ignore."""
     from .core.simulation import Simulation
-    from .targets import EXAMPLES
     obj = load_target(args.target)
-    built = isinstance(obj, Simulation) or _is_job(obj)
     if args.dim is not None:
-        if args.target in EXAMPLES or built:
-            raise _refuse(["dim"], f"{args.target!r} is not a bare integrand (it has its own "
-                                   f"dimension); drop --dim, or give module:function --dim N "
-                                   f"to integrate a function f(x) of x [n, N]")
-        from .algorithms.registry import algorithm_class
-        return algorithm_class(args.algorithm or "plain")(obj, args.dim)
+        return _bare_integrand(args, obj)
     if _is_job(obj):
         return _check_job(obj, args, given)
     if isinstance(obj, Simulation):
@@ -120,6 +135,24 @@ def _simulation(args, given):
             raise _refuse(["algorithm"], f"{args.target!r} is a Simulation built with its "
                                          f"algorithm already; drop --algorithm")
         return obj
+    return _from_factory(args, obj, given)
+
+
+def _bare_integrand(args, obj):
+    """``--dim N``: ``obj`` is an integrand f(x) of x [n, N]."""
+    from .core.simulation import Simulation
+    from .targets import EXAMPLES
+    if args.target in EXAMPLES or isinstance(obj, Simulation) or _is_job(obj):
+        raise _refuse(["dim"], f"{args.target!r} is not a bare integrand (it has its own "
+                               f"dimension); drop --dim, or give module:function --dim N "
+                               f"to integrate a function f(x) of x [n, N]")
+    from .algorithms.registry import algorithm_class
+    return algorithm_class(args.algorithm or "plain")(obj, args.dim)
+
+
+def _from_factory(args, obj, given):
+    """``obj`` is a function returning a Simulation or a job: call it."""
+    from .core.simulation import Simulation
     if not callable(obj):
         raise SystemExit(f"flowsim run: {args.target!r} is a {type(obj).__name__}, not a "
                          f"Simulation, a job or a function returning one")
@@ -142,6 +175,26 @@ def _simulation(args, given):
     return sim
 
 
+#: ``flowsim run`` options that count something, and the least each may be.
+_LEAST = {"events": 1, "iters": 1, "skip": 0, "dim": 1, "events_limit": 1, "block_size": 1,
+          "markets": 1}
+
+
+def check_numbers(args):
+    """Refuse impossible numbers of ``flowsim run`` (``--seed -1``, ``--iters 0``,
+    ``--skip 5 --iters 5``, ``--dim 0``...) at once, before the target loads and
+    TensorFlow with it: a ``ValueError`` naming the option."""
+    for dest, least in _LEAST.items():
+        value = getattr(args, dest, None)
+        if value is not None and value < least:
+            raise ValueError(f"{_flag(dest)} must be >= {least}, got {value}")
+    if args.seed is not None and not 0 <= args.seed < 2**63:
+        raise ValueError(f"--seed must be in [0, 2**63), got {args.seed}")
+    if args.skip >= args.iters:
+        raise ValueError(f"--skip ({args.skip}) must be smaller than --iters ({args.iters}): "
+                         f"--skip leaves that many warm-up iterations out of the result")
+
+
 def _check_output(option, path):
     """Refuse now an output file that could not be written after the run."""
     if path is None:
@@ -160,25 +213,13 @@ def _check_output(option, path):
         raise ImportError(f"{option} needs matplotlib: pip install 'flowsim[plot]'")
 
 
-def flow_options(args):
-    """Flow keywords of the options given: ``--events-limit``, ``--no-jit``, ``--rng``."""
-    kwargs = {}
-    if args.events_limit is not None:
-        kwargs["events_limit"] = args.events_limit
-    if args.no_jit:
-        kwargs["jit_compile"] = False
-    if args.rng is not None:
-        kwargs["rng"] = args.rng
-    return kwargs
-
-
 def _run(args):
     from .distribution.registry import SCHEDULE_BACKENDS, flow_class
     given = _given(args)
     sim = _simulation(args, given)
     if _is_job(sim):
         args.job = True
-        args._given = given
+        args.given = given              # flowsim.cli_options.given(args) reads it
         return sim.run_cli(args)
     for dest in ("config", "markets"):
         if dest in given:
@@ -199,16 +240,23 @@ def _run(args):
     cls = flow_class(args.backend)
     flow = cls(sim, **kwargs)
     result = flow.run(args.iters, checkpoint=args.checkpoint, skip=args.skip)
-    if not flow.is_root():
-        return 0
+    if flow.is_root():
+        _report(args, result, sim)
+    return 0
+
+
+def _report(args, result, sim):
+    """The result table (or JSON) and the plots asked for."""
     print(result.to_json(indent=2) if args.json else result)
+    if args.json:                       # the table prints them; JSON holds them: say so
+        for message in result.warnings:
+            print(f"flowsim: warning: {message}", file=sys.stderr)
     if args.plot:
         from . import plot
         plot.save_convergence(result, args.plot, simulation=sim)
     if args.plot_timeline:
         from . import plot
         plot.save_timeline(result, args.plot_timeline)
-    return 0
 
 
 def _cache(args):
@@ -239,7 +287,8 @@ def _targets_help():
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="flowsim", description=__doc__)
+    p = argparse.ArgumentParser(prog="flowsim",
+                                description=__doc__.splitlines()[0].replace("``", ""))
     p.add_argument("--version", action="version", version=f"flowsim {__version__}")
     sub = p.add_subparsers(dest="command")
     d = sub.add_parser("devices", help="list every TensorFlow device")
@@ -277,8 +326,10 @@ def parser():
                    help="markets in the ensemble (target markets)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
-    r.add_argument("--plot", default=None, help="save a convergence plot (PNG)")
-    r.add_argument("--plot-timeline", default=None, help="save the chunk timeline (PNG)")
+    r.add_argument("--plot", default=None, help="save a convergence plot: PNG, PDF or any "
+                   "format matplotlib writes, from the file's extension")
+    r.add_argument("--plot-timeline", default=None, help="save the chunk timeline: PNG, PDF "
+                   "or any format matplotlib writes, from the file's extension")
     r.set_defaults(func=_run)
     return p
 
@@ -296,10 +347,12 @@ def _exit_code(exc):
 
 
 class _Stderr(logging.Handler):
-    """flowsim's warnings (e.g. a long run's estimated duration) on stderr, one line each."""
+    """flowsim's warnings (e.g. a long run's estimated duration) on stderr, one line each;
+    not those the result carries (``Result.warnings``): they print with the result."""
 
     def emit(self, record):
-        print(f"flowsim: {record.getMessage()}", file=sys.stderr)
+        if not getattr(record, "flowsim_result_warning", False):
+            print(f"flowsim: {record.getMessage()}", file=sys.stderr)
 
 
 def main(argv=None):
@@ -307,11 +360,15 @@ def main(argv=None):
     if not getattr(args, "func", None):
         parser().print_help()
         return 2
-    from .core.log import logger
+    from .core.log import FlowsimWarning, logger
     handler = _Stderr(logging.WARNING)
     logger.addHandler(handler)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():     # Result.warnings print with the result
+            warnings.simplefilter("ignore", FlowsimWarning)
+            if args.func is _run:
+                check_numbers(args)
+            return args.func(args)
     except KeyboardInterrupt as exc:
         info = getattr(exc, "flowsim_interrupted", ())
         if info is not None:        # None: another MPI rank reports it

@@ -235,6 +235,87 @@ def test_fingerprint_is_cheap_and_the_same_in_another_process():
     assert json.loads(out.stdout.splitlines()[-1]) == json.loads(json.dumps(config))
 
 
+# -- a Simulation of one's own: the default config() fingerprints its attributes ------
+class Antithetic(flowsim.Simulation):
+    """The mean of ``f(u)`` and ``f(1 - u)`` over ``[0, 1]^dim``, weighted by ``_w``."""
+
+    def __init__(self, f, dim=DIM, scale=1.0, weights=None):
+        self.f, self.dim, self.scale = f, dim, scale
+        self._w = np.ones(dim) if weights is None else np.asarray(weights, dtype=float)
+        self._cache = None                  # a private None: a cache, left out
+
+    def accumulators(self):
+        return {"sum": (), "sum2": ()}
+
+    def block(self, u, valid, state):
+        t = tf()
+        w = t.constant(self._w, dtype=u.dtype)
+        y = t.cast(self.scale * 0.5 * (self.f(u * w) + self.f((1 - u) * w)), t.float64)
+        y = t.where(valid, y, t.zeros_like(y))
+        return {"sum": t.reduce_sum(y), "sum2": t.reduce_sum(y * y)}
+
+    def estimate(self, totals, n_events):
+        mean = totals["sum"] / n_events
+        var = max(totals["sum2"] / n_events - mean * mean, 0.0)
+        return {"value": mean, "error": (var / n_events) ** 0.5}
+
+
+def gauss(x):
+    return tf().exp(-tf().reduce_sum((x - 0.5) ** 2, axis=1))
+
+
+def slope(x):
+    return 2.0 * tf().reduce_sum(x, axis=1)     # exactly 2.0 over [0, 1]^2
+
+
+def antithetic_flow(sim):
+    return flowsim.Flow(sim, N, seed=11, block_size=BS, quiet=True, jit_compile=False)
+
+
+def test_own_simulation_checkpoint_is_refused_by_another_integrand_naming_the_attribute(path):
+    """Issue #21: a checkpoint of Antithetic(gauss) was resumed by Antithetic(slope)."""
+    whole = antithetic_flow(Antithetic(gauss)).run(3)
+    antithetic_flow(Antithetic(gauss)).run(1, checkpoint=path)
+    saved = path.read_bytes()
+    for other, message in [
+            (Antithetic(slope), r"another configuration: simulation\.attributes\.f: code "
+                                r"differs .*simulation\.attributes\.f: values at the check "
+                                r"points differ"),
+            (Antithetic(gauss, scale=2.0), r"simulation\.attributes\.scale: checkpoint has "
+                                           r"1\.0, this run has 2\.0"),
+            (Antithetic(gauss, weights=[1.0, 0.5]), r"simulation\.attributes\._w: content "
+                                                    r"differs")]:
+        with pytest.raises(ValueError, match=message):
+            antithetic_flow(other).run(3, checkpoint=path)
+        assert path.read_bytes() == saved
+    resumed = antithetic_flow(Antithetic(gauss)).run(3, checkpoint=path)
+    assert bits(resumed) == bits(whole)
+    assert abs(antithetic_flow(Antithetic(slope)).run(1).value - 2.0) < 1e-9
+
+
+def test_default_config_names_attributes_and_leaves_out_state_and_caches():
+    class Adaptive(Antithetic):
+        def __init__(self, f, inner=None):
+            super().__init__(f)
+            self.grid = np.linspace(0, 1, 5)       # adaptive state: in the checkpoint
+            self.inner = inner
+
+        def get_state(self):
+            return {"grid": self.grid.copy()}
+
+        def set_state(self, state):
+            self.grid = state["grid"]
+
+    sim = Adaptive(gauss, inner=Antithetic(slope))
+    sim.trace_key()                                 # draws the private trace token
+    cfg = sim.config()
+    assert set(cfg["attributes"]) == {"f", "scale", "_w", "inner"}
+    assert cfg["attributes"]["inner"] == Antithetic(slope).config()
+    sim.grid = sim.grid ** 2                        # adapting changes no configuration
+    assert sim.config() == cfg == Adaptive(gauss, inner=Antithetic(slope)).config()
+    assert json.loads(json.dumps(cfg)) == cfg
+
+
 # -- the file --------------------------------------------------------------------------
 def test_interrupted_run_resumes_to_the_same_bits(path, monkeypatch):
     whole = flow(cls=flowsim.Vegas).run(4)

@@ -89,11 +89,11 @@ def test_run_writes_and_resumes_a_checkpoint(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, code, message", [
-    (["run", "gaussian8", "--events", "0"], 2, "flowsim: error: n_events must be >= 1, got 0"),
+    (["run", "gaussian8", "--events", "0"], 2, "flowsim: error: --events must be >= 1, got 0"),
     (["run", "gaussian8", "--events", "100", "--iters", "0"], 2,
-     "flowsim: error: n_iter must be >= 1, got 0"),
+     "flowsim: error: --iters must be >= 1, got 0"),
     (["run", "gaussian8", "--events", "100", "--seed", "-1"], 2,
-     r"flowsim: error: seed must be in [0, 2**63), got -1"),
+     r"flowsim: error: --seed must be in [0, 2**63), got -1"),
     (["run", "gaussian8", "--events", "1000", "--events-limit", "10"], 2,
      "flowsim: error: events_limit (10) must be at least block_size (1024)"),
     (["run", "gaussian8", "--events", "100", "--algorithm", "magic"], 2,
@@ -482,3 +482,98 @@ def test_the_package_pickles_by_reference_in_closures():
     proc = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True,
                           timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 0 and proc.stdout.strip() == b"flowsim.algorithms.sweep", proc.stderr
+
+
+def test_untrusted_result_is_printed_once_with_the_table_or_on_stderr_with_json(capsys):
+    """Issue #23 item 3: Result.warnings print with the table; the log record and the
+    FlowsimWarning of the same message do not print again."""
+    import warnings
+    args = ["run", "gaussian8", "--events", "200000", "--iters", "6", "--seed", "5"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # the CLI issues no Python warning
+        rc, out, err = main(capsys, *args)
+        assert rc == 0, err
+        assert out.count("chi2/dof = 12.2, above") == 1 and "chi2/dof" not in err
+        assert out.splitlines()[-1].startswith("warning: Plain: the 6 kept iterations disagree")
+        rc, out, err = main(capsys, *args, "--json")
+    assert rc == 0 and len(json.loads(out)["warnings"]) == 1
+    assert err.count("chi2/dof") == 1 and err.startswith("flowsim: warning: Plain: the 6 kept")
+
+
+FAST_REFUSALS = [
+    (["--seed", "-1"], "flowsim: error: --seed must be in [0, 2**63), got -1"),
+    (["--iters", "0"], "flowsim: error: --iters must be >= 1, got 0"),
+    (["--skip", "5", "--iters", "5"], "flowsim: error: --skip (5) must be smaller than "
+                                      "--iters (5): --skip leaves that many warm-up "
+                                      "iterations out of the result"),
+    (["--dim", "0"], "flowsim: error: --dim must be >= 1, got 0"),
+    (["--markets", "0"], "flowsim: error: --markets must be >= 1, got 0"),
+]
+
+
+def test_impossible_numbers_are_refused_before_tensorflow_loads():
+    """Issue #23 item 8: these failed only after TensorFlow loaded (14-38 s)."""
+    code = ("import contextlib, io, json, sys, time\n"
+            "from flowsim import cli\n"
+            "out = []\n"
+            "for argv in json.loads(sys.argv[1]):\n"
+            "    err = io.StringIO()\n"
+            "    start = time.perf_counter()\n"
+            "    with contextlib.redirect_stderr(err):\n"
+            "        rc = cli.main(['run', 'flowsim.examples:double_gaussian'] + argv)\n"
+            "    out.append([rc, err.getvalue(), time.perf_counter() - start])\n"
+            "print(json.dumps({'runs': out, 'tf': 'tensorflow' in sys.modules}))\n")
+    p = subprocess.run([sys.executable, "-c", code, json.dumps([a for a, _ in FAST_REFUSALS])],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+    assert p.returncode == 0, p.stderr[-2000:]
+    report = json.loads(p.stdout.strip().splitlines()[-1])
+    assert not report["tf"]
+    for (argv, message), (rc, err, seconds) in zip(FAST_REFUSALS, report["runs"]):
+        assert rc == 2 and err.strip() == message, (argv, err)
+        assert seconds < 1.0, (argv, seconds)
+
+
+def test_plot_help_says_which_formats():
+    help_text = " ".join(cli.parser()._subparsers._group_actions[0].choices["run"]
+                         .format_help().split())
+    assert help_text.count("PNG, PDF or any format matplotlib writes, from the file's "
+                           "extension") == 2
+
+
+def test_jobs_read_the_command_line_through_cli_options_not_cli():
+    """Issue #21: the cycle cli -> targets -> markets.job -> cli (flow_options, args._given)."""
+    import ast
+
+    def imported(path):
+        tree = ast.parse(open(os.path.join(ROOT, "flowsim", *path.split("/"))).read())
+        return {("." * n.level) + (n.module or "") for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom)} | {a.name for n in ast.walk(tree)
+                                                     if isinstance(n, ast.Import)
+                                                     for a in n.names}
+    assert "..cli_options" in imported("markets/job.py")
+    assert not {"..cli", "flowsim.cli"} & imported("markets/job.py")
+    assert not [m for m in imported("cli_options.py") if m.startswith((".", "flowsim"))]
+    assert "_given" not in open(os.path.join(ROOT, "flowsim", "markets", "job.py")).read()
+    from flowsim import cli_options
+    assert cli.flow_options is cli_options.flow_options
+
+
+def test_tensorflow_imported_before_flowsim_prints_nothing_after_flowsim_loads():
+    """Issue #23 item 9: TensorFlow's start-up lines at its own import cannot be taken
+    back; what it would print later (the first XLA compile's lines) is silenced."""
+    code = ("import sys\n"
+            "import tensorflow\n"
+            "print('=== flowsim', file=sys.stderr, flush=True)\n"
+            "import flowsim\n"
+            "from flowsim.examples import double_gaussian\n"
+            "r = flowsim.Flow(flowsim.Plain(double_gaussian, 2), 4096, seed=1, quiet=True).run(1)\n"
+            "print(r.value)\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FLOWSIM_TF_VERBOSE", "TF_CPP_MIN_LOG_LEVEL")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT, env=dict(env, PYTHONPATH=ROOT))
+    assert p.returncode == 0, p.stderr[-2000:]
+    _, _, after = p.stderr.partition("=== flowsim\n")
+    assert after == "", after[-2000:]
+    assert float(p.stdout) > 0

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import Points, run_python
+from conftest import ROOT, Points, run_python
 
 import flowsim
 from flowsim import kernel
@@ -384,7 +384,11 @@ def test_nonfinite_drop_counts_and_ignores_padding(tmp_path):
 
     seed, n, bs = 2, 1000, 128              # 8 blocks, 24 padding events in the last one
     sim = flowsim.Plain(nan_and_inf, 2)
-    r = flowsim.Flow(sim, n, seed=seed, block_size=bs, nonfinite="drop", quiet=True).run(3)
+    with pytest.warns(flowsim.FlowsimWarning, match=r"NaN/Inf value\(s\) dropped"):
+        r = flowsim.Flow(sim, n, seed=seed, block_size=bs, nonfinite="drop", quiet=True).run(3)
+    assert r.warnings == [f"{sum(rec['nonfinite'] for rec in r.iterations)} NaN/Inf value(s) "
+                          f"dropped (counted as 0) in iteration(s) 1, 2, 3: the value is biased "
+                          f"unless they are where the integrand is truly 0"]
     pad_bad = []
     for it, rec in enumerate(r.iterations):
         x = all_points(seed, it, n, bs, 2)
@@ -766,6 +770,54 @@ def test_inconsistent_iterations_are_warned_about(caplog):
     assert caplog.text == ""
 
 
+def test_untrusted_result_reaches_an_api_user_as_result_warnings_and_a_user_warning():
+    """Issue #23 item 3: chi2/dof ~12 came back in silence (the logger has a NullHandler)."""
+    import logging
+    import warnings
+
+    from flowsim.examples import double_gaussian
+    assert issubclass(flowsim.FlowsimWarning, UserWarning)
+    assert any(isinstance(h, logging.NullHandler) for h in logging.getLogger("flowsim").handlers)
+    flow = flowsim.Flow(flowsim.Plain(double_gaussian, dim=8), n_events=200000, seed=5)
+    with pytest.warns(flowsim.FlowsimWarning, match=r"disagree \(chi2/dof = 1\d\.\d") as caught:
+        res = flow.run(6)
+    assert res.chi2_dof > 5 and len(caught) == 1
+    assert len(res.warnings) == 1 and "chi2/dof" in res.warnings[0]
+    assert f"warning: {res.warnings[0]}" in str(res).splitlines()
+    assert json.loads(res.to_json())["warnings"] == res.warnings
+    with warnings.catch_warnings():                 # what -W error::flowsim.FlowsimWarning does
+        warnings.simplefilter("error", flowsim.FlowsimWarning)
+        with pytest.raises(flowsim.FlowsimWarning, match="chi2/dof"):
+            flowsim.Flow(flow.simulation, n_events=200000, seed=5).run(6)   # same kernel
+    calm = flowsim.Flow(flow.simulation, n_events=200000, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", flowsim.FlowsimWarning)
+        assert calm.run(1).warnings == []           # one iteration: nothing to distrust
+
+
+def test_warning_filters_on_the_command_line_reach_flowsim_warning(tmp_path):
+    """``python -W error::UserWarning`` (Python reads -W before site-packages are on its
+    path, so there only built-in categories resolve) and pytest's
+    ``-W error::flowsim.FlowsimWarning`` turn it into an error; no TensorFlow loads."""
+    import subprocess
+    code = "import warnings, flowsim\nwarnings.warn('untrusted', flowsim.FlowsimWarning)\n"
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=120, env=env)
+    assert shown.returncode == 0 and "FlowsimWarning: untrusted" in shown.stderr
+    strict = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert strict.returncode == 1 and strict.stderr.splitlines()[-1] == \
+        "flowsim.FlowsimWarning: untrusted", strict.stderr
+    (tmp_path / "test_w.py").write_text("def test_w():\n    " + code.replace("\n", "\n    "))
+    under_pytest = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                   "-W", "error::flowsim.FlowsimWarning", "test_w.py"],
+                                  capture_output=True, text=True, timeout=120, env=env,
+                                  cwd=tmp_path)
+    assert under_pytest.returncode == 1, under_pytest.stdout
+    assert "FlowsimWarning: untrusted" in under_pytest.stdout
+
+
 def test_user_subclass_of_plain_with_python_control_flow_in_block_still_converts():
     """flowsim traces its own Plain kernel without AutoGraph; a user's subclass that
     branches on tensors in Python in its own block is converted, as before."""
@@ -824,3 +876,35 @@ def test_integrands_without_python_control_flow_on_tensors_skip_autograph(monkey
     assert _branch_on_block_shape in converted and _branchy in converted
     assert integrand._PLAIN[_sum_of_squares] == {(None, "float64"): True}
     assert integrand._PLAIN[_branchy] == {(None, "float64"): False}
+
+
+def test_a_run_starts_from_the_state_its_simulation_holds_and_meta_says_which(tmp_path):
+    """Issue #23 item 5: the README reused an adapted VEGAS map under "same bits as Flow"."""
+    import copy
+
+    def run(sim, n_iter=2, **kw):
+        return flowsim.Flow(sim, 4096, seed=1, block_size=1024, quiet=True,
+                            jit_compile=False).run(n_iter, **kw)
+
+    sim = flowsim.Vegas(GENZ["gaussian"].f, 2)
+    pristine = copy.deepcopy(sim)                   # before its first run: a fresh copy
+    first = run(sim)
+    assert first.meta["start_state"] == "fresh"
+    again = run(sim)                                # the map adapted: another start
+    assert again.meta["start_state"] == "adapted: 2 iterations"
+    assert again.meta["start_state_id"] != first.meta["start_state_id"]
+    assert again.iterations[0]["value"] != first.iterations[0]["value"]
+    fresh = run(pristine)
+    assert fresh.meta["start_state"] == "fresh" and fresh.value == first.value
+    assert fresh.meta["start_state_id"] == first.meta["start_state_id"]
+    assert json.loads(first.to_json())["meta"]["start_state"] == "fresh"
+    plain = flowsim.Plain(GENZ["gaussian"].f, 2)    # nothing adapts: every run is fresh
+    assert run(plain).meta == run(plain).meta and run(plain).meta["start_state"] == "fresh"
+    # a resumed run says which state its first iteration started from, and counts on
+    path = tmp_path / "run.ckpt"
+    run(flowsim.Vegas(GENZ["gaussian"].f, 2), 1, checkpoint=path)
+    resumed_sim = flowsim.Vegas(GENZ["gaussian"].f, 2)
+    resumed = run(resumed_sim, 3, checkpoint=path)
+    assert resumed.meta["start_state"] == "fresh"
+    assert [r["adapted_before"] for r in resumed.iterations] == [0, 1, 2]
+    assert run(resumed_sim, 1).meta["start_state"] == "adapted: 3 iterations"

@@ -1,5 +1,21 @@
 """Checkpoints: the whole run state after each iteration, written atomically.
 
+Usage: give :meth:`flowsim.Flow.run` a path; the same call resumes::
+
+    flow = flowsim.Flow(flowsim.Vegas(f, dim=4), n_events=10**6, seed=1)
+    result = flow.run(10, checkpoint="run.npz")   # written after every iteration
+    # killed, Ctrl-C'd, a node lost: run the same again, in a new process
+    result = flow.run(10, checkpoint="run.npz")   # resumes; the bits of an unbroken run
+
+``flowsim run ... --checkpoint run.npz`` does the same from the command line.
+``n_iter`` counts every iteration, those in the file included; a larger one
+later runs on from where the file ends.  Caveats: the simulation must be the
+same (see the fingerprint below: another integrand, limits, class or
+attributes are refused, naming what differs), and so must the seed, events,
+block size, dtype, XLA setting and generator; the backend and ``events_limit``
+may change.  Bytecode differs between Python versions, so resume under the
+Python that wrote the file.
+
 A checkpoint is one ``.npz`` file (format :data:`FORMAT`): a JSON header
 (configuration, finished iteration records, elapsed time), the simulation's
 adaptive state arrays and a SHA-256 checksum of both.
@@ -42,6 +58,12 @@ _DIGESTS = {"code": "code differs (bytecode, constants, names or closure values)
 
 
 def save(path, config, records, elapsed, state):
+    """Write a checkpoint to ``path`` atomically (a temporary file renamed over it).
+
+    ``config``: the run's configuration (JSON-able, :meth:`flowsim.Flow.config`);
+    ``records``: the finished iterations (JSON-able); ``elapsed``: seconds so far;
+    ``state``: the simulation's adaptive state, ``{name: numpy array}``.
+    """
     path = os.fspath(path)
     header = json.dumps({"format": FORMAT, "config": config, "records": records,
                          "elapsed": elapsed})

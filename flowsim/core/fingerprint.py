@@ -118,83 +118,120 @@ def _unwrap(fn):
     return getattr(fn, "python_function", fn)       # tf.function -> the Python function
 
 
-def _feed(h, obj, depth, seen):
-    def put(*parts):
-        h.update(("\x1f".join(map(str, parts)) + "\x1e").encode())
+def _put(h, *parts):
+    h.update(("\x1f".join(map(str, parts)) + "\x1e").encode())
 
+
+def _feed(h, obj, depth, seen):
     if isinstance(obj, (np.ndarray, np.generic)):
-        a = np.ascontiguousarray(obj)
-        put("array", a.dtype.str, a.shape)
-        if a.dtype.hasobject:
-            for v in a.ravel():
-                _feed(h, v, depth + 1, seen)
-        else:
-            h.update(a.tobytes())
+        _feed_array(h, obj, depth, seen)
         return
     if isinstance(obj, _PLAIN):
-        put(type(obj).__name__, repr(obj))
+        _put(h, type(obj).__name__, repr(obj))
         return
     if depth > _DEPTH or id(obj) in seen:
-        put("...", type(obj).__qualname__)
+        _put(h, "...", type(obj).__qualname__)
         return
     seen.add(id(obj))
     obj = _unwrap(obj)
-    if isinstance(obj, types.CodeType):
-        put("code", obj.co_argcount, obj.co_kwonlyargcount, obj.co_names)
-        h.update(obj.co_code)
-        for c in obj.co_consts:
-            _feed(h, c, depth, seen)
-    elif isinstance(obj, types.FunctionType):
-        put("function", _FORMER.get(obj.__module__, obj.__module__), obj.__qualname__)
-        for part in (obj.__code__, obj.__defaults__, obj.__kwdefaults__):
-            _feed(h, part, depth, seen)
-        for cell in obj.__closure__ or ():
-            try:
-                _feed(h, cell.cell_contents, depth + 1, seen)
-            except ValueError:                      # an empty cell
-                put("empty")
-    elif isinstance(obj, types.MethodType):
-        _feed(h, obj.__func__, depth, seen)
-        _feed(h, obj.__self__, depth + 1, seen)
-    elif isinstance(obj, functools.partial):
-        put("partial")
-        for part in (obj.func, obj.args, obj.keywords):
-            _feed(h, part, depth, seen)
-    elif isinstance(obj, types.ModuleType):
-        put("module", _FORMER.get(obj.__name__, obj.__name__))
-    elif isinstance(obj, type):
-        put("class", _FORMER.get(obj.__module__, obj.__module__), obj.__qualname__)
-        for klass in obj.__mro__[:-1]:              # not object
-            for name, attr in sorted(vars(klass).items()):
-                attr = getattr(attr, "__func__", attr)      # staticmethod, classmethod
-                attr = getattr(attr, "fget", attr)          # property
-                if isinstance(attr, types.FunctionType):
-                    put(name)
-                    _feed(h, attr, depth + 1, seen)
-    elif isinstance(obj, (tuple, list)):
-        put(type(obj).__name__, len(obj))
-        for v in obj:
+    feeder = next((f for kinds, f in _FEEDERS if isinstance(obj, kinds)), _feed_instance)
+    feeder(h, obj, depth, seen)
+
+
+def _feed_array(h, a, depth, seen):
+    a = np.ascontiguousarray(a)
+    _put(h, "array", a.dtype.str, a.shape)
+    if a.dtype.hasobject:
+        for v in a.ravel():
             _feed(h, v, depth + 1, seen)
-    elif isinstance(obj, (dict, set, frozenset)):
-        items = obj.items() if isinstance(obj, dict) else ((v, None) for v in obj)
-        put(type(obj).__name__, len(obj))
-        for k, v in sorted(items, key=lambda kv: repr(kv[0])):
-            _feed(h, k, depth + 1, seen)
-            _feed(h, v, depth + 1, seen)
-    elif hasattr(obj, "numpy") and hasattr(obj, "dtype"):      # eager tensor or variable
-        try:
-            _feed(h, np.asarray(obj.numpy()), depth, seen)
-        except Exception:  # noqa: BLE001 - a symbolic tensor: its type only
-            put("tensor", type(obj).__qualname__)
     else:
-        # A callable object or other instance: its class's code and its public
-        # plain attributes (caches and compiled functions are private or not plain).
-        _feed(h, type(obj), depth, seen)
-        for name, v in sorted(getattr(obj, "__dict__", {}).items()):
-            if not name.startswith("_") and (isinstance(v, (_PLAIN, tuple, list))
-                                             or callable(v)):
-                put(name)
-                _feed(h, v, depth + 1, seen)
+        h.update(a.tobytes())
+
+
+def _feed_code(h, code, depth, seen):
+    _put(h, "code", code.co_argcount, code.co_kwonlyargcount, code.co_names)
+    h.update(code.co_code)
+    for c in code.co_consts:
+        _feed(h, c, depth, seen)
+
+
+def _feed_function(h, fn, depth, seen):
+    _put(h, "function", _FORMER.get(fn.__module__, fn.__module__), fn.__qualname__)
+    for part in (fn.__code__, fn.__defaults__, fn.__kwdefaults__):
+        _feed(h, part, depth, seen)
+    for cell in fn.__closure__ or ():
+        try:
+            contents = cell.cell_contents
+        except ValueError:                      # an empty cell
+            _put(h, "empty")
+            continue
+        _feed(h, contents, depth + 1, seen)
+
+
+def _feed_method(h, method, depth, seen):
+    _feed(h, method.__func__, depth, seen)
+    _feed(h, method.__self__, depth + 1, seen)
+
+
+def _feed_partial(h, p, depth, seen):
+    _put(h, "partial")
+    for part in (p.func, p.args, p.keywords):
+        _feed(h, part, depth, seen)
+
+
+def _feed_module(h, module, depth, seen):
+    _put(h, "module", _FORMER.get(module.__name__, module.__name__))
+
+
+def _feed_class(h, klass, depth, seen):
+    _put(h, "class", _FORMER.get(klass.__module__, klass.__module__), klass.__qualname__)
+    for base in klass.__mro__[:-1]:              # not object
+        for name, attr in sorted(vars(base).items()):
+            attr = getattr(attr, "__func__", attr)      # staticmethod, classmethod
+            attr = getattr(attr, "fget", attr)          # property
+            if isinstance(attr, types.FunctionType):
+                _put(h, name)
+                _feed(h, attr, depth + 1, seen)
+
+
+def _feed_sequence(h, seq, depth, seen):
+    _put(h, type(seq).__name__, len(seq))
+    for v in seq:
+        _feed(h, v, depth + 1, seen)
+
+
+def _feed_mapping(h, obj, depth, seen):
+    items = obj.items() if isinstance(obj, dict) else ((v, None) for v in obj)
+    _put(h, type(obj).__name__, len(obj))
+    for k, v in sorted(items, key=lambda kv: repr(kv[0])):
+        _feed(h, k, depth + 1, seen)
+        _feed(h, v, depth + 1, seen)
+
+
+def _feed_instance(h, obj, depth, seen):
+    if hasattr(obj, "numpy") and hasattr(obj, "dtype"):      # eager tensor or variable
+        try:
+            value = np.asarray(obj.numpy())
+        except Exception:  # noqa: BLE001 - a symbolic tensor: its type only
+            _put(h, "tensor", type(obj).__qualname__)
+            return
+        _feed(h, value, depth, seen)
+        return
+    # A callable object or other instance: its class's code and its public
+    # plain attributes (caches and compiled functions are private or not plain).
+    _feed(h, type(obj), depth, seen)
+    for name, v in sorted(getattr(obj, "__dict__", {}).items()):
+        if not name.startswith("_") and (isinstance(v, (_PLAIN, tuple, list)) or callable(v)):
+            _put(h, name)
+            _feed(h, v, depth + 1, seen)
+
+
+#: How each kind of object is fed to the hash, first match wins; anything else is
+#: an instance (:func:`_feed_instance`).
+_FEEDERS = ((types.CodeType, _feed_code), (types.FunctionType, _feed_function),
+            (types.MethodType, _feed_method), (functools.partial, _feed_partial),
+            (types.ModuleType, _feed_module), (type, _feed_class),
+            ((tuple, list), _feed_sequence), ((dict, set, frozenset), _feed_mapping))
 
 
 def box_functions(integrand, limits, histograms):

@@ -6,7 +6,6 @@ an :class:`~flowsim.core.backend.Executor` (default: every block on one device,
 one call after another).  The classes of :mod:`flowsim.distribution` are Flow
 with another executor.  No Flow knows an algorithm.
 """
-import hashlib
 import secrets
 import sys
 import time
@@ -18,23 +17,14 @@ from . import kernel
 from .backend import Executor, Iteration, LocalExecutor
 from .blocks import BlockGrid, check_count, check_memory, default_block_size
 from .kernel import IterationTask, KernelSpec, check_seed, layout, same_state, unpack
-from .log import logger
+from .log import RESULT_WARNING, logger
 from .result import Result, _jsonable, warn_if_inconsistent
+from .simulation import state_digest as state_id
 
 NONFINITE = ("raise", "drop")
 DEFAULT_EVENTS_LIMIT = 1_000_000
 #: Runs of at least this many events (n_events x iterations) log their estimated duration.
 LONG_RUN_EVENTS = 10**11
-
-
-def state_id(state):
-    """A short hash of a task's state arrays: iterations with equal ids pool."""
-    digest = hashlib.sha256()
-    for name in sorted(state):
-        a = np.ascontiguousarray(state[name])
-        digest.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
-        digest.update(a.tobytes())
-    return digest.hexdigest()[:16]
 
 
 def interrupted_message(iteration, checkpoint, saved, cli=False):
@@ -355,6 +345,7 @@ class Flow:
             raise ValueError(f"checkpoint {str(path)!r} was made for another configuration: "
                              + "; ".join(diff))
         self.simulation.set_state(state)
+        self.simulation.restore_adaptations(records)
         for r in records:
             r["value"] = np.asarray(r["value"], dtype=np.float64)
             r["error"] = np.asarray(r["error"], dtype=np.float64)
@@ -373,9 +364,10 @@ class Flow:
         totals = unpack(self.simulation, self.simulation.combine(rows, self.n_events))
         est = dict(self.simulation.estimate(totals, self.n_events))
         self.simulation.adapt(totals, self.n_events)
+        adapted = self.simulation.count_adaptation(task.state)     # Result.meta["start_state"]
         record = {"iteration": iteration + 1, "events": self.n_events,
                   "seconds": time.perf_counter() - start, "state_id": state_id(task.state),
-                  **est}
+                  **adapted, **est}
         if "nonfinite" in totals:
             record["nonfinite"] = int(totals["nonfinite"])
         logger.info("iteration %d: %s +/- %s (%.3f s)", iteration + 1,
@@ -402,7 +394,8 @@ class Flow:
                 f"{b * self.grid.block_size}.."
                 f"{min((b + 1) * self.grid.block_size, self.n_events) - 1}); "
                 f"pass nonfinite='drop' to count them and treat them as 0")
-        logger.warning("iteration %d: dropped %d NaN/Inf value(s)", iteration + 1, total)
+        logger.warning("iteration %d: dropped %d NaN/Inf value(s)", iteration + 1, total,
+                       extra=RESULT_WARNING)     # also in Result.warnings
 
     def _meta(self):
         return {"simulation": type(self.simulation).__name__, "backend": self.executor.name,

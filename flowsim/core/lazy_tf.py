@@ -9,16 +9,29 @@ down first (set ``FLOWSIM_TF_VERBOSE=1`` to keep it).  Everything that needs
 TensorFlow reads when it loads and puts :class:`_QuietImport` on
 ``sys.meta_path``, so TensorFlow's first import is silenced whoever makes it
 (flowsim's :func:`tf`, or the user's ``import tensorflow`` after
-``import flowsim``).  A TensorFlow imported before flowsim has printed what it
-prints; :func:`tf` still turns its Python logger down.
+``import flowsim``).
+
+A TensorFlow imported *before* flowsim has printed its start-up lines (they
+cannot be taken back); :func:`quiet_import` then turns down what it would print
+later (the XLA service, compiled-cluster and MLIR lines of the first compile):
+TensorFlow's C++ log level (absl's minimum log level, set to what
+``TF_CPP_MIN_LOG_LEVEL`` says, 3 unless the environment says otherwise), its
+Python logger and absl's Python verbosity.  ``FLOWSIM_TF_VERBOSE=1`` keeps all.
 """
 import contextlib
+import glob
 import logging
+import mmap
 import os
+import re
 import sys
 
 _TF = None
 _VIRTUAL_CPUS = None
+_LOADED_QUIETED = False
+#: absl's ``SetMinLogLevel(LogSeverityAtLeast)``, with or without its LTS inline namespace.
+_SET_MIN_LOG_LEVEL = re.compile(rb"_ZN4absl(?:12lts_\d{8})?14SetMinLogLevelENS\d?_"
+                                rb"18LogSeverityAtLeastE")
 
 
 def _verbose():
@@ -31,9 +44,51 @@ def quiet_import():
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    if "tensorflow" not in sys.modules and not any(
-            isinstance(f, _QuietImport) for f in sys.meta_path):
+    if "tensorflow" in sys.modules:
+        quiet_loaded_tensorflow(sys.modules["tensorflow"])
+    elif not any(isinstance(f, _QuietImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietImport())
+
+
+def quiet_loaded_tensorflow(tensorflow):
+    """Turn down what an already imported TensorFlow prints from now on (once per
+    process; best effort: a TensorFlow built otherwise keeps its level).
+
+    Returns the C++ minimum log level set, or None if it could not be set.
+    """
+    global _LOADED_QUIETED
+    if _verbose() or _LOADED_QUIETED:
+        return None
+    _LOADED_QUIETED = True
+    _quiet_logger(tensorflow)
+    absl_logging = sys.modules.get("absl.logging")
+    if absl_logging is not None:
+        with contextlib.suppress(Exception):
+            absl_logging.set_verbosity(absl_logging.ERROR)
+    try:
+        level = min(max(int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")), 0), 3)
+    except ValueError:
+        level = 3
+    try:
+        return _set_cpp_min_log_level(tensorflow, level)
+    except Exception:  # noqa: BLE001 - another build or platform: its lines stay
+        return None
+
+
+def _set_cpp_min_log_level(tensorflow, level):
+    """``absl::SetMinLogLevel(level)`` in TensorFlow's framework library, if it exports it."""
+    import ctypes
+    where = os.path.dirname(getattr(tensorflow, "__file__", None) or "")
+    for path in sorted(glob.glob(os.path.join(where, "libtensorflow_framework.*"))):
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            found = _SET_MIN_LOG_LEVEL.search(mm)
+            name = None if found is None else bytes(found.group()).decode()
+        if name is None:
+            continue
+        lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 0) | ctypes.RTLD_GLOBAL)
+        getattr(lib, name)(ctypes.c_int(level))
+        return level
+    return None
 
 
 class _QuietImport:

@@ -1,22 +1,28 @@
 """The result of a run: estimate, per-iteration table, timing, timeline."""
 import json
+import warnings as _warnings
 
 import numpy as np
 
-from .log import logger
+from .log import RESULT_WARNING, FlowsimWarning, logger
 from .stats import chi2_limit, combine
 
 
-def _jsonable(x):
+def jsonable(x):
+    """``x`` with numpy arrays and scalars turned into lists and Python numbers, tuples
+    into lists and keys into strings (what JSON holds)."""
     if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
+        return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, np.generic):
         return x.item()
     return x
+
+
+_jsonable = jsonable        # the former name (flowsim.core.flow imports it)
 
 
 def _finite_or_none(x):
@@ -41,6 +47,20 @@ def _events_and_states(records):
 
 class Result:
     """What :meth:`flowsim.Flow.run` returns.
+
+    Usage::
+
+        result = flowsim.Flow(flowsim.Vegas(f, dim=4), 10**6, seed=1).run(6, skip=1)
+        print(result)        # per iteration, then value +/- error, chi2/dof, warnings
+        result.value, result.error, result.chi2_dof
+        if result.warnings:  # reasons not to trust it as it stands (also FlowsimWarning)
+            ...
+        result.to_json()     # everything below, strict JSON
+
+    Trust ``value ± error`` when ``warnings`` is empty: the kept iterations agree
+    within their errors and no value was dropped.  With several kept iterations
+    of an adaptive map, skip the first ones (``skip=``) while the map is still
+    moving.
 
     Attributes
     ----------
@@ -70,9 +90,22 @@ class Result:
         ``start``, ``end`` (seconds since the run started).
     histograms : dict
         ``{name: {"edges", "values", "errors"}}`` combined over kept iterations.
+    meta : dict
+        What ran: ``simulation``, ``backend``, ``devices``, ``seed``, events and
+        blocks, and which state the run started from: ``start_state``
+        (``"fresh"``, or ``"adapted: N iterations"`` when the Simulation had
+        adapted before, in an earlier run: a run starts from the state its
+        Simulation holds) and ``start_state_id`` (digest of the state the first
+        iteration used; equal ids, seeds and events give equal bits).
+    warnings : list of str
+        Why the result should not be trusted as it stands, one sentence each
+        (empty when nothing is wrong): kept iterations that disagree beyond
+        their errors (chi²/dof above its 99.9 % point), NaN/Inf values dropped.
+        Printed with the result table; :meth:`flowsim.Flow.run` also issues
+        each as a :class:`flowsim.FlowsimWarning` and logs it.
     """
 
-    def __init__(self, iterations, wall_time, timeline=(), meta=None, skip=0):
+    def __init__(self, iterations, wall_time, timeline=(), meta=None, skip=0, warnings=None):
         self.iterations = list(iterations)
         self.wall_time = float(wall_time)
         self.timeline = list(timeline)
@@ -91,6 +124,9 @@ class Result:
         self.events_per_second = (self.n_events / self.wall_time if self.wall_time > 0
                                   else float("nan"))
         self.histograms = self._combine_histograms(kept)
+        self.warnings = result_warnings(self) if warnings is None else list(warnings)
+        self.meta.update(start_state(self.iterations[:1]) if "start_state" not in self.meta
+                         else {})
 
     @staticmethod
     def _combine_histograms(kept):
@@ -119,13 +155,13 @@ class Result:
 
     def to_dict(self):
         """Plain-Python dictionary (JSON-ready) of everything above."""
-        return _jsonable({
+        return jsonable({
             "value": self.value, "error": self.error, "chi2_dof": self.chi2_dof,
             "n_events": self.n_events, "wall_time": self.wall_time,
             "events_per_second": self.events_per_second,
             "efficiency": self.efficiency,
             "iterations": self.iterations, "histograms": self.histograms,
-            "timeline": self.timeline, "meta": self.meta,
+            "timeline": self.timeline, "meta": self.meta, "warnings": self.warnings,
         })
 
     def to_json(self, **kwargs):
@@ -159,11 +195,23 @@ class Result:
             lines.append(f"result{comp} = {v[j]:.12g} +/- {e[j]:.4g}{chi2}")
         lines.append(f"{self.n_events:,} events in {self.wall_time:.3f} s "
                      f"= {self.events_per_second:,.0f} events/s")
+        lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
-def warn_if_inconsistent(result):
-    """Log a warning when the kept iterations disagree beyond their errors.
+def start_state(first):
+    """``{"start_state", "start_state_id"}`` of a run from its first iteration record
+    (in a list; nothing for records from before flowsim counted adaptations)."""
+    if not first or "adapted_before" not in first[0]:
+        return {}
+    n = first[0]["adapted_before"]
+    return {"start_state": "fresh" if n == 0 else
+            f"adapted: {n} iteration{'s' if n > 1 else ''}",
+            "start_state_id": first[0].get("state_id")}
+
+
+def inconsistency(result):
+    """The warning about kept iterations that disagree beyond their errors, or None.
 
     The threshold is the 99.9 % point of chi^2 with ``n_kept - 1`` degrees of
     freedom (:func:`flowsim.core.stats.chi2_limit`): with honest errors a run is
@@ -171,18 +219,39 @@ def warn_if_inconsistent(result):
     lost or found a peak between iterations, or a heavy-tailed integrand whose
     per-iteration errors are unreliable at this many events.
     """
-    kept = sum(r["kept"] for r in result.iterations)
     if result.chi2_dof is None:
-        return False
+        return None
+    kept = sum(r["kept"] for r in result.iterations)
     worst = float(np.max(np.atleast_1d(result.chi2_dof)))
     limit = chi2_limit(kept - 1)
     if not worst > limit:
-        return False
+        return None
     name = result.meta.get("simulation", "run")
     advice = ("use more events per iteration, skip more warm-up iterations, or VegasPlus, "
               "whose stratification keeps every peak in view" if name == "Vegas" else
               "use more events per iteration or skip more warm-up iterations")
-    logger.warning("%s: the %d kept iterations disagree (chi2/dof = %.3g, above %.3g, the "
-                   "99.9%% point for honest errors): the error may be underestimated; %s",
-                   name, kept, worst, limit, advice)
-    return True
+    return (f"{name}: the {kept} kept iterations disagree (chi2/dof = {worst:.3g}, above "
+            f"{limit:.3g}, the 99.9% point for honest errors): the error may be "
+            f"underestimated; {advice}")
+
+
+def result_warnings(result):
+    """What :attr:`Result.warnings` holds: :func:`inconsistency` and dropped NaN/Inf values."""
+    out = [] if (chi2 := inconsistency(result)) is None else [chi2]
+    dropped = {r["iteration"]: r["nonfinite"] for r in result.iterations if r.get("nonfinite")}
+    if dropped:
+        out.append(f"{sum(dropped.values())} NaN/Inf value(s) dropped (counted as 0) in "
+                   f"iteration(s) {', '.join(map(str, dropped))}: the value is biased unless "
+                   f"they are where the integrand is truly 0")
+    return out
+
+
+def warn_if_inconsistent(result, stacklevel=3):
+    """Issue ``result.warnings``: each logged on the ``flowsim`` logger and issued as
+    a :class:`~flowsim.FlowsimWarning` (``stacklevel`` 3: the line that called
+    :meth:`flowsim.Flow.run`).  Returns whether the kept iterations disagree
+    (:func:`inconsistency`)."""
+    for message in result.warnings:
+        logger.warning("%s", message, extra=RESULT_WARNING)
+        _warnings.warn(message, FlowsimWarning, stacklevel=stacklevel)
+    return inconsistency(result) is not None

@@ -1,5 +1,12 @@
 """The Simulation contract: *what* one block of work computes.
 
+Usage: subclass :class:`Simulation` (or use :class:`flowsim.Plain`,
+:class:`flowsim.Vegas`, ...) and hand an instance to a :class:`flowsim.Flow`::
+
+    sim = flowsim.Vegas(f, dim=4)
+    first = flowsim.Flow(sim, 10**6, seed=1).run(5)    # meta["start_state"] == "fresh"
+    again = flowsim.Flow(sim, 10**6, seed=1).run(5)    # "adapted: 5 iterations"
+
 A Simulation owns its dimension, the compiled kernel over one block of events,
 the float64 accumulators it needs, how iteration totals become an estimate, and
 how its state adapts between iterations.  It never knows where blocks run: the
@@ -7,14 +14,59 @@ Flow (:mod:`flowsim.core.flow`) decides that.  Instances are plain Python + nump
 state and must pickle (module-level integrands pickle with ``pickle``; lambdas
 need ``cloudpickle``, which Spark uses); compiled TensorFlow functions are
 built lazily, per process and per device, and never pickled.
+
+**A run starts from the state its Simulation holds.**  A Simulation adapts in
+place (the VEGAS map), so running it again -- on the same Flow, a new Flow or
+any backend -- continues from the adapted map, as Lepage's ``vegas`` keeps
+adapting across calls of one ``Integrator``.  Same seed and events give the same
+bits only from the same starting state: build a new Simulation (or
+``copy.deepcopy`` one before its first run) to start afresh.
+``Result.meta["start_state"]`` says ``"fresh"`` or ``"adapted: N iterations"``
+(:meth:`Simulation.count_adaptation`), and
+``Result.meta["start_state_id"]`` is the digest (:func:`state_digest`) of the
+state the run's first iteration used.
 """
+import hashlib
+
 import numpy as np
 
 from . import rng
 
 
 class Simulation:
-    """Base class.  Subclasses set :attr:`dim` and implement the marked methods.
+    """What one block of work computes; subclass it for a computation of your own.
+
+    Usage (an antithetic-variates estimate of ``f`` over ``[0, 1]^dim``)::
+
+        import flowsim
+        from flowsim.core.lazy_tf import tf
+
+        class Antithetic(flowsim.Simulation):
+            def __init__(self, f, dim):
+                self.f, self.dim = f, dim          # attributes: what config() records
+
+            def accumulators(self):
+                return {"sum": (), "sum2": ()}     # float64 partial sums of a block
+
+            def block(self, u, valid, state):      # u: [size, dim] uniforms
+                t = tf()
+                y = t.cast(0.5 * (self.f(u) + self.f(1 - u)), t.float64)
+                y = t.where(valid, y, t.zeros_like(y))     # padding adds nothing
+                return {"sum": t.reduce_sum(y), "sum2": t.reduce_sum(y * y)}
+
+            def estimate(self, totals, n_events):
+                mean = totals["sum"] / n_events
+                var = totals["sum2"] / n_events - mean ** 2
+                return {"value": mean, "error": (max(var, 0.0) / n_events) ** 0.5}
+
+        result = flowsim.Flow(Antithetic(f, 4), n_events=10**6, seed=1).run(3)
+
+    Required: :attr:`dim`, :meth:`accumulators`, :meth:`block`, :meth:`estimate`.
+    Optional: :meth:`state` / :meth:`adapt` / :meth:`prepare` for an adaptive
+    state (with :meth:`get_state` / :meth:`set_state` for checkpoints),
+    :meth:`inputs` for other random numbers, :meth:`block_parts` for a faster
+    tiled kernel, :meth:`combine` for gathering instead of adding,
+    :meth:`config` and :meth:`trace_key` when the defaults do not fit.
 
     The engine calls, per iteration::
 
@@ -25,6 +77,12 @@ class Simulation:
         # on the driver, rows added in block order:
         est = sim.estimate(totals, n_events)
         sim.adapt(totals, n_events)            # between iterations
+
+    Caveats: an instance must pickle (for process, MPI and Spark backends) and
+    compiles its kernel lazily in each process; it adapts in place, so a second
+    run starts from the adapted state (module doc above); its default
+    :meth:`config` fingerprints its attributes, so keep caches that change while
+    running out of them (or override :meth:`config`).
     """
 
     #: Number of uniform random numbers per event.
@@ -32,8 +90,8 @@ class Simulation:
 
     #: Whether the kernel traces :meth:`inputs` and :meth:`block` with AutoGraph, so
     #: Python ``if``/``for``/``while`` on tensors there become graph control flow (as
-    #: in any ``tf.function``).  Converting costs time in every new process (about
-    #: 2 CPU-seconds for VegasPlus: ``docs/performance.rst``).  A simulation whose own
+    #: in any ``tf.function``).  Converting costs time in every new process
+    #: (figures in ``docs/performance.rst``).  A simulation whose own
     #: code needs no conversion sets False and passes the user's functions it calls
     #: through :func:`flowsim.core.integrand.autograph`, as :class:`flowsim.Plain`
     #: and flowsim's subclasses of it do; a subclass defined outside flowsim that
@@ -135,14 +193,28 @@ class Simulation:
         return reduce_rows(rows)
 
     def config(self):
-        """JSON-able description used to refuse foreign checkpoints.
+        """JSON-able description of what defines this simulation, compared when a
+        run resumes from a checkpoint: a checkpoint written by another simulation
+        is refused, naming what differs.
 
-        Default: the class, its code (:func:`flowsim.core.fingerprint.digest`) and ``dim``.
-        Subclasses add what else defines them (limits, integrand fingerprint...).
+        Default: the class and its code (:func:`flowsim.core.fingerprint.digest`),
+        ``dim``, and under ``"attributes"`` every instance attribute
+        (:func:`attribute_config`): numbers and strings as they are, a function or
+        other callable by its code and its values at fixed points of ``[0, 1]^dim``
+        (as :class:`flowsim.Plain` records its integrand), a nested Simulation by
+        its own ``config()``, arrays, containers and other objects by a digest of
+        their content.  Left out: the adaptive state (the names :meth:`get_state`
+        returns, which the checkpoint holds), the trace token, and private
+        attributes (``_name``) that are None (caches not filled yet).
+
+        Override it (calling ``super().config()`` and deleting or adding entries)
+        when an attribute is a cache that changes while the simulation runs, or
+        when something that defines the simulation lives outside its attributes.
         """
         from .fingerprint import digest
         return {"class": type(self).__qualname__, "dim": self.dim,
-                "kernel": {"code": digest(type(self))}}
+                "kernel": {"code": digest(type(self))},
+                "attributes": attribute_config(self)}
 
     def get_state(self):
         """Adaptive state to checkpoint (numpy arrays).  Default: :meth:`state`."""
@@ -154,9 +226,68 @@ class Simulation:
             raise NotImplementedError(
                 f"{type(self).__name__} has adaptive state but no set_state")
 
+    # -- which state a run starts from ----------------------------------------
+    def count_adaptation(self, state):
+        """Called by the Flow for each iteration with the :meth:`state` it uses:
+        ``{"adapted_before": n}``, the number of times this simulation's state had
+        changed between the iterations it ran before (0: a fresh simulation, or
+        one whose state never changes).  Kept in the iteration record;
+        ``Result.meta["start_state"]`` reads the first one."""
+        digest = state_digest(state)
+        count = self.__dict__.get("_adapted_iterations", 0)
+        last = self.__dict__.get("_last_state_digest")
+        if last is not None and last != digest:
+            count += 1
+        self.__dict__.update(_adapted_iterations=count, _last_state_digest=digest)
+        return {"adapted_before": count}
+
+    def restore_adaptations(self, records):
+        """After :meth:`set_state` from a checkpoint: the count its ``records`` reached."""
+        last = records[-1] if records else {}
+        if "adapted_before" in last and "state_id" in last:
+            self.__dict__.update(_adapted_iterations=last["adapted_before"],
+                                 _last_state_digest=last["state_id"])
+
     # -- pickling: the trace token travels with the copy ---------------------
     def __getstate__(self):
         return dict(self.__dict__)
 
     def __setstate__(self, d):
         self.__dict__.update(d)
+
+
+def attribute_config(sim):
+    """``{name: entry}`` of the attributes that define ``sim`` (see :meth:`Simulation.config`)."""
+    from .fingerprint import check_points, digest, fingerprint
+    skip = {"dim", "_trace_token", "_adapted_iterations", "_last_state_digest",
+            *sim.get_state()}
+    dim = sim.dim
+    points = (check_points([[0.0, 1.0]] * dim)
+              if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim > 0
+              else None)
+    out = {}
+    for name, value in sorted(vars(sim).items()):
+        if name in skip or (name.startswith("_") and value is None):
+            continue
+        if isinstance(value, np.generic):
+            value = value.item()
+        if value is None or isinstance(value, (bool, int, float, str)):
+            out[name] = value
+        elif isinstance(value, Simulation):
+            out[name] = value.config()
+        elif callable(value) and not isinstance(value, type):
+            out[name] = fingerprint(value, points)
+        else:
+            out[name] = {"content": digest(value)}
+    return out
+
+
+def state_digest(state):
+    """A short hash of state arrays ``{name: array}`` (names, dtypes, shapes, bytes):
+    equal states have equal digests; iterations of equal ones pool."""
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        a = np.ascontiguousarray(state[name])
+        digest.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()[:16]

@@ -15,13 +15,13 @@ class MarketsJob:
                    "iters", "checkpoint", "json", "quiet", "no_jit", "rng")
 
     def run_cli(self, args):
-        from ..cli import flow_options
+        from ..cli_options import flow_options, given
         from . import config_path
         from .ensembles import ensemble, report
         cfg = args.config or config_path("ci2002")
         kwargs = flow_options(args)
         n = args.markets if args.markets is not None else 1000
-        iters = args.iters if "iters" in getattr(args, "_given", ()) else 1
+        iters = args.iters if "iters" in given(args) else 1
         result = ensemble(cfg, n, seed=args.seed, backend=args.backend or "flow",
                           block_markets=args.block_size, iterations=iters,
                           checkpoint=args.checkpoint, quiet=args.quiet or args.json, **kwargs)

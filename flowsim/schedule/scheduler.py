@@ -106,6 +106,11 @@ class Scheduler:
             return min(guided_chunk(r, self.workers, self.chunk), cap)
         if self.workers == 1:
             return min(r, cap)
+        return self._weighted_size(worker, now, r, cap)
+
+    def _weighted_size(self, worker, now, r, cap):
+        """Weighted factoring: ``worker``'s share of the ``r`` blocks left at its speed,
+        None if the busy workers finish them first."""
         tp = self.throughput
         costs = [tp.cost(w) for w in range(self.workers)]
         if costs[worker] is None:                  # probe an unmeasured worker
