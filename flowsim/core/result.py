@@ -3,6 +3,7 @@ import json
 
 import numpy as np
 
+from . import covariance
 from .log import logger
 from .stats import chi2_limit, combine
 
@@ -70,6 +71,13 @@ class Result:
         ``start``, ``end`` (seconds since the run started).
     histograms : dict
         ``{name: {"edges", "values", "errors"}}`` combined over kept iterations.
+    covariance : numpy array [k, k] or None
+        Covariance of the components of ``value`` (vector integrands run with
+        covariance accumulators: :func:`flowsim.integrate`'s ``covariance``);
+        see :meth:`ratio` and :meth:`difference`.
+    gradient : dict
+        ``{name: (value, error)}``: derivatives of ``value`` with respect to the
+        integrand's parameters (:func:`flowsim.integrate`'s ``params``).
     """
 
     def __init__(self, iterations, wall_time, timeline=(), meta=None, skip=0):
@@ -91,6 +99,9 @@ class Result:
         self.events_per_second = (self.n_events / self.wall_time if self.wall_time > 0
                                   else float("nan"))
         self.histograms = self._combine_histograms(kept)
+        # vector integrands whose simulation returns per-iteration covariances
+        self.covariance = covariance.combine_covariance(kept)
+        self.gradient = {}
 
     @staticmethod
     def _combine_histograms(kept):
@@ -116,6 +127,22 @@ class Result:
             chunks = [c for c in self.timeline if c["iteration"] == it]
             span += max(c["end"] for c in chunks) - min(c["start"] for c in chunks)
         return busy / (len(devices) * span) if span > 0 else float("nan")
+
+    def _need_covariance(self, what):
+        if self.covariance is None:
+            raise ValueError(f"Result.{what} needs the covariance of the components: "
+                             f"integrate a vector integrand with covariance=True "
+                             f"(algorithm='plain')")
+        return self.covariance
+
+    def ratio(self, i, j):
+        """``(value[i] / value[j], error)``, the error propagated with the covariance."""
+        return covariance.ratio(self.value, self._need_covariance("ratio"), i, j)
+
+    def difference(self, i, j):
+        """``(value[i] - value[j], error)``; correlated components (common random
+        numbers) make its error much smaller than either component's."""
+        return covariance.difference(self.value, self._need_covariance("difference"), i, j)
 
     def to_dict(self):
         """Plain-Python dictionary (JSON-ready) of everything above."""
