@@ -12,7 +12,7 @@ Each is a vector integrand evaluated on the same events as the value:
 * complex output: real and imaginary parts are two real components;
 * ``covariance=True``: per-block cross-products (:mod:`flowsim.core.covariance`)
   give ``Result.covariance``;
-* ``numpy=True``: :class:`flowsim.numpy_integrand.NumpyIntegrand`.
+* ``numpy=True``: :class:`flowsim.numpy_integrands.NumpyIntegrand`.
 """
 import numbers
 
@@ -143,7 +143,7 @@ class Plan:
         self.numpy = bool(numpy)
         self.covariance = covariance
         if numpy:
-            from .numpy_integrand import NumpyIntegrand
+            from .numpy_integrands import NumpyIntegrand
             if params:
                 raise ValueError("params needs a TensorFlow integrand (its derivatives are "
                                  "TF's autodiff); numpy=True integrands have none")

@@ -37,7 +37,7 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
     numpy : bool
         ``f`` is a numpy function (numpy ``x`` in, numpy values out), run
         through ``tf.numpy_function`` without XLA
-        (:class:`flowsim.numpy_integrand.NumpyIntegrand`: several times slower).
+        (:class:`flowsim.numpy_integrands.NumpyIntegrand`: several times slower).
     covariance : bool or None
         Accumulate the covariance of a vector integrand's components
         (``Result.covariance``, ``Result.ratio``, ``Result.difference``);

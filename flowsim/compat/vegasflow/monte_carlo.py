@@ -91,7 +91,7 @@ class MaskedBlock:
 def numpy_function(function, args, n_dim, dtype):
     """``function`` (numpy in, numpy out) as a TF function of ``x`` and the
     keyword arguments ``args`` (for ``compile(..., compilable=False)``)."""
-    from ...numpy_integrand import NumpyIntegrand
+    from ...numpy_integrands import NumpyIntegrand
     return NumpyIntegrand(function, keywords=args)
 
 

@@ -156,18 +156,10 @@ class VegasFlow(MonteCarloFlow):
         return x, jac * vol
 
     def _graph_map(self, y):
-        t = tf()
-        _, edges = self._weight_vars()
-        e = t.cast(edges, y.dtype)
-        n = e.shape[1] - 1
-        z = y * n
-        iy = t.minimum(t.cast(z, t.int32), n - 1)
-        ids = iy + t.range(self.n_dim, dtype=t.int32) * n
-        left = t.gather(t.reshape(e[:, :-1], [-1]), ids)
-        width = t.gather(t.reshape(e[:, 1:] - e[:, :-1], [-1]), ids)
-        x01 = left + width * (z - t.cast(iy, y.dtype))
+        from ...gradients import map_unit
+        x01, jac = map_unit(self._weight_vars()[1], y)
         x, vol = super()._graph_map(x01)
-        return x, vol * t.reduce_prod(width * n, axis=1)
+        return x, vol * jac
 
 
 def vegas_wrapper(integrand, n_dim, n_iter, total_n_events, **kwargs):
