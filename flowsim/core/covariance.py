@@ -64,14 +64,19 @@ def combine_covariance(records):
     events = np.array([r["events"] for r in records], dtype=np.float64)
     states = [r.get("state_id") for r in records]
     if states[0] is not None and all(s == states[0] for s in states):
-        n = events.sum()
-        mean = sum(e * v for e, v in zip(events, values)) / n
-        m2 = sum(c * e * (e - 1.0) + e * np.outer(v - mean, v - mean)
-                 for c, e, v in zip(cov, events, values))
-        return m2 / (n * (n - 1.0)) if n > 1 else np.full_like(m2, np.inf)
+        return _pooled(cov, values, events)
     w = [1.0 / np.maximum(np.diag(c), 1e-300) for c in cov]
     total = sum(w)
     return sum(np.outer(wi, wi) * c for wi, c in zip(w, cov)) / np.outer(total, total)
+
+
+def _pooled(cov, values, events):
+    """Covariance of the mean of iterations of one estimator, pooled as one sample."""
+    n = events.sum()
+    mean = sum(e * v for e, v in zip(events, values)) / n
+    m2 = sum(c * e * (e - 1.0) + e * np.outer(v - mean, v - mean)
+             for c, e, v in zip(cov, events, values))
+    return m2 / (n * (n - 1.0)) if n > 1 else np.full_like(m2, np.inf)
 
 
 def ratio(value, covariance, i, j):

@@ -344,23 +344,16 @@ class MonteCarloFlow:
         records, histo = [], []
         for i in range(n_iter):
             start = time.perf_counter()
-            if histograms:
-                for h in histograms:
-                    h.assign(tf().zeros_like(h))
+            for h in histograms or ():
+                h.assign(tf().zeros_like(h))
             self._sync()
             rec = self._flow.run(1).iterations[-1]
             records.append(rec)
-            hist_copy = copy.deepcopy(histograms)
             if histograms:
                 histo.append([h.numpy() for h in histograms])
-            res, err = rec["value"], rec["error"]
-            self._history.append((res, err, hist_copy))
+            self._history.append((rec["value"], rec["error"], copy.deepcopy(histograms)))
             if self._verbose:
-                took = f" (took {time.perf_counter() - start:.5f} s)" if log_time else ""
-                lines = [print_iteration(i, r, e, extra=f" [dimension {d}]{took}")
-                         for d, (r, e) in enumerate(zip(np.atleast_1d(res), np.atleast_1d(err)))]
-                logger.info("\n      ".join(lines) if self._vectorial
-                            else print_iteration(i, res, err, extra=took))
+                self._log_iteration(i, rec, time.perf_counter() - start if log_time else None)
         self._sync()
         result = Result(records, time.perf_counter() - start_all, meta={
             "simulation": type(self.simulation).__name__, "seed": self._flow.seed})
@@ -373,6 +366,16 @@ class MonteCarloFlow:
             logger.info(" > Final results: %s +/- %s", result.value, result.error)
         self.result = result
         return result.value, result.error
+
+    def _log_iteration(self, i, rec, seconds):
+        res, err = rec["value"], rec["error"]
+        took = "" if seconds is None else f" (took {seconds:.5f} s)"
+        if self._vectorial:
+            lines = [print_iteration(i, r, e, extra=f" [dimension {d}]{took}")
+                     for d, (r, e) in enumerate(zip(np.atleast_1d(res), np.atleast_1d(err)))]
+            logger.info("\n      ".join(lines))
+        else:
+            logger.info(print_iteration(i, res, err, extra=took))
 
     # -- sampling ----------------------------------------------------------------------
     def _map(self, y):
