@@ -134,3 +134,35 @@ def test_likelihood_fit_example_recovers_its_parameters():
     params, errors, cov = example.fit(example.generate(2000, seed=3), n_events=50_000)
     assert np.all(np.abs(params - np.array(example.TRUE)) < 3 * errors), (params, errors)
     assert np.all(errors > 0) and np.all(errors < 0.2)
+
+
+@pytest.mark.parametrize("with_grid", [False, True], ids=["plain", "frozen-vegas"])
+def test_tf_integral_in_a_tf_function_matches_integrate_on_the_same_events(with_grid):
+    """tf_integral draws the Flow's events (same seed, iteration 0, block size): its
+    value, error and tape gradient equal integrate's (to rounding)."""
+    t = tf()
+    grid = None
+    if with_grid:
+        grid = flowsim.Vegas(lambda x: expo(x, 0.7), 2, stratify=False)
+        Flow(grid, 10000, seed=1, quiet=True).run(3)
+        grid.freeze()
+    theta = t.Variable(0.7, dtype=t.float64)
+
+    @t.function
+    def run():
+        with t.GradientTape() as tape:
+            value, error = flowsim.tf_integral(expo, 2, 10000, params={"s": theta}, seed=3,
+                                               block_size=4096, grid=grid)
+        return value, error, tape.gradient(value, theta)
+
+    value, error, grad = (a.numpy() for a in run())
+    if with_grid:
+        plan = Plan(expo, "vegas", params={"s": 0.7})
+        sim = plan.simulation(flowsim.Vegas, 2, None, {"stratify": False})
+        sim.set_edges(grid.edges)
+        sim.freeze()
+        res = plan.finish(Flow(sim, 10000, seed=3, quiet=True, block_size=4096).run(1))
+    else:
+        res = flowsim.integrate(expo, 2, 10000, 1, seed=3, params={"s": 0.7}, block_size=4096)
+    np.testing.assert_allclose([value, error, grad], [res.value, res.error, res.gradient["s"][0]],
+                               rtol=1e-12)
