@@ -249,6 +249,8 @@ class MonteCarloFlow:
         if not compilable:
             function = numpy_function(integrand, args, self.n_dim, DTYPE)
         self._tf_integrand = Integrand(function, args, self.n_dim, weight=self._weight)
+        if "weight" in args:
+            self._weight_vars()          # eagerly: the probe below traces the integrand
         self.simulation = self._simulation(self._tf_integrand)
         k = self.simulation.components
         self._vectorial = k > 0
