@@ -16,8 +16,6 @@ events: an unbiased estimate of ``dI/dtheta`` (the map does not depend on
 :class:`flowsim.VegasPlus` with a Flow first and pass it as ``grid``: its
 map is used frozen (VegasPlus's stratification is not: its map alone).
 """
-import math
-
 from .core import rng
 from .core.lazy_tf import tf
 
@@ -68,28 +66,58 @@ def tf_integral(f, dim, n_events, params=None, seed=0, iteration=0, limits=None,
         Events per random-number block (part of the stream).
 
     The error is the standard error of the mean of ``f J`` over the events.
+    The gradient is a custom one: the backward pass recomputes the integrand
+    block by block, so its memory is that of one block whatever ``n_events``;
+    the error is treated as a constant (no gradient flows through it).
     """
     from .core.integrand import Domain
     t = tf()
     dtype = t.as_dtype(dtype)
     domain = grid.domain if grid is not None else Domain(dim, limits)
-    params = dict(params or {})
+    names = list(params or {})
+    theta = [t.convert_to_tensor(params[k], dtype=dtype) for k in names]
     n_events = int(n_events)
-    total = sq = 0.0
-    for b in range(math.ceil(n_events / block_size)):
-        size = min(block_size, n_events - b * block_size)
+    edges = None if grid is None else grid.edges
+    starts = range(0, n_events, int(block_size))
+
+    def block(b, values):
+        """Sums of ``v = f J V`` and ``v^2`` over block ``b``."""
+        size = min(int(block_size), n_events - starts[b])
         key = t.stack([t.constant(int(seed), t.int64),
                        t.bitwise.left_shift(t.cast(iteration, t.int64), 32) + b])
         y = rng.uniform(key, [size, dim], dtype, algorithm="splitmix")
         jac = t.ones([size], dtype)
-        if grid is not None:
-            y, jac = map_unit(grid.edges, y)
-        x = domain.map(y)
-        v = t.cast(f(x, **params), t.float64)
+        if edges is not None:
+            y, jac = map_unit(edges, y)
+        v = t.cast(f(domain.map(y), **dict(zip(names, values))), t.float64)
         w = t.cast(jac, t.float64) * domain.volume
         v = v * (w if v.shape.rank == 1 else w[:, None])
-        total += t.reduce_sum(v, axis=0)
-        sq += t.reduce_sum(v * v, axis=0)
-    mean = total / n_events
-    var = t.maximum(sq / n_events - mean * mean, 0.0) * n_events / max(n_events - 1, 1)
-    return mean, t.sqrt(var / n_events)
+        return t.reduce_sum(v, axis=0), t.reduce_sum(v * v, axis=0)
+
+    @t.custom_gradient
+    def integral(*values):
+        total = sq = 0.0
+        for b in range(len(starts)):
+            s1, s2 = block(b, values)
+            total, sq = total + s1, sq + s2
+        mean = total / n_events
+        var = t.maximum(sq / n_events - mean * mean, 0.0) * n_events / max(n_events - 1, 1)
+
+        def grad(d_value, d_error, variables=None):
+            # block by block, each with its own tape: memory of one block, not of n_events
+            del d_error                                   # the error is treated as constant
+            wrt = list(values) + list(variables or [])
+            acc = [t.zeros_like(w) for w in wrt]
+            for b in range(len(starts)):
+                with t.GradientTape() as tape:
+                    tape.watch(values)
+                    s1, _ = block(b, values)
+                g = tape.gradient(s1, wrt, output_gradients=d_value / n_events,
+                                  unconnected_gradients=t.UnconnectedGradients.ZERO)
+                acc = [a + t.cast(gi, a.dtype) for a, gi in zip(acc, g)]
+            k = len(values)
+            return (acc[:k], acc[k:]) if variables is not None else acc[:k]
+
+        return (mean, t.sqrt(var / n_events)), grad
+
+    return integral(*theta)

@@ -166,3 +166,12 @@ def test_tf_integral_in_a_tf_function_matches_integrate_on_the_same_events(with_
         res = flowsim.integrate(expo, 2, 10000, 1, seed=3, params={"s": 0.7}, block_size=4096)
     np.testing.assert_allclose([value, error, grad], [res.value, res.error, res.gradient["s"][0]],
                                rtol=1e-12)
+
+
+def test_tf_integral_gradient_reaches_variables_the_integrand_captures():
+    t = tf()
+    z = t.Variable(2.0, dtype=t.float64)
+    with t.GradientTape() as tape:
+        value, _ = flowsim.tf_integral(lambda x: z * t.reduce_sum(x, 1), 2, 20000, seed=1)
+    np.testing.assert_allclose(tape.gradient(value, z).numpy(), value.numpy() / 2.0,
+                               rtol=1e-12)
