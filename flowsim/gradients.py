@@ -9,10 +9,12 @@ Usage::
     tape.gradient(loss, theta)
 
 It works inside ``tf.function`` and ``tf.GradientTape`` on whatever device the
-caller runs; gradients with respect to the parameters are TensorFlow's
-derivatives of the estimator, ``mean(df/dtheta(x) J(x))`` on the same
-events: an unbiased estimate of ``dI/dtheta`` (the map does not depend on
-``theta``).  To importance-sample, train a :class:`flowsim.Vegas` or
+caller runs.  Its custom gradient with respect to the parameters (and to
+variables the integrand captures) is ``mean(df/dtheta(x) J(x))`` on the same
+events, recomputed block by block: an unbiased estimate of ``dI/dtheta``
+(the map does not depend on ``theta``).  With ``seed``, ``iteration`` and
+``block_size`` of a Flow's run, the events are that run's: the value equals
+``flowsim.integrate``'s to rounding.  To importance-sample, train a :class:`flowsim.Vegas` or
 :class:`flowsim.VegasPlus` with a Flow first and pass it as ``grid``: its
 map is used frozen (VegasPlus's stratification is not: its map alone).
 """
