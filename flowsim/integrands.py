@@ -11,7 +11,9 @@ Each is a vector integrand evaluated on the same events as the value:
   standard error of that estimate, computed as the value's is;
 * complex output: real and imaginary parts are two real components;
 * ``covariance=True``: per-block cross-products (:mod:`flowsim.core.covariance`)
-  give ``Result.covariance``;
+  give ``Result.covariance`` with plain Monte Carlo; with VEGAS and VEGAS+ the
+  pair sums ``f_i + f_j`` are further components (:class:`PairSums`), whose
+  errors give the covariance;
 * ``numpy=True``: :class:`flowsim.numpy_integrands.NumpyIntegrand`.
 """
 import numbers
@@ -77,6 +79,30 @@ class ComplexParts:
         if out.shape.rank == 1:
             return t.stack(parts, axis=1)
         return t.concat(parts, axis=1)
+
+
+class PairSums:
+    """``f``'s ``m`` components followed by ``f_i + f_j`` for every pair ``i < j``.
+
+    The algorithm estimates every component's error as it does the value's
+    (stratified, adaptive, any iterations), so ``cov_ij = (e_{i+j}^2 - e_i^2 -
+    e_j^2) / 2``: the covariance of any algorithm, at the cost of
+    ``m (m - 1) / 2`` more components.
+    """
+
+    def __init__(self, function, m):
+        self.function, self.m = function, int(m)
+        self.__name__ = getattr(function, "__name__", "integrand")
+
+    @staticmethod
+    def pairs(m):
+        return [(i, j) for i in range(m) for j in range(i + 1, m)]
+
+    def __call__(self, x):
+        t = tf()
+        out = t.convert_to_tensor(self.function(x))
+        cols = [out[:, i] + out[:, j] for i, j in self.pairs(self.m)]
+        return t.concat([out, t.stack(cols, axis=1)], axis=1)
 
 
 def check_params(params):
@@ -171,20 +197,39 @@ class Plan:
             k = sim.components
         self.k = max(k, 1) // (len(self.names) + 1) // (2 if self.complex else 1)
         self.scalar = k == 0 or k == (len(self.names) + 1) * (2 if self.complex else 1)
+        self.pairs = 0
+        want = self.covariance if self.covariance is not None else self.complex
+        if want and cls is not Plain and max(k, 1) > 1:
+            self.pairs = max(k, 1)
+            self.integrand = PairSums(self.integrand, self.pairs)
+            sim = self._build(cls, dim, limits, options)
         return sim
 
     def _build(self, cls, dim, limits, options):
         want = self.covariance if self.covariance is not None else self.complex
-        if want and cls is not Plain:
-            if self.covariance:
-                raise ValueError(f"covariance=True needs algorithm='plain'; "
-                                 f"{cls.__name__} gives each component's error only")
-        elif want:
+        if want and cls is Plain:
             cls = CovariantPlain
         return cls(self.integrand, dim, limits=limits, **options)
 
+    def _split_pairs(self, result):
+        """Covariance from the pair sums' errors; the pair sums taken off the result."""
+        m = self.pairs
+        v, e = np.atleast_1d(result.value), np.atleast_1d(result.error)
+        c = np.diag(e[:m] ** 2)
+        for idx, (i, j) in enumerate(PairSums.pairs(m)):
+            c[i, j] = c[j, i] = (e[m + idx] ** 2 - e[i] ** 2 - e[j] ** 2) / 2.0
+        result.raw_pairs = (v[m:], e[m:])
+        result.value, result.error, result.covariance = v[:m], e[:m], c
+        if result.chi2_dof is not None:
+            result.chi2_dof = np.atleast_1d(result.chi2_dof)[:m]
+        if not self.names and not self.complex:
+            result.value = _shape(result.value, m == 1)
+            result.error = _shape(result.error, m == 1)
+
     def finish(self, result):
         """Split the raw components of ``result`` into value, gradient, complex parts."""
+        if self.pairs:
+            self._split_pairs(result)
         if not self.names and not self.complex:
             return result
         v = np.atleast_1d(result.value)

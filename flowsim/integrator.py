@@ -40,9 +40,11 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
         (:class:`flowsim.numpy_integrands.NumpyIntegrand`: several times slower).
     covariance : bool or None
         Accumulate the covariance of a vector integrand's components
-        (``Result.covariance``, ``Result.ratio``, ``Result.difference``);
-        needs ``algorithm="plain"``.  Default: only for complex integrands,
-        whose value is then complex with ``Result.correlation`` of its parts.
+        (``Result.covariance``, ``Result.ratio``, ``Result.difference``):
+        cross-products per block with plain Monte Carlo; with VEGAS(+) the
+        ``k (k - 1) / 2`` pair sums as extra components.  Default: only for
+        complex integrands, whose value is then complex with
+        ``Result.correlation`` of its parts.
     **flow_kwargs
         Passed to the Flow (``events_limit``, ``device``, ``dtype``, ...).
     """

@@ -73,7 +73,7 @@ class Result:
         ``{name: {"edges", "values", "errors"}}`` combined over kept iterations.
     covariance : numpy array [k, k] or None
         Covariance of the components of ``value`` (vector integrands run with
-        covariance accumulators: :func:`flowsim.integrate`'s ``covariance``);
+        :func:`flowsim.integrate`'s ``covariance=True``);
         see :meth:`ratio` and :meth:`difference`.
     gradient : dict
         ``{name: (value, error)}``: derivatives of ``value`` with respect to the
@@ -131,8 +131,7 @@ class Result:
     def _need_covariance(self, what):
         if self.covariance is None:
             raise ValueError(f"Result.{what} needs the covariance of the components: "
-                             f"integrate a vector integrand with covariance=True "
-                             f"(algorithm='plain')")
+                             f"integrate the vector integrand with covariance=True")
         return self.covariance
 
     def ratio(self, i, j):
