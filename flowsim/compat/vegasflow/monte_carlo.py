@@ -88,13 +88,6 @@ class MaskedBlock:
             return super().block(u, valid, state)
 
 
-def numpy_function(function, args, n_dim, dtype):
-    """``function`` (numpy in, numpy out) as a TF function of ``x`` and the
-    keyword arguments ``args`` (for ``compile(..., compilable=False)``)."""
-    from ...numpy_integrands import NumpyIntegrand
-    return NumpyIntegrand(function, keywords=args)
-
-
 class MonteCarloFlow:
     """Parent of :class:`PlainFlow`, :class:`VegasFlow` and :class:`VegasFlowPlus`.
 
@@ -246,8 +239,9 @@ class MonteCarloFlow:
         args = [a for a in inspect.getfullargspec(python).args[1:] if a in ("n_dim", "weight")]
         function = integrand
         self._jit = bool(compilable)
-        if not compilable:
-            function = numpy_function(integrand, args, self.n_dim, DTYPE)
+        if not compilable:              # numpy in, numpy out: through tf.numpy_function
+            from ...numpy_integrands import NumpyIntegrand
+            function = NumpyIntegrand(integrand, keywords=args)
         self._tf_integrand = Integrand(function, args, self.n_dim, weight=self._weight)
         if "weight" in args:
             self._weight_vars()          # eagerly: the probe below traces the integrand
