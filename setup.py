@@ -22,6 +22,9 @@ setup(
         "plot": ["matplotlib>=3.8,<4"],
         "finance": ["pandas>=2.1,<4"],
         "envs": ["gymnasium>=1.1,<2"],
+        # flowsim.scan returns DataFrames; compat.vegas's Q and examples/likelihood_fit.py
+        # use scipy.
+        "physics": ["pandas>=2.1,<4", "scipy>=1.11,<2"],
         "test": ["ruff>=0.6,<1", "pytest>=8,<10", "pytest-timeout>=2.3,<3", "hypothesis>=6.100,<7",
                  "scipy>=1.11,<2", "matplotlib>=3.8,<4", "pandas>=2.1,<4",
                  "dask[distributed]>=2024.8,<2027", "cloudpickle>=3,<4",

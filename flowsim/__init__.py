@@ -23,13 +23,15 @@ _importlib.import_module(".core.compile_cache", __name__).configure()
 from .sweep import Sweep, sweep  # noqa: E402  (the old path: binds flowsim.sweep once)
 
 __all__ = ["Flow", "FlowsimWarning", "Histogram", "Plain", "Result", "Simulation", "Sweep",
-           "integrate", "logical_devices", "set_virtual_cpus", "sweep", "__version__"]
+           "integrate", "logical_devices", "numpy_integrand", "scan", "set_virtual_cpus", "sweep",
+           "tf_integral", "__version__"]
 
 # Public names and the submodule that defines each, imported on first use (PEP 562)
 # so that `flowsim --version`, `import flowsim.schedule` etc. load no TensorFlow.
 _LAZY = {"Flow": "core.flow", "Histogram": "algorithms.histogram", "Plain": "algorithms.plain",
          "Result": "core.result", "Simulation": "core.simulation", "integrate": "integrator",
-         "Vegas": "algorithms.vegas", "VegasPlus": "algorithms.vegasplus"}
+         "Vegas": "algorithms.vegas", "VegasPlus": "algorithms.vegasplus",
+         "scan": "scans", "tf_integral": "gradients", "numpy_integrand": "numpy_integrands"}
 
 # Submodules that `import flowsim` used to load, so `flowsim.flow.X` keeps working.
 _SUBMODULES = {"algorithms", "api", "backends", "blocks", "checkpoint", "domain", "flow",

@@ -4,7 +4,8 @@ from .distribution.registry import flow_class
 
 
 def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=None,
-              backend=None, checkpoint=None, skip=0, algorithm_options=None, **flow_kwargs):
+              backend=None, checkpoint=None, skip=0, algorithm_options=None, params=None,
+              numpy=False, covariance=None, **flow_kwargs):
     """Integrate ``f`` over ``limits`` and return a :class:`flowsim.Result`.
 
     Parameters
@@ -29,9 +30,28 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
         Resume from / write to this checkpoint.
     algorithm_options : dict or None
         Extra keywords for the algorithm class (e.g. ``{"n_bins": 100}``).
+    params : dict or None
+        ``{name: number}``: ``f`` is called as ``f(x, **params)`` with TF scalars,
+        and ``Result.gradient[name]`` is ``(dI/dname, error)``, estimated from
+        the same events (:mod:`flowsim.integrands`).
+    numpy : bool
+        ``f`` is a numpy function (numpy ``x`` in, numpy values out), run
+        through ``tf.numpy_function`` without XLA
+        (:class:`flowsim.numpy_integrands.NumpyIntegrand`: several times slower).
+    covariance : bool or None
+        Accumulate the covariance of a vector integrand's components
+        (``Result.covariance``, ``Result.ratio``, ``Result.difference``):
+        cross-products per block with plain Monte Carlo; with VEGAS(+) the
+        ``k (k - 1) / 2`` pair sums as extra components.  Default: only for
+        complex integrands, whose value is then complex with
+        ``Result.correlation`` of its parts.
     **flow_kwargs
         Passed to the Flow (``events_limit``, ``device``, ``dtype``, ...).
     """
-    sim = algorithm_class(algorithm)(f, dim, limits=limits, **(algorithm_options or {}))
+    from .integrands import Plan
+    plan = Plan(f, algorithm, params=params, numpy=numpy, covariance=covariance)
+    if plan.numpy:
+        flow_kwargs.setdefault("jit_compile", False)
+    sim = plan.simulation(algorithm_class(algorithm), dim, limits, dict(algorithm_options or {}))
     flow = flow_class(backend)(sim, n_events=n_events, seed=seed, **flow_kwargs)
-    return flow.run(n_iter, checkpoint=checkpoint, skip=skip)
+    return plan.finish(flow.run(n_iter, checkpoint=checkpoint, skip=skip))

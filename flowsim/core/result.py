@@ -4,6 +4,7 @@ import warnings as _warnings
 
 import numpy as np
 
+from . import covariance
 from .log import RESULT_WARNING, FlowsimWarning, logger
 from .stats import chi2_limit, combine
 
@@ -103,6 +104,13 @@ class Result:
         their errors (chi²/dof above its 99.9 % point), NaN/Inf values dropped.
         Printed with the result table; :meth:`flowsim.Flow.run` also issues
         each as a :class:`flowsim.FlowsimWarning` and logs it.
+    covariance : numpy array [k, k] or None
+        Covariance of the components of ``value`` (vector integrands run with
+        :func:`flowsim.integrate`'s ``covariance=True``);
+        see :meth:`ratio` and :meth:`difference`.
+    gradient : dict
+        ``{name: (value, error)}``: derivatives of ``value`` with respect to the
+        integrand's parameters (:func:`flowsim.integrate`'s ``params``).
     """
 
     def __init__(self, iterations, wall_time, timeline=(), meta=None, skip=0, warnings=None):
@@ -127,6 +135,9 @@ class Result:
         self.warnings = result_warnings(self) if warnings is None else list(warnings)
         self.meta.update(start_state(self.iterations[:1]) if "start_state" not in self.meta
                          else {})
+        # vector integrands whose simulation returns per-iteration covariances
+        self.covariance = covariance.combine_covariance(kept)
+        self.gradient = {}
 
     @staticmethod
     def _combine_histograms(kept):
@@ -152,6 +163,21 @@ class Result:
             chunks = [c for c in self.timeline if c["iteration"] == it]
             span += max(c["end"] for c in chunks) - min(c["start"] for c in chunks)
         return busy / (len(devices) * span) if span > 0 else float("nan")
+
+    def _need_covariance(self, what):
+        if self.covariance is None:
+            raise ValueError(f"Result.{what} needs the covariance of the components: "
+                             f"integrate the vector integrand with covariance=True")
+        return self.covariance
+
+    def ratio(self, i, j):
+        """``(value[i] / value[j], error)``, the error propagated with the covariance."""
+        return covariance.ratio(self.value, self._need_covariance("ratio"), i, j)
+
+    def difference(self, i, j):
+        """``(value[i] - value[j], error)``; correlated components (common random
+        numbers) make its error much smaller than either component's."""
+        return covariance.difference(self.value, self._need_covariance("difference"), i, j)
 
     def to_dict(self):
         """Plain-Python dictionary (JSON-ready) of everything above."""

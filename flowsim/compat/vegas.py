@@ -1,0 +1,388 @@
+"""The everyday part of Lepage's ``vegas`` on flowsim's engine.
+
+Usage, as in ``vegas``'s tutorial::
+
+    from flowsim.compat import vegas
+
+    def f(x):                                   # one point x[d] at a time
+        return math.exp(-100 * sum((xd - 0.5) ** 2 for xd in x)) * 1013.2118364296088
+
+    integ = vegas.Integrator([[-1, 1], [0, 1], [0, 1], [0, 1]])
+    integ(f, nitn=10, neval=1000)               # adapt the map, discard
+    result = integ(f, nitn=10, neval=1000)
+    print(result.summary())
+    print("result = %s    Q = %.2f" % (result, result.Q))
+
+``@vegas.batchintegrand`` (= ``lbatchintegrand``: ``x`` ``[n, dim]`` ->
+``[n]``, ``[n, ...]`` or a dict of those) and ``@vegas.rbatchintegrand``
+(``x`` ``[dim, n]`` -> ``[..., n]``) mark numpy integrands that take a batch
+of points, which is much faster than one point at a time (Lepage's own
+decorators, which set ``fcntype``, are recognised too).  An integrand may
+return a number, an array or a dict of numbers and arrays; the result is
+then a :class:`RAvg`, :class:`RAvgArray` or :class:`RAvgDict`.
+
+What runs: ``beta > 0`` (default 0.75) is :class:`flowsim.VegasPlus`,
+``beta=0`` stratified :class:`flowsim.Vegas`, on ``neval`` events per
+iteration; the numpy integrand runs through ``tf.numpy_function``
+(:class:`flowsim.numpy_integrands.NumpyIntegrand`).  Differences from
+``vegas``:
+
+* random numbers are flowsim's counter-based streams, from ``seed`` (default
+  drawn from the OS): the same seed gives the same bits on every backend;
+* iterations combine as :class:`flowsim.Result` does (weights floored, so no
+  iteration dominates through an under-estimated error), not with plain
+  ``1 / sdev**2`` weights;
+* results of array and dict integrands carry each component's ``sdev``, not
+  the covariance between components; their ``chi2`` adds the components'
+  own ``chi2`` (correlations ignored), with ``dof = (nitn - 1) * size``.
+* the map trains on the first component of a vector integrand.
+
+Results are ``gvar`` numbers when ``gvar`` is installed (``vegas`` needs it),
+else :class:`GValue` (``mean``, ``sdev``).
+"""
+import math
+
+import numpy as np
+
+from .vegasflow.monte_carlo import derived_seed
+
+__all__ = ["BatchIntegrand", "GValue", "Integrator", "LBatchIntegrand", "RAvg", "RAvgArray",
+           "RAvgDict", "RBatchIntegrand", "batchintegrand", "lbatchintegrand",
+           "rbatchintegrand"]
+
+
+def lbatchintegrand(f):
+    """Mark ``f(x)`` as a batch integrand: ``x`` ``[n, dim]``, output ``[n, ...]``."""
+    f.fcntype = "lbatch"
+    return f
+
+
+batchintegrand = lbatchintegrand
+
+
+def rbatchintegrand(f):
+    """Mark ``f(x)`` as a right batch integrand: ``x`` ``[dim, n]``, output ``[..., n]``."""
+    f.fcntype = "rbatch"
+    return f
+
+
+class LBatchIntegrand:
+    """Base class of batch integrands: subclasses define ``__call__(self, x)``
+    with ``x`` ``[n, dim]``."""
+
+    fcntype = "lbatch"
+
+
+BatchIntegrand = LBatchIntegrand
+
+
+class RBatchIntegrand:
+    """Base class of right batch integrands: ``__call__(self, x)``, ``x`` ``[dim, n]``."""
+
+    fcntype = "rbatch"
+
+
+class GValue:
+    """A number with its standard deviation (``gvar.GVar`` without ``gvar``)."""
+
+    def __init__(self, mean, sdev):
+        self.mean, self.sdev = float(mean), float(sdev)
+
+    def __str__(self):
+        return fmt(self.mean, self.sdev)
+
+    __repr__ = __str__
+
+    def __float__(self):
+        return self.mean
+
+
+def fmt(mean, sdev):
+    """``0.25038(38)``: the mean to the second significant digit of ``sdev``."""
+    if not (sdev > 0 and math.isfinite(sdev)):
+        return f"{mean:g}({sdev:g})"
+    dec = max(0, 1 - math.floor(math.log10(sdev)))
+    digits = int(round(sdev * 10 ** dec))
+    return f"{mean:.{dec}f}({digits})"
+
+
+def gvalue(mean, sdev):
+    """A ``gvar.GVar`` if ``gvar`` is installed, else a :class:`GValue`."""
+    try:
+        import gvar
+    except ImportError:
+        return GValue(mean, sdev)
+    return gvar.gvar(float(mean), float(sdev))
+
+
+class Layout:
+    """How an integrand's output (number, array or dict) maps to flat components."""
+
+    def __init__(self, sample):
+        if isinstance(sample, dict):
+            self.kind = "dict"
+            self.parts = [(k, np.shape(v)) for k, v in sample.items()]
+        elif np.ndim(sample) == 0:
+            self.kind, self.parts = "scalar", [(None, ())]
+        else:
+            self.kind, self.parts = "array", [(None, np.shape(sample))]
+        self.size = sum(int(np.prod(s)) for _, s in self.parts)
+
+    def flatten(self, out, n, right=False):
+        """Batch output -> ``[n, size]`` float64."""
+        items = [out[k] for k, _ in self.parts] if self.kind == "dict" else [out]
+        cols = []
+        for item, (_, shape) in zip(items, self.parts):
+            a = np.asarray(item, dtype=np.float64)
+            if right:
+                a = np.moveaxis(a.reshape(int(np.prod(shape)), n), 0, -1) if shape else a
+            if a.shape != (n, *shape):
+                raise ValueError(f"integrand returned shape {list(a.shape)} for a batch of "
+                                 f"{n} points; expected {[n, *shape]} (the shape of its "
+                                 f"first output, with one row per point)")
+            cols.append(a.reshape(n, -1))
+        return np.concatenate(cols, axis=1)
+
+    def build(self, values, errors):
+        """Flat ``values``/``errors`` -> number, object array or dict of them."""
+        out, i = {}, 0
+        for key, shape in self.parts:
+            m = int(np.prod(shape))
+            g = [gvalue(v, e) for v, e in zip(values[i:i + m], errors[i:i + m])]
+            out[key] = g[0] if not shape else np.array(g, dtype=object).reshape(shape)
+            i += m
+        return out if self.kind == "dict" else out[None]
+
+
+class BatchFunction:
+    """A vegas integrand as a numpy batch function ``x [n, dim] -> [n, size]``
+    (picklable when the integrand is)."""
+
+    def __init__(self, fcn, layout):
+        self.fcn, self.layout = fcn, layout
+        self.fcntype = getattr(fcn, "fcntype", "scalar")
+        self.__name__ = getattr(fcn, "__name__", type(fcn).__name__)
+
+    def __call__(self, x):
+        n = x.shape[0]
+        if self.fcntype == "lbatch":
+            out = self.layout.flatten(self.fcn(x), n)
+        elif self.fcntype == "rbatch":
+            out = self.layout.flatten(self.fcn(np.ascontiguousarray(x.T)), n, right=True)
+        else:
+            out = np.stack([self.layout.flatten(_one(self.fcn(p), self.layout), 1)[0]
+                            for p in x]) if n else np.zeros((0, self.layout.size))
+        return out[:, 0] if self.layout.kind == "scalar" else out
+
+
+def _one(value, layout):
+    """A single point's output as a batch of one."""
+    if layout.kind == "dict":
+        return {k: np.asarray(value[k])[None] for k, _ in layout.parts}
+    return np.asarray(value)[None]
+
+
+def _sample(fcn, limits):
+    """The integrand's output at the centre of the box (its layout)."""
+    mid = limits.mean(axis=1)
+    kind = getattr(fcn, "fcntype", "scalar")
+    if kind == "lbatch":
+        out = fcn(np.tile(mid, (2, 1)))
+        return ({k: np.asarray(v)[0] for k, v in out.items()} if isinstance(out, dict)
+                else np.asarray(out)[0])
+    if kind == "rbatch":
+        out = fcn(np.tile(mid[:, None], (1, 2)))
+        return ({k: np.asarray(v)[..., 0] for k, v in out.items()} if isinstance(out, dict)
+                else np.asarray(out)[..., 0])
+    return fcn(mid)
+
+
+class _Averaged:
+    """What :class:`RAvg`, :class:`RAvgArray` and :class:`RAvgDict` share."""
+
+    def _set(self, result, layout, records):
+        self.itn_results = [layout.build(np.atleast_1d(r["value"]), np.atleast_1d(r["error"]))
+                            for r in records]
+        self.result = result
+        n = len(records)
+        c = np.atleast_1d(result.chi2_dof) if result.chi2_dof is not None else np.zeros(1)
+        self.dof = (n - 1) * layout.size
+        self.chi2 = float(np.sum(c) * (n - 1))
+        if self.dof > 0:
+            from scipy.special import gammaincc
+            self.Q = float(gammaincc(self.dof / 2.0, self.chi2 / 2.0))
+        else:
+            self.Q = 1.0
+        self.sum_neval = int(result.n_events)
+        self.avg_neval = self.sum_neval / max(n, 1)
+        self._rows = [(np.atleast_1d(r["value"])[0], np.atleast_1d(r["error"])[0],
+                       r["events"], r.get("state_id")) for r in records]
+
+    def summary(self):
+        """The iteration table of ``vegas`` (first component)."""
+        from flowsim.core.stats import combine
+        lines = ["itn   integral        wgt average     chi2/dof        Q",
+                 "-" * 55]
+        for i, (v, e, _, _) in enumerate(self._rows):
+            rows = self._rows[:i + 1]
+            mean, err, chi2 = combine(np.array([[r[0]] for r in rows]),
+                                      np.array([[r[1]] for r in rows]),
+                                      [r[2] for r in rows], [r[3] for r in rows])
+            c = 0.0 if chi2 is None else float(np.atleast_1d(chi2)[0])
+            q = 1.0
+            if i > 0:
+                from scipy.special import gammaincc
+                q = float(gammaincc(i / 2.0, c * i / 2.0))
+            lines.append(f"{i + 1:>3}   {fmt(v, e):<15} {fmt(float(mean[0]), float(err[0])):<15}"
+                         f" {c:>8.2f} {q:>8.2f}")
+        return "\n".join(lines) + "\n"
+
+
+class RAvg(_Averaged):
+    """Result of a scalar integrand: ``mean``, ``sdev``, ``chi2``, ``dof``, ``Q``,
+    ``itn_results`` (one number per iteration), :meth:`summary`."""
+
+    def __init__(self, result, layout, records):
+        self._set(result, layout, records)
+        self.mean, self.sdev = float(result.value), float(result.error)
+
+    @property
+    def val(self):
+        return gvalue(self.mean, self.sdev)
+
+    def __str__(self):
+        return fmt(self.mean, self.sdev)
+
+    __repr__ = __str__
+
+    def __float__(self):
+        return self.mean
+
+
+class RAvgArray(np.ndarray, _Averaged):
+    """Result of an array integrand: an object array of numbers, plus ``chi2``,
+    ``dof``, ``Q``, ``itn_results`` and :meth:`summary`; ``.mean``/``.sdev`` arrays."""
+
+    def __new__(cls, result, layout, records):
+        obj = np.asarray(layout.build(np.atleast_1d(result.value),
+                                      np.atleast_1d(result.error))).view(cls)
+        obj._set(result, layout, records)
+        shape = layout.parts[0][1]
+        obj.mean = np.atleast_1d(result.value).reshape(shape)
+        obj.sdev = np.atleast_1d(result.error).reshape(shape)
+        return obj
+
+
+class RAvgDict(dict, _Averaged):
+    """Result of a dict integrand: a dict of numbers/arrays, plus ``chi2``, ``dof``,
+    ``Q``, ``itn_results`` and :meth:`summary`."""
+
+    def __init__(self, result, layout, records):
+        super().__init__(layout.build(np.atleast_1d(result.value), np.atleast_1d(result.error)))
+        self._set(result, layout, records)
+
+
+class Integrator:
+    """Adaptive multidimensional integrator over a box, as ``vegas.Integrator``.
+
+    Parameters
+    ----------
+    map : sequence of (low, high)
+        The integration limits, one pair per dimension.
+    nitn : int
+        Iterations per call (default 10).
+    neval : int
+        Integrand evaluations per iteration (default 1000); flowsim runs
+        exactly this many.
+    alpha : float
+        Damping of the map's adaptation (default 0.5, as ``vegas``); 0 stops it.
+    beta : float
+        Damping of the stratification's adaptation in [0, 1] (default 0.75:
+        VEGAS+); 0 gives every hypercube the same events (classic VEGAS).
+    adapt : bool
+        Adapt the map (and allocation) between iterations (default True).
+    seed : int or None
+        flowsim's random seed (default: drawn from the OS).  Each call uses
+        the next stream of the seed, so two calls never reuse numbers.
+    backend : None or str
+        flowsim backend (``"threads"``, ``"mpi"``...); default one device.
+    **flowsim_kwargs
+        Passed to the flowsim Flow (``events_limit``, ``dtype``...).
+
+    The map (and VEGAS+ allocation) adapted by a call is kept for the next
+    call, as in ``vegas``: train with one call, then measure with another.
+    Its increments per axis are fixed at the first call: ``neval // 50``
+    between 2 and 200.  Keyword arguments of a call change these settings
+    for that call and the following ones.
+    """
+
+    def __init__(self, map, nitn=10, neval=1000, alpha=0.5, beta=0.75, adapt=True, seed=None,
+                 backend=None, **flowsim_kwargs):
+        limits = np.array(map, dtype=np.float64)
+        if limits.ndim != 2 or limits.shape[1] != 2:
+            raise ValueError(f"map must be a list of (low, high) pairs, one per dimension, "
+                             f"got shape {list(limits.shape)}")
+        self.limits = limits
+        self.dim = limits.shape[0]
+        self.settings = {"nitn": nitn, "neval": neval, "alpha": alpha, "beta": beta,
+                         "adapt": adapt}
+        self.seed = seed
+        self.backend = backend
+        self.flowsim_kwargs = flowsim_kwargs
+        self._calls = 0
+        self._base = None
+        self.simulation = None
+
+    def set(self, **settings):
+        """Change ``nitn``, ``neval``, ``alpha``, ``beta`` or ``adapt``."""
+        unknown = set(settings) - set(self.settings)
+        if unknown:
+            raise TypeError(f"unknown vegas setting(s) {sorted(unknown)}; flowsim's "
+                            f"compat.vegas supports {sorted(self.settings)}")
+        self.settings.update(settings)
+
+    def _new_simulation(self, integrand):
+        from flowsim.algorithms.vegas import Vegas
+        from flowsim.algorithms.vegasplus import VegasPlus
+        s = self.settings
+        old = self.simulation
+        n_bins = old.n_bins if old is not None else int(min(200, max(2, s["neval"] // 50)))
+        if s["beta"] > 0:
+            sim = VegasPlus(integrand, self.dim, limits=self.limits, n_bins=n_bins,
+                            alpha=s["alpha"], beta=s["beta"])
+        else:
+            sim = Vegas(integrand, self.dim, limits=self.limits, n_bins=n_bins,
+                        alpha=s["alpha"])
+        if old is not None:
+            if type(old) is type(sim):
+                sim.set_state(old.get_state())
+            else:
+                sim.set_edges(old.edges)
+        sim.freeze(not s["adapt"])
+        return sim
+
+    def __call__(self, fcn, **settings):
+        """Integrate ``fcn``: a :class:`RAvg`, :class:`RAvgArray` or :class:`RAvgDict`."""
+        import secrets
+
+        from flowsim.distribution.registry import flow_class
+        from flowsim.numpy_integrands import NumpyIntegrand
+        self.set(**settings)
+        if not callable(fcn):
+            raise TypeError(f"fcn must be callable, got {fcn!r}")
+        layout = Layout(_sample(fcn, self.limits))
+        batch = BatchFunction(fcn, layout)
+        integrand = NumpyIntegrand(batch, components=0 if layout.kind == "scalar"
+                                   else layout.size)
+        self.simulation = self._new_simulation(integrand)
+        if self._base is None:
+            self._base = secrets.randbits(62) if self.seed is None else int(self.seed)
+        seed = derived_seed(self._base, self._calls)
+        self._calls += 1
+        opts = {"quiet": True, "jit_compile": False, **self.flowsim_kwargs}
+        flow = flow_class(self.backend)(self.simulation, n_events=int(self.settings["neval"]),
+                                        seed=seed, **opts)
+        result = flow.run(int(self.settings["nitn"]))
+        records = result.iterations
+        cls = {"scalar": RAvg, "array": RAvgArray, "dict": RAvgDict}[layout.kind]
+        return cls(result, layout, records)
