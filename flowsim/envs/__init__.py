@@ -22,14 +22,19 @@ from .policies import MLP, Coin, Momentum
 from .rollout import Rollout, RolloutResult, rollout
 
 ENV_ID = "flowsim/Stocks-v0"
+PORTFOLIO_ENV_ID = "flowsim/TradingEnv-v0"
+#: Lazily imported names (they need gymnasium) -> their module.
+_LAZY = {"TradingVectorEnv": "vector", "TradingEnv": "vector",
+         "PortfolioVectorEnv": "portfolio_env", "PortfolioEnv": "portfolio_env"}
 
-__all__ = ["ACC_DTYPE", "ENV_ID", "MLP", "Coin", "Market", "Momentum", "Rollout",
-           "RolloutResult", "TradingEnv", "TradingVectorEnv", "register", "rollout",
-           "sample_prices"]
+__all__ = ["ACC_DTYPE", "ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin", "Market", "Momentum",
+           "PortfolioEnv", "PortfolioVectorEnv", "Rollout", "RolloutResult", "TradingEnv",
+           "TradingVectorEnv", "register", "rollout", "sample_prices"]
 
 
 def register():
-    """Register ``flowsim/Stocks-v0`` with gymnasium (idempotent); False without gymnasium."""
+    """Register ``flowsim/Stocks-v0`` and ``flowsim/TradingEnv-v0`` with gymnasium
+    (idempotent); False without gymnasium."""
     try:
         from gymnasium.envs.registration import register as gym_register
         from gymnasium.envs.registration import registry
@@ -38,13 +43,16 @@ def register():
     if ENV_ID not in registry:
         gym_register(id=ENV_ID, entry_point="flowsim.envs.vector:TradingEnv",
                      vector_entry_point="flowsim.envs.vector:TradingVectorEnv")
+    if PORTFOLIO_ENV_ID not in registry:
+        gym_register(id=PORTFOLIO_ENV_ID, entry_point="flowsim.envs.portfolio_env:PortfolioEnv",
+                     vector_entry_point="flowsim.envs.portfolio_env:PortfolioVectorEnv")
     return True
 
 
 def __getattr__(name):
-    if name in ("TradingVectorEnv", "TradingEnv"):
+    if name in _LAZY:
         try:
-            module = importlib.import_module(f"{__name__}.vector")
+            module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
         except ImportError as exc:
             raise ImportError(f"flowsim.envs.{name} needs gymnasium: "
                               f"pip install 'flowsim[envs]' ({exc})") from exc

@@ -22,6 +22,7 @@ from ..core.simulation import Simulation
 from ..core.sums import block_sum
 from . import market
 from .market import ACC_DTYPE, Market
+from .policies import check_window
 
 #: The per-episode quantities, in the order of ``Result.value``'s last axis.
 COLUMNS = ("episode_return", "total_profit", "trades")
@@ -101,6 +102,7 @@ class Rollout(Simulation):
                             f"got {policy!r}")
         self.policy = policy
         self.market = Market(prices, window_size, frame_bound)
+        check_window(policy, self.market.window_size)
         self.episode_length = self.market.check_episode_length(episode_length)
         self.n_episodes = check_count("n_episodes", n_episodes)
         if params is not None:
