@@ -97,6 +97,38 @@ def test_equals_gym_anytrading_other_window_frame_and_no_xla():
     compare_step_by_step(names, actions, ours, ref, n_steps)
 
 
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("unit_side,bound,jit", [("left", (24, 1600), True),
+                                                  ("right", (100, 700), False)])
+def test_forex_equals_gym_anytrading_bit_for_bit(unit_side, bound, jit):
+    """ForexEnv on gym-anytrading's bundled FOREX_EURUSD_1H_ASK: ten action sequences over
+    a whole episode and past its end, both unit sides, with and without XLA: the same
+    bits as gym-anytrading's forex-v0 at every step."""
+    from gym_anytrading.datasets import FOREX_EURUSD_1H_ASK
+
+    from flowsim.envs import ForexVectorEnv
+    n_steps = bound[1] - bound[0] + 20
+    named = sequences(n_steps)
+    names = list(named)
+    actions = np.stack([named[k] for k in names], axis=1)
+
+    def make():
+        return reference_env_id("forex-v0", frame_bound=bound, unit_side=unit_side)
+
+    ref = gymnasium.vector.SyncVectorEnv([make for _ in names])
+    ours = ForexVectorEnv(FOREX_EURUSD_1H_ASK, len(names), frame_bound=bound,
+                          unit_side=unit_side, jit_compile=jit)
+    compare_step_by_step(names, actions, ours, ref, n_steps)
+    env = gymnasium.make("flowsim/Forex-v0", prices=FOREX_EURUSD_1H_ASK)
+    assert env.unwrapped._vec.unit_side == "left" and env.observation_space.shape == (24, 2)
+
+
+def reference_env_id(env_id, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gymnasium.make(env_id, **kwargs)
+
+
 def test_totals_follow_numpy_promotion():
     """gym-anytrading's totals are numpy scalars: float32 under NEP 50 (numpy >= 2)."""
     expected = np.float32 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else np.float64

@@ -23,18 +23,21 @@ from .rollout import Rollout, RolloutResult, rollout
 
 ENV_ID = "flowsim/Stocks-v0"
 PORTFOLIO_ENV_ID = "flowsim/TradingEnv-v0"
+FOREX_ENV_ID = "flowsim/Forex-v0"
 #: Lazily imported names (they need gymnasium) -> their module.
-_LAZY = {"TradingVectorEnv": "vector", "TradingEnv": "vector",
+_LAZY = {"TradingVectorEnv": "vector", "TradingEnv": "vector", "ForexVectorEnv": "vector",
+         "ForexEnv": "vector",
          "PortfolioVectorEnv": "portfolio_env", "PortfolioEnv": "portfolio_env"}
 
-__all__ = ["ACC_DTYPE", "ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin", "Market", "Momentum",
+__all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin",
+           "ForexEnv", "ForexVectorEnv", "Market", "Momentum",
            "PortfolioEnv", "PortfolioVectorEnv", "Rollout", "RolloutResult", "TradingEnv",
            "TradingVectorEnv", "register", "rollout", "sample_prices"]
 
 
 def register():
-    """Register ``flowsim/Stocks-v0`` and ``flowsim/TradingEnv-v0`` with gymnasium
-    (idempotent); False without gymnasium."""
+    """Register ``flowsim/Stocks-v0``, ``flowsim/Forex-v0`` and ``flowsim/TradingEnv-v0``
+    with gymnasium (idempotent); False without gymnasium."""
     try:
         from gymnasium.envs.registration import register as gym_register
         from gymnasium.envs.registration import registry
@@ -43,6 +46,9 @@ def register():
     if ENV_ID not in registry:
         gym_register(id=ENV_ID, entry_point="flowsim.envs.vector:TradingEnv",
                      vector_entry_point="flowsim.envs.vector:TradingVectorEnv")
+    if FOREX_ENV_ID not in registry:
+        gym_register(id=FOREX_ENV_ID, entry_point="flowsim.envs.vector:ForexEnv",
+                     vector_entry_point="flowsim.envs.vector:ForexVectorEnv")
     if PORTFOLIO_ENV_ID not in registry:
         gym_register(id=PORTFOLIO_ENV_ID, entry_point="flowsim.envs.portfolio_env:PortfolioEnv",
                      vector_entry_point="flowsim.envs.portfolio_env:PortfolioVectorEnv")

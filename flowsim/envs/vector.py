@@ -17,7 +17,7 @@ from gymnasium.vector.utils import batch_space
 
 from ..core import rng
 from ..core.lazy_tf import tf
-from . import market
+from . import forex, market
 from .market import ACC_DTYPE, OBS_BOUND, Market
 
 BACKENDS = ("numpy", "tf")
@@ -192,6 +192,14 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         self._seeded = False
         self._ones = np.ones(self.num_envs, dtype=bool)
 
+    # -- the rules (ForexVectorEnv changes them) -----------------------------------------
+    @staticmethod
+    def _fee_rows():
+        return market.fee_factors()
+
+    def _rule(self, *args):
+        return market.step(*args)
+
     # -- state on the device -------------------------------------------------------
     # Three variables (each captured variable costs a TF call ~10 us): int32 rows
     # INTS, ACC_DTYPE rows TOTALS (the fee factors ride along as constant rows, so
@@ -214,7 +222,7 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
             self._end_tick = t.constant(m.end_tick)
             self._series = t.constant(np.arange(n, dtype=np.int32) % m.n_series)
             totals = np.zeros((len(self.TOTALS), n), ACC_DTYPE)
-            totals[2:] = market.fee_factors()[:, None]
+            totals[2:] = self._fee_rows()[:, None]
             self._vars = (t.Variable(np.zeros((len(self.INTS), n), np.int32)),
                           t.Variable(totals),
                           t.Variable(np.zeros((len(self.KEYS), n), np.int64)))
@@ -299,7 +307,7 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         t = tf()
         old = self._read()
         reset = t.cast(old["done"], t.bool)
-        tick, last, position, total_reward, total_profit, reward, truncated, _ = market.step(
+        tick, last, position, total_reward, total_profit, reward, truncated, _ = self._rule(
             self._prices, self._series, action, old["tick"], old["last"], old["position"],
             old["end"], old["total_reward"], old["total_profit"],
             (old["fee_ask"], old["fee_bid"]))
@@ -441,3 +449,49 @@ class TradingEnv(gymnasium.Env):
     def close(self):
         """Release the device state."""
         self._vec.close()
+
+
+class ForexVectorEnv(TradingVectorEnv):
+    """``num_envs`` gym-anytrading ``ForexEnv`` environments stepped together
+    (``gymnasium.make_vec("flowsim/Forex-v0", ...)``).
+
+    :class:`TradingVectorEnv`'s keywords and behaviour with ForexEnv's rewards and
+    profits (:mod:`flowsim.envs.forex`): pips won on each trade (Long and Short),
+    and the profit in the ``unit_side`` currency after a 0.0003 fee.  Defaults as
+    ``forex-v0``: ``window_size=24``; pass
+    ``gym_anytrading.datasets.FOREX_EURUSD_1H_ASK`` for its data (default: flowsim's
+    bundled sample series).
+
+    ``unit_side`` : ``"left"`` (default) or ``"right"``, as gym-anytrading's.
+    """
+
+    def __init__(self, prices=None, num_envs=1, window_size=24, frame_bound=None,
+                 episode_length=None, unit_side="left", backend="numpy", device=None,
+                 jit_compile=True, render_mode=None):
+        if not isinstance(unit_side, str) or unit_side.lower() not in forex.UNIT_SIDES:
+            raise ValueError(f"unit_side must be 'left' or 'right', got {unit_side!r}")
+        self.unit_side = unit_side.lower()
+        super().__init__(prices, num_envs, window_size, frame_bound, episode_length,
+                         backend=backend, device=device, jit_compile=jit_compile,
+                         render_mode=render_mode)
+
+    @staticmethod
+    def _fee_rows():
+        return forex.fee_factors()
+
+    def _rule(self, *args):
+        return forex.step(*args, unit_side=self.unit_side)
+
+
+class ForexEnv(TradingEnv):
+    """One gym-anytrading ``ForexEnv`` on :class:`ForexVectorEnv`'s code
+    (``gymnasium.make("flowsim/Forex-v0")``); keywords as :class:`ForexVectorEnv`
+    except ``num_envs`` and ``backend``."""
+
+    def __init__(self, prices=None, window_size=24, frame_bound=None, episode_length=None,
+                 unit_side="left", device=None, jit_compile=True, render_mode=None):
+        self._vec = ForexVectorEnv(prices, 1, window_size, frame_bound, episode_length,
+                                   unit_side, device=device, jit_compile=jit_compile,
+                                   render_mode=render_mode)
+        self.observation_space = self._vec.single_observation_space
+        self.action_space = self._vec.single_action_space
