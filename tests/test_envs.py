@@ -837,3 +837,70 @@ def test_rollout_policy_of_another_window_size_names_window_size():
                               keras.layers.Dense(2, activation="softmax")])
     with pytest.raises(ValueError, match=r"window_size=20.*\[batch, 20, 2\]"):
         rollout(model, STOCKS_GOOGL, 64, window_size=20)
+
+
+def test_portfolio_box_actions_follow_gym_trading_env_rules(gte):
+    """action_space="box": a continuous target position, with the rules of a
+    gym-trading-env whose positions list holds exactly those targets."""
+    df = market_frame(rows=150, start=900)
+    rng = np.random.default_rng(8)
+    targets = np.round(rng.uniform(-1.5, 2.5, (149, 2)), 3)
+    targets[40:60] = 0.75                           # held: no trade, interest recomputed
+    levels = sorted(set(targets.ravel()) | {-1.5, 2.5})
+    kwargs = dict(trading_fees=0.001, borrow_interest_rate=0.0004, initial_position=0)
+    env = PortfolioVectorEnv(df, 2, positions=[-1.5, 0, 2.5], action_space="box", **kwargs)
+    assert env.single_action_space == gymnasium.spaces.Box(-1.5, 2.5, (), np.float64)
+    _, info = env.reset(seed=0)
+    refs = [gte(df, positions=levels, verbose=0, **kwargs) for _ in range(2)]
+    for ref in refs:
+        ref.reset()
+    for a in targets:
+        obs, reward, term, trunc, info = env.step(a)
+        for i, ref in enumerate(refs):
+            o, r, te, tr, ref_info = ref.step(levels.index(a[i]))
+            np.testing.assert_allclose(obs[i], o, rtol=2 ** -23)
+            assert_close(reward[i], r, "reward", scale=1e-3)
+            ref_info.pop("position_index")
+            compare_info(info, ref_info, i, "box")
+    assert trunc.all() and (info["position_index"] == -1).all()
+
+
+def test_portfolio_env_under_gymnasium_vector_wrappers_and_make_vec():
+    from gymnasium.wrappers.vector import (NormalizeObservation, RecordEpisodeStatistics,
+                                           TransformReward)
+    df = market_frame(rows=60)
+    env = gymnasium.make_vec("flowsim/TradingEnv-v0", num_envs=8, df=df,
+                             positions=[-1, 0, 1], max_episode_duration=20)
+    assert isinstance(env.unwrapped, PortfolioVectorEnv) and env.num_envs == 8
+    env = TransformReward(NormalizeObservation(RecordEpisodeStatistics(env)),
+                          lambda r: 100 * r)
+    obs, _ = env.reset(seed=1)
+    assert obs.shape == (8, 4) and np.isfinite(obs).all()
+    returns = np.zeros(8)
+    for step in range(19):
+        obs, reward, term, trunc, infos = env.step(env.action_space.sample())
+        returns += reward
+    assert trunc.all() and "episode" in infos and infos["_episode"].all()
+    # the statistics are recorded inside, before the reward is scaled
+    np.testing.assert_allclose(infos["episode"]["r"], returns / 100, rtol=1e-6)
+    assert (infos["episode"]["l"] == 19).all()
+
+
+def test_portfolio_single_env_passes_env_checker_and_renders(tmp_path):
+    from gymnasium.utils.env_checker import check_env
+    df = market_frame(rows=40)
+    env = gymnasium.make("flowsim/TradingEnv-v0", df=df, positions=[-1, 0, 1, 2],
+                         verbose=0, render_mode="rgb_array", trading_fees=0.001)
+    check_env(env.unwrapped)
+    obs, info = env.reset(seed=0)
+    assert info["portfolio_valuation"] == 1000 and isinstance(info["idx"], int)
+    for a in (3, 3, 0, 1, 2, 2):
+        obs, reward, term, trunc, info = env.step(a)
+    image = env.render()
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+    assert image.std() > 0                      # something was drawn
+    fig = env.unwrapped.render_all(tmp_path / "episode.png")
+    assert (tmp_path / "episode.png").stat().st_size > 1000 and len(fig.axes) == 2
+    while not trunc:
+        *_, trunc, _ = env.step(1)
+    assert set(env.unwrapped.get_metrics()) == {"Market Return", "Portfolio Return"}
