@@ -866,8 +866,11 @@ def test_portfolio_box_actions_follow_gym_trading_env_rules(gte):
 
 
 def test_portfolio_env_under_gymnasium_vector_wrappers_and_make_vec():
-    from gymnasium.wrappers.vector import (NormalizeObservation, RecordEpisodeStatistics,
-                                           TransformReward)
+    from gymnasium.wrappers.vector import (
+        NormalizeObservation,
+        RecordEpisodeStatistics,
+        TransformReward,
+    )
     df = market_frame(rows=60)
     env = gymnasium.make_vec("flowsim/TradingEnv-v0", num_envs=8, df=df,
                              positions=[-1, 0, 1], max_episode_duration=20)
@@ -877,7 +880,7 @@ def test_portfolio_env_under_gymnasium_vector_wrappers_and_make_vec():
     obs, _ = env.reset(seed=1)
     assert obs.shape == (8, 4) and np.isfinite(obs).all()
     returns = np.zeros(8)
-    for step in range(19):
+    for _ in range(19):
         obs, reward, term, trunc, infos = env.step(env.action_space.sample())
         returns += reward
     assert trunc.all() and "episode" in infos and infos["_episode"].all()
