@@ -907,3 +907,36 @@ def test_portfolio_single_env_passes_env_checker_and_renders(tmp_path):
     while not trunc:
         *_, trunc, _ = env.step(1)
     assert set(env.unwrapped.get_metrics()) == {"Market Return", "Portfolio Return"}
+
+
+def test_portfolio_rollout_equals_the_environment_stepped_from_python():
+    """A deterministic rule on whole-data episodes from a fixed initial position: every
+    rollout episode is the environment's episode, so the means are its sum of rewards,
+    final valuation / 1000 and trade count (error 0)."""
+    import tensorflow as tf
+
+    from flowsim.envs import portfolio_rollout
+    df = market_frame(rows=120, start=50)
+    kwargs = dict(positions=[-1, 0, 2], trading_fees=0.001, borrow_interest_rate=0.0003,
+                  windows=4, initial_position=0, reward_function=value_ratio_reward)
+
+    def policy(obs):                # short after a fall, leveraged long after a rise
+        r = obs[:, -1, 0]
+        return tf.where(r < -0.005, 0, tf.where(r > 0.005, 2, 1))
+
+    env = PortfolioVectorEnv(df, 1, **kwargs)
+    obs, info = env.reset(seed=0)
+    total, trades, position = 0.0, 0, info["position"][0]
+    trunc = np.zeros(1, bool)
+    while not trunc[0]:
+        a = policy(tf.constant(obs)).numpy()
+        trades += int(env.portfolio.positions[a[0]] != position)
+        obs, reward, _, trunc, info = env.step(a)
+        total += reward[0]
+        position = info["position"][0]
+    out = portfolio_rollout(policy, df, 128, seed=3, episodes=True, **kwargs)
+    assert out.episode_return.value == pytest.approx(total, rel=1e-12, abs=1e-15)
+    assert out.total_profit.value == pytest.approx(info["portfolio_valuation"][0] / 1000,
+                                                   rel=1e-12)
+    assert out.trades == (trades, 0.0) and trades > 10
+    assert np.ptp(out.episodes["episode_return"]) == 0     # every episode the same

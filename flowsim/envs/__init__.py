@@ -19,6 +19,7 @@ import importlib
 
 from .market import ACC_DTYPE, Market, sample_prices
 from .policies import MLP, Coin, Momentum
+from .portfolio_rollout import PortfolioRollout, portfolio_rollout
 from .rollout import Rollout, RolloutResult, rollout
 
 ENV_ID = "flowsim/Stocks-v0"
@@ -31,8 +32,8 @@ _LAZY = {"TradingVectorEnv": "vector", "TradingEnv": "vector", "ForexVectorEnv":
 
 __all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin",
            "ForexEnv", "ForexVectorEnv", "Market", "Momentum",
-           "PortfolioEnv", "PortfolioVectorEnv", "Rollout", "RolloutResult", "TradingEnv",
-           "TradingVectorEnv", "register", "rollout", "sample_prices"]
+           "PortfolioEnv", "PortfolioRollout", "PortfolioVectorEnv", "Rollout", "RolloutResult", "TradingEnv",
+           "TradingVectorEnv", "portfolio_rollout", "register", "rollout", "sample_prices"]
 
 
 def register():

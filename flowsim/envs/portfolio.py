@@ -259,21 +259,34 @@ class Portfolio:
 
     def draws(self, seeds, episodes):
         """Start rows and initial position indices ``[n]`` (int32) of episode
-        ``episodes`` of environments seeded ``seeds``: uniform over
-        ``[start_low, start_high)`` and over ``positions`` (unless fixed)."""
+        ``episodes`` of environments seeded ``seeds`` (:meth:`starts` of the
+        SplitMix64 uniforms of (seed, 2 episode) and (seed, 2 episode + 1))."""
+        t = tf()
+        return self.starts(rng.uniform_keys(t.stack([seeds, 2 * episodes])),
+                           rng.uniform_keys(t.stack([seeds, 2 * episodes + 1])))
+
+    def starts(self, u_start, u_position):
+        """Start rows and initial position indices ``[n]`` (int32) from uniforms
+        (float64 ``[n]``): uniform over ``[start_low, start_high)`` and over
+        ``positions`` (unless ``initial_position`` fixes it)."""
         t = tf()
         span = self.start_high - self.start_low
-        start = t.fill(t.shape(seeds), t.constant(self.start_low, t.int32))
+        start = t.fill(t.shape(u_start), t.constant(self.start_low, t.int32))
         if span > 0:
-            u = rng.uniform_keys(t.stack([seeds, 2 * episodes]))
-            start = start + t.minimum(t.cast(t.floor(u * span), t.int32), span - 1)
+            start = start + t.minimum(t.cast(t.floor(u_start * span), t.int32), span - 1)
         if self.initial_index is None:
-            u = rng.uniform_keys(t.stack([seeds, 2 * episodes + 1]))
             k = len(self.positions)
-            index = t.minimum(t.cast(t.floor(u * k), t.int32), k - 1)
+            index = t.minimum(t.cast(t.floor(u_position * k), t.int32), k - 1)
         else:
-            index = t.fill(t.shape(seeds), t.constant(self.initial_index, t.int32))
+            index = t.fill(t.shape(u_start), t.constant(self.initial_index, t.int32))
         return start, index
+
+    @property
+    def max_steps(self):
+        """Steps of an episode that does not terminate."""
+        if self.max_episode_duration == "max":
+            return self.length - 1 - self.first_row
+        return self.max_episode_duration - 1
 
     def _entry(self, c, idx, step, position_index, position, real, value, wallet, reward):
         """A history entry ``[len(columns), n]`` float64."""
