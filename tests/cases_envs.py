@@ -65,8 +65,8 @@ def portfolio_sweep():
     from flowsim.envs import Momentum, PortfolioRollout
     return PortfolioRollout(Momentum(), sample_frame(), EPISODES // 4,
                             positions=[0, 1], trading_fees=0.0005, max_episode_duration=30,
-                            windows=3, params=np.array([[-0.01], [0.0], [0.01], [0.02]]), episodes=True,
-                            block_size=BLOCK)
+                            windows=3, params=np.array([[-0.01], [0.0], [0.01], [0.02]]),
+                            episodes=True, block_size=BLOCK)
 
 
 CASES = {

@@ -31,8 +31,8 @@ _LAZY = {"TradingVectorEnv": "vector", "TradingEnv": "vector", "ForexVectorEnv":
          "PortfolioVectorEnv": "portfolio_env", "PortfolioEnv": "portfolio_env"}
 
 __all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin",
-           "ForexEnv", "ForexVectorEnv", "Market", "Momentum",
-           "PortfolioEnv", "PortfolioRollout", "PortfolioVectorEnv", "Rollout", "RolloutResult", "TradingEnv",
+           "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "PortfolioEnv",
+           "PortfolioRollout", "PortfolioVectorEnv", "Rollout", "RolloutResult", "TradingEnv",
            "TradingVectorEnv", "portfolio_rollout", "register", "rollout", "sample_prices"]
 
 
