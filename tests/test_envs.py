@@ -940,3 +940,60 @@ def test_portfolio_rollout_equals_the_environment_stepped_from_python():
                                                    rel=1e-12)
     assert out.trades == (trades, 0.0) and trades > 10
     assert np.ptp(out.episodes["episode_return"]) == 0     # every episode the same
+
+
+# -- several assets: against a numpy implementation of the documented equations -------
+def multi_asset_reference(prices, weights, start, fee, rate, v0):
+    """flowsim.envs.assets's equations in numpy, one environment: valuations, rewards,
+    fees and interest per step for target weights ``weights`` [steps, k]."""
+    units, cash = np.zeros(prices.shape[1]), v0
+    out = []
+    for step, w in enumerate(weights):
+        t = start + step
+        value = cash + units @ prices[t]
+        traded = w * value - units * prices[t]
+        fees = fee * np.abs(traded).sum()
+        units = w * value / prices[t]
+        cash = (1 - w.sum()) * value - fees
+        interest = rate * (np.maximum(0, -units * prices[t + 1]).sum() + max(0.0, -cash))
+        cash -= interest
+        new = cash + units @ prices[t + 1]
+        out.append((new, np.log(new / value), fees, interest, units * prices[t + 1] / new))
+    return out
+
+
+def test_multi_asset_env_follows_its_equations():
+    from flowsim.envs import MultiAssetVectorEnv
+    rng = np.random.default_rng(2)
+    prices = 100 * np.exp(np.cumsum(rng.normal(0, 0.02, (120, 3)), axis=0))
+    env = MultiAssetVectorEnv(prices, 5, window_size=6, episode_length=40, trading_fees=0.002,
+                              borrow_interest_rate=0.001, min_weight=-1, max_weight=1.5,
+                              max_leverage=2.0)
+    obs, info = env.reset(seed=4)
+    start = info["idx"].copy()
+    assert obs.shape == (5, 7, 3) and not obs[:, -1].any()       # all cash at the start
+    w = rng.uniform(-1, 1.5, (40, 5, 3))
+    w /= np.maximum(1, np.abs(w).sum(axis=2, keepdims=True) / 2.0)   # |w| <= 2
+    w[10:15] = w[10]                                  # held: only price drift trades
+    steps = []
+    for a in w:
+        steps.append(env.step(a))
+    for i in range(5):
+        ref = multi_asset_reference(prices, w[:, i], start[i], 0.002, 0.001, 1000.0)
+        for (obs, reward, term, trunc, info), (value, r, fees, interest, held) in zip(steps, ref):
+            np.testing.assert_allclose(info["portfolio_valuation"][i], value, rtol=1e-12)
+            np.testing.assert_allclose(reward[i], r, rtol=1e-10, atol=1e-15)
+            np.testing.assert_allclose([info["fees"][i], info["interest"][i]],
+                                       [fees, interest], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(info["weights"][i], held, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(obs[i, -1], held, rtol=1e-6, atol=1e-7)
+        assert steps[-1][3][i] and not any(s[3][i] for s in steps[:-1])
+    np.testing.assert_allclose(steps[0][0][0, :-1],
+                               (prices[start[0] - 5:start[0] + 2] /
+                                prices[start[0] - 6:start[0] + 1] - 1)[1:], rtol=1e-6)
+    with pytest.raises(ValueError, match="max_leverage=2.0"):
+        env.step(np.full((5, 3), 1.0))
+    with pytest.raises(ValueError, match="min_weight"):
+        env.step(np.full((5, 3), -1.5))
+    with pytest.raises(ValueError, match="window_size=200"):
+        MultiAssetVectorEnv(prices, window_size=200)

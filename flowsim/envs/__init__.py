@@ -27,11 +27,11 @@ PORTFOLIO_ENV_ID = "flowsim/TradingEnv-v0"
 FOREX_ENV_ID = "flowsim/Forex-v0"
 #: Lazily imported names (they need gymnasium) -> their module.
 _LAZY = {"TradingVectorEnv": "vector", "TradingEnv": "vector", "ForexVectorEnv": "vector",
-         "ForexEnv": "vector",
+         "ForexEnv": "vector", "MultiAssetVectorEnv": "assets",
          "PortfolioVectorEnv": "portfolio_env", "PortfolioEnv": "portfolio_env"}
 
 __all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin",
-           "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "PortfolioEnv",
+           "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "MultiAssetVectorEnv", "PortfolioEnv",
            "PortfolioRollout", "PortfolioVectorEnv", "Rollout", "RolloutResult", "TradingEnv",
            "TradingVectorEnv", "portfolio_rollout", "register", "rollout", "sample_prices"]
 

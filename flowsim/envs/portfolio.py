@@ -48,7 +48,7 @@ DEFAULT_FEATURES = (last_position_taken, real_position)
 ACTION_SPACES = ("discrete", "box")
 
 
-def _number(name, value, low=None, low_open=False, high=None):
+def check_number(name, value, low=None, low_open=False, high=None):
     """``value`` as a finite float, checked against ``low`` (``low_open``: excluded)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
@@ -68,7 +68,7 @@ def check_positions(positions, action_space):
     if len(positions) == 0:
         raise ValueError("positions must not be empty: give the positions an action may "
                          "choose, e.g. [0, 1] (flat, long) or [-1, 0, 1, 2]")
-    values = [_number(f"positions[{i}]", p) for i, p in enumerate(positions)]
+    values = [check_number(f"positions[{i}]", p) for i, p in enumerate(positions)]
     if len(set(values)) != len(values):
         raise ValueError(f"positions must be distinct (an action is an index into them), "
                          f"got {list(positions)}")
@@ -83,7 +83,7 @@ def check_positions(positions, action_space):
 def check_fees(trading_fees, positions):
     """``trading_fees`` in [0, 1) such that gym-trading-env's grossed-up trade sizes stay
     finite for every position (``1 - fee + fee x > 0`` and ``1 - fee x > 0``)."""
-    fee = _number("trading_fees", trading_fees, low=0.0, high=1.0)
+    fee = check_number("trading_fees", trading_fees, low=0.0, high=1.0)
     for x in (positions.min(), positions.max()):
         if not (1 - fee + fee * x > 0 and 1 - fee * x > 0):
             raise ValueError(f"trading_fees={fee} with position {x}: the trade size is "
@@ -140,8 +140,8 @@ class Portfolio:
         self.action_space = action_space
         self.positions = check_positions(positions, action_space)
         self.trading_fees = check_fees(trading_fees, self.positions)
-        self.borrow_interest_rate = _number("borrow_interest_rate", borrow_interest_rate, 0.0)
-        self.portfolio_initial_value = _number("portfolio_initial_value",
+        self.borrow_interest_rate = check_number("borrow_interest_rate", borrow_interest_rate, 0.0)
+        self.portfolio_initial_value = check_number("portfolio_initial_value",
                                                portfolio_initial_value, 0.0, low_open=True)
         self.initial_index = self._initial(initial_position)
         self.close, static = _frame(df)
@@ -163,7 +163,7 @@ class Portfolio:
     def _initial(self, initial_position):
         if isinstance(initial_position, str) and initial_position == "random":
             return None
-        value = _number("initial_position", initial_position)
+        value = check_number("initial_position", initial_position)
         hits = np.flatnonzero(self.positions == value)
         if hits.size == 0:
             raise ValueError(f"initial_position must be 'random' or one of positions "
