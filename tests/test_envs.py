@@ -980,7 +980,7 @@ def test_multi_asset_env_follows_its_equations():
         steps.append(env.step(a))
     for i in range(5):
         ref = multi_asset_reference(prices, w[:, i], start[i], 0.002, 0.001, 1000.0)
-        for (obs, reward, term, trunc, info), (value, r, fees, interest, held) in zip(steps, ref):
+        for (obs, reward, _, _, info), (value, r, fees, interest, held) in zip(steps, ref):
             np.testing.assert_allclose(info["portfolio_valuation"][i], value, rtol=1e-12)
             np.testing.assert_allclose(reward[i], r, rtol=1e-10, atol=1e-15)
             np.testing.assert_allclose([info["fees"][i], info["interest"][i]],

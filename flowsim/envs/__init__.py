@@ -31,9 +31,10 @@ _LAZY = {"TradingVectorEnv": "vector", "TradingEnv": "vector", "ForexVectorEnv":
          "PortfolioVectorEnv": "portfolio_env", "PortfolioEnv": "portfolio_env"}
 
 __all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin",
-           "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "MultiAssetVectorEnv", "PortfolioEnv",
-           "PortfolioRollout", "PortfolioVectorEnv", "Rollout", "RolloutResult", "TradingEnv",
-           "TradingVectorEnv", "portfolio_rollout", "register", "rollout", "sample_prices"]
+           "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "MultiAssetVectorEnv",
+           "PortfolioEnv", "PortfolioRollout", "PortfolioVectorEnv", "Rollout", "RolloutResult",
+           "TradingEnv", "TradingVectorEnv", "portfolio_rollout", "register", "rollout",
+           "sample_prices"]
 
 
 def register():
