@@ -11,7 +11,7 @@ from ..core import rng
 from ..core.blocks import check_count
 from ..core.lazy_tf import tf
 from .portfolio import Portfolio
-from .rollout import MAX_BLOCK, Rollout, RolloutResult
+from .rollout import MAX_BLOCK, Rollout, RolloutResult, share_kernel
 
 
 def choose(out, u, n_positions, box=None):
@@ -137,6 +137,15 @@ class PortfolioRollout(Rollout):
         profit = s["last"][0][value_row] / p.portfolio_initial_value
         return t.stack([total, profit, trades], axis=1)
 
+    def kernel_key(self):
+        """What the compiled kernel depends on besides the data and params (kernel
+        arguments): the functions, the rules' structure and the shapes."""
+        p = self.portfolio
+        return (id(p.reward_function), *map(id, p.dynamic_feature_functions), p.windows,
+                p.max_episode_duration, p.start_low, p.start_high, p.initial_index,
+                p.history_length, p.action_space, p.positions.tobytes(),
+                p.portfolio_initial_value, tuple(p.columns), p.features.shape, p.length)
+
     def config(self):
         from ..core.fingerprint import digest, fingerprint
         p = self.portfolio
@@ -169,6 +178,7 @@ def portfolio_rollout(policy, df, n_episodes=1024, *, params=None, seed=None, ep
     from ..distribution.registry import flow_class
     sim = PortfolioRollout(policy, df, n_episodes, params=params, episodes=episodes,
                            block_size=block_size, **env_kwargs)
+    share_kernel(sim, sim.kernel_key())
     flow_kwargs = dict(flow_kwargs or {})
     flow_kwargs.setdefault("events_limit", 16 * sim.block_size)
     flow = flow_class(backend)(sim, n_events=sim.n_events, seed=seed, quiet=True,
