@@ -5,13 +5,20 @@
     TensorFlow call (needs gymnasium: ``pip install 'flowsim[envs]'``).
 ``flowsim.envs.TradingEnv``
     One such environment (``gymnasium.make("flowsim/Stocks-v0")``).
-``flowsim.envs.rollout``
+``flowsim.envs.ForexVectorEnv`` / ``ForexEnv``
+    gym-anytrading's ``ForexEnv`` the same way (``flowsim/Forex-v0``).
+``flowsim.envs.PortfolioVectorEnv`` / ``PortfolioEnv``
+    gym-trading-env's configurable ``TradingEnv`` (positions with shorts and
+    leverage, fees, borrowing, your features and reward), ``flowsim/TradingEnv-v0``.
+``flowsim.envs.MultiAssetVectorEnv``
+    A portfolio over several assets per environment (target weights).
+``flowsim.envs.rollout`` / ``portfolio_rollout``
     Whole episodes of a TF policy inside a compiled flowsim Simulation, on any
     backend, with the same bits (no gymnasium needed).
 
-Importing this package registers the gymnasium id ``flowsim/Stocks-v0`` (entry
-point :class:`TradingEnv`, vector entry point :class:`TradingVectorEnv`) when
-gymnasium is installed; TensorFlow loads only when an environment first steps.
+Importing this package registers the gymnasium ids ``flowsim/Stocks-v0`` (entry
+point :class:`TradingEnv`, vector entry point :class:`TradingVectorEnv`),
+``flowsim/Forex-v0`` and ``flowsim/TradingEnv-v0`` when gymnasium is installed; TensorFlow loads only when an environment first steps.
 gymnasium 1.x has no plugin entry points, so ``gymnasium.make`` finds the id
 after ``import flowsim.envs`` (or as ``"flowsim.envs:flowsim/Stocks-v0"``).
 """
