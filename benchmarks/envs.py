@@ -240,23 +240,24 @@ def portfolio_main(args):
         step = portfolio_step_rate(args.steps, df)
         roll, result = portfolio_rollout_rate(args.portfolio_episodes, df)
         rows = [("P1 gym-trading-env TradingEnv, SyncVectorEnv x 64", f"{sync:,.0f}", "1x",
-                 f"{sync.cpu:,.0f}"),
+                 f"{sync.cpu:,.0f}", "1x"),
                 ("P2 flowsim PortfolioVectorEnv x 1024, step() from Python", f"{step:,.0f}",
-                 f"{step / sync:.0f}x", f"{step.cpu:,.0f}"),
+                 f"{step / sync:.0f}x", f"{step.cpu:,.0f}", f"{step.cpu / sync.cpu:.0f}x"),
                 ("P3 flowsim portfolio_rollout, linear softmax, 256-row episodes",
-                 f"{roll:,.0f}", f"{roll / sync:.0f}x", f"{roll.cpu:,.0f}")]
+                 f"{roll:,.0f}", f"{roll / sync:.0f}x", f"{roll.cpu:,.0f}",
+                 f"{roll.cpu / sync.cpu:.0f}x")]
         print(f"\nportfolio round {r + 1}/{args.rounds}: STOCKS_GOOGL, positions "
               f"{PORTFOLIO['positions']}, fees 0.1 %, borrowing, windows 10; load average "
               f"{os.getloadavg()[0]:.1f}")
-        table(rows, ["what", "env-steps/s", "vs P1", "per CPU-s"])
+        table(rows, ["what", "env-steps/s", "vs P1", "per CPU-s", "vs P1, per CPU-s"])
         print(f"rollout: {result}")
         print(f"targets vs P1: step >= 100x ({'met' if step / sync >= 100 else 'NOT met'}), "
               f"rollout >= 1000x ({'met' if roll / sync >= 1000 else 'NOT met'})")
-        summary.append((step / sync, roll / sync))
+        summary.append((step / sync, roll / sync, step.cpu / sync.cpu, roll.cpu / sync.cpu))
     if args.rounds > 1:
-        print("\nper round: step / P1, rollout / P1")
-        for r, (a, b) in enumerate(summary):
-            print(f"  round {r + 1}: {a:.0f}x  {b:.0f}x")
+        print("\nper round: step / P1, rollout / P1 (wall; then per CPU-second)")
+        for r, (a, b, c, d) in enumerate(summary):
+            print(f"  round {r + 1}: {a:.0f}x  {b:.0f}x   per CPU-s {c:.0f}x  {d:.0f}x")
 
 
 def main():

@@ -114,7 +114,7 @@ class SoftmaxMLP:
     def random(cls, n_inputs, hidden, n_out, seed):
         rng = np.random.default_rng(seed)
         sizes = [n_inputs, hidden, n_out]
-        return cls([(rng.uniform(-1, 1, (a, b)).astype(np.float32) * np.sqrt(6 / (a + b)),
+        return cls([((rng.uniform(-1, 1, (a, b)) * np.sqrt(6 / (a + b))).astype(np.float32),
                      np.zeros(b, np.float32)) for a, b in zip(sizes[:-1], sizes[1:])])
 
     def __call__(self, obs):
