@@ -385,7 +385,8 @@ class PortfolioVectorEnv(gymnasium.vector.VectorEnv):
     def get_metrics(self):
         """Each environment's metrics of its last finished episode (gym-trading-env's
         ``Market Return`` and ``Portfolio Return`` strings and added metrics; an empty
-        dict before its first episode ends): a list ``[num_envs]``."""
+        dict before its first episode ends): a list ``[num_envs]``.  Kept with the
+        numpy backend only (``backend="tf"`` leaves the results on the device)."""
         return self.results_metrics
 
     # -- rendering ---------------------------------------------------------------------
