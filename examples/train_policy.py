@@ -21,7 +21,10 @@ gym-trading-env's reward (the log return of the portfolio at each step, so an
 episode's return is the log of its final over initial valuation, fees and
 interest paid).  The policy is a 40-16-3 softmax MLP; the held-out score is the
 mean episode return of :func:`flowsim.envs.portfolio_rollout` over 8,192 episodes
-on the last 535 days, against a uniformly random policy.
+on the last 535 days, against a uniformly random policy.  Measured 2026-12-01
+(seed 0, 40 updates, 4.5 min on the shared machine under load): random policy
+-0.0615 +/- 0.0009 (fees and interest eat it), trained +0.0498 +/- 0.0008; the
+training mean rose from -0.066 at the first update to +0.054 at the 40th.
 
 Prints the mean episode return (gym-anytrading's total reward: price gained on
 each closed Long) per update and, per seed, the held-out score ± its standard
