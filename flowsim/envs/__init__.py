@@ -18,7 +18,8 @@
 
 Importing this package registers the gymnasium ids ``flowsim/Stocks-v0`` (entry
 point :class:`TradingEnv`, vector entry point :class:`TradingVectorEnv`),
-``flowsim/Forex-v0`` and ``flowsim/TradingEnv-v0`` when gymnasium is installed; TensorFlow loads only when an environment first steps.
+``flowsim/Forex-v0`` and ``flowsim/TradingEnv-v0`` when gymnasium is installed;
+TensorFlow loads only when an environment first steps.
 gymnasium 1.x has no plugin entry points, so ``gymnasium.make`` finds the id
 after ``import flowsim.envs`` (or as ``"flowsim.envs:flowsim/Stocks-v0"``).
 """
