@@ -552,7 +552,8 @@ def gte():
     warnings.filters[:] = before
     warnings._filters_mutated()
     yield module.TradingEnv
-    assert list(warnings.filters) == before
+    # other imports may add their own filters meanwhile; the catch-all error is gone
+    assert not [f for f in warnings.filters if f[0] == "error" and f[2] is Warning]
 
 
 def market_frame(rows=260, start=0):
