@@ -31,7 +31,15 @@ process::
 
     .venv/bin/python benchmarks/envs.py [--steps 300] [--episodes 8192] [--rounds 3]
 
-Needs gymnasium and gym-anytrading (the ``test`` extra).
+The portfolio rows (first; ``--only portfolio`` for them alone) do the same for
+gym-trading-env 0.3.5's ``TradingEnv`` (positions -1, 0, 0.5, 1, 2; 0.1 % fees;
+borrowing; windows 10; on STOCKS_GOOGL with two feature columns): P1
+gymnasium ``SyncVectorEnv`` of 64 of them, random actions; P2
+``flowsim.envs.PortfolioVectorEnv`` at 1,024 environments (the issue's target:
+>= 100x P1); P3 ``flowsim.envs.portfolio_rollout`` of a linear softmax policy
+over 8,192 episodes of 256 rows (target >= 1,000x P1).
+
+Needs gymnasium, gym-anytrading and gym-trading-env (the ``test`` extra).
 """
 import argparse
 import os
@@ -148,12 +156,124 @@ def flowsim_rollout_rate(n_episodes, policy, backend=None, tick_features=None):
     return rate, cold, first
 
 
+# -- gym-trading-env's TradingEnv against flowsim's PortfolioVectorEnv ------------------
+PORTFOLIO = dict(positions=[-1, 0, 0.5, 1, 2], trading_fees=0.001, borrow_interest_rate=0.0003,
+                 windows=10)
+
+
+def portfolio_frame():
+    """gym-anytrading's STOCKS_GOOGL as a gym-trading-env DataFrame (2,334 rows, two
+    feature columns)."""
+    from gym_anytrading.datasets import STOCKS_GOOGL
+    df = STOCKS_GOOGL.rename(columns=str.lower).copy()
+    df["feature_return"] = df["close"].pct_change()
+    df["feature_range"] = (df["high"] - df["low"]) / df["close"]
+    return df.dropna()
+
+
+def gym_trading_env_rate(n_steps, df):
+    """gym-trading-env 0.3.5 TradingEnv in gymnasium's SyncVectorEnv x 64, random actions."""
+    import gymnasium
+    saved = list(warnings.filters)
+    from gym_trading_env.environments import TradingEnv
+    warnings.filters[:] = saved          # its import turns every warning into an error
+    env = gymnasium.vector.SyncVectorEnv(
+        [lambda: TradingEnv(df, verbose=0, **PORTFOLIO) for _ in range(64)])
+    env.reset(seed=0)
+    actions = np.random.default_rng(0).integers(0, len(PORTFOLIO["positions"]), (n_steps, 64))
+
+    def run():
+        for a in actions:
+            env.step(a)
+
+    return best_rate(run, 64 * n_steps, repeat=3)
+
+
+def portfolio_step_rate(n_steps, df, n_envs=1024):
+    from flowsim.envs import PortfolioVectorEnv
+    env = PortfolioVectorEnv(df, n_envs, **PORTFOLIO)
+    env.reset(seed=0)
+    actions = np.random.default_rng(0).integers(0, len(PORTFOLIO["positions"]),
+                                                (n_steps, n_envs))
+    env.step(actions[0])                        # compile
+
+    def run():
+        for a in actions:
+            env.step(a)
+
+    return best_rate(run, n_envs * n_steps)
+
+
+class LinearSoftmax:
+    """A linear softmax policy over the flattened [10, 4] observation, for the rollout."""
+
+    def __init__(self, n_inputs, n_positions, seed=0):
+        rng = np.random.default_rng(seed)
+        self.w = rng.normal(0, 0.3, (n_inputs, n_positions)).astype(np.float32)
+
+    def __call__(self, obs):
+        import tensorflow as tf
+        flat = tf.reshape(obs, [tf.shape(obs)[0], -1])
+        return tf.nn.softmax(tf.matmul(flat, self.w))
+
+
+def portfolio_rollout_rate(n_episodes, df):
+    from flowsim.envs import portfolio_rollout
+    policy = LinearSoftmax(10 * 4, len(PORTFOLIO["positions"]))
+
+    def run():
+        return portfolio_rollout(policy, df, n_episodes, seed=1, max_episode_duration=256,
+                                 **PORTFOLIO)
+
+    first = run()
+    rate = best_rate(run, n_episodes * 255, repeat=3)
+    assert run().episode_return == first.episode_return      # same bits, run after run
+    return rate, first
+
+
+def portfolio_main(args):
+    """Rows P1-P3, interleaved per round; ratios within each round."""
+    df = portfolio_frame()
+    summary = []
+    for r in range(args.rounds):
+        sync = gym_trading_env_rate(max(args.steps // 3, 50), df)
+        step = portfolio_step_rate(args.steps, df)
+        roll, result = portfolio_rollout_rate(args.portfolio_episodes, df)
+        rows = [("P1 gym-trading-env TradingEnv, SyncVectorEnv x 64", f"{sync:,.0f}", "1x",
+                 f"{sync.cpu:,.0f}", "1x"),
+                ("P2 flowsim PortfolioVectorEnv x 1024, step() from Python", f"{step:,.0f}",
+                 f"{step / sync:.0f}x", f"{step.cpu:,.0f}", f"{step.cpu / sync.cpu:.0f}x"),
+                ("P3 flowsim portfolio_rollout, linear softmax, 256-row episodes",
+                 f"{roll:,.0f}", f"{roll / sync:.0f}x", f"{roll.cpu:,.0f}",
+                 f"{roll.cpu / sync.cpu:.0f}x")]
+        print(f"\nportfolio round {r + 1}/{args.rounds}: STOCKS_GOOGL, positions "
+              f"{PORTFOLIO['positions']}, fees 0.1 %, borrowing, windows 10; load average "
+              f"{os.getloadavg()[0]:.1f}")
+        table(rows, ["what", "env-steps/s", "vs P1", "per CPU-s", "vs P1, per CPU-s"])
+        print(f"rollout: {result}")
+        print(f"targets vs P1: step >= 100x ({'met' if step / sync >= 100 else 'NOT met'}), "
+              f"rollout >= 1000x ({'met' if roll / sync >= 1000 else 'NOT met'})")
+        summary.append((step / sync, roll / sync, step.cpu / sync.cpu, roll.cpu / sync.cpu))
+    if args.rounds > 1:
+        print("\nper round: step / P1, rollout / P1 (wall; then per CPU-second)")
+        for r, (a, b, c, d) in enumerate(summary):
+            print(f"  round {r + 1}: {a:.0f}x  {b:.0f}x   per CPU-s {c:.0f}x  {d:.0f}x")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=300, help="steps per timed vector run")
     parser.add_argument("--episodes", type=int, default=8192, help="episodes per rollout")
     parser.add_argument("--rounds", type=int, default=1, help="whole measurements, same run")
+    parser.add_argument("--portfolio-episodes", type=int, default=8192,
+                        help="episodes per portfolio rollout")
+    parser.add_argument("--only", choices=("all", "stocks", "portfolio"), default="all",
+                        help="the gym-anytrading rows, the gym-trading-env rows, or both")
     args = parser.parse_args()
+    if args.only != "stocks":
+        portfolio_main(args)
+    if args.only == "portfolio":
+        return
     import flowsim
     flowsim.set_virtual_cpus(2)         # for the threads row; Flow and the env use CPU:0
     from flowsim.envs import MLP

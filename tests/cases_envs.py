@@ -37,11 +37,47 @@ def momentum_sweep():
                    params=np.array([[-0.5], [0.0], [0.5], [1.0]]), block_size=BLOCK)
 
 
+def sample_frame(rows=400):
+    """flowsim's bundled sample bars as a gym-trading-env DataFrame: OHLCV and two
+    feature columns."""
+    import pandas as pd
+
+    from flowsim.envs.market import SAMPLE
+    df = pd.read_csv(SAMPLE).iloc[:rows + 1]
+    df.columns = [c.lower() for c in df.columns]
+    df["feature_return"] = df["close"].pct_change()
+    df["feature_range"] = (df["high"] - df["low"]) / df["close"]
+    return df.dropna()
+
+
+def portfolio_coin():
+    """A coin between short and long (fees, borrowing, random starts and initial
+    positions, a window of 5 rows)."""
+    from flowsim.envs import Coin, PortfolioRollout
+    return PortfolioRollout(Coin(0.4), sample_frame(), EPISODES, positions=[-1, 1],
+                            trading_fees=0.001, borrow_interest_rate=0.0002, windows=5,
+                            max_episode_duration=40, block_size=BLOCK)
+
+
+def portfolio_sweep():
+    """A parametrised rule (long when the last range feature exceeds it) swept over 4
+    thresholds, per-episode values kept."""
+    from flowsim.envs import Momentum, PortfolioRollout
+    return PortfolioRollout(Momentum(), sample_frame(), EPISODES // 4,
+                            positions=[0, 1], trading_fees=0.0005, max_episode_duration=30,
+                            windows=3, params=np.array([[-0.01], [0.0], [0.01], [0.02]]),
+                            episodes=True, block_size=BLOCK)
+
+
 CASES = {
     "rollout_coin": dict(factory="cases_envs:coin_rollout", n_events=EPISODES, n_iters=2,
                          block_size=BLOCK, events_limit=2 * BLOCK, seed=11),
     "rollout_mlp": dict(factory="cases_envs:mlp_rollout", n_events=EPISODES, n_iters=1,
                         block_size=BLOCK, events_limit=2 * BLOCK, seed=12),
+    "portfolio_coin": dict(factory="cases_envs:portfolio_coin", n_events=EPISODES, n_iters=1,
+                           block_size=BLOCK, events_limit=2 * BLOCK, seed=14),
+    "portfolio_sweep": dict(factory="cases_envs:portfolio_sweep", n_events=EPISODES,
+                            n_iters=1, block_size=BLOCK, events_limit=2 * BLOCK, seed=15),
     "rollout_sweep": dict(factory="cases_envs:momentum_sweep", n_events=EPISODES, n_iters=1,
                           block_size=BLOCK, events_limit=2 * BLOCK, seed=13),
 }

@@ -13,7 +13,7 @@ from gym_anytrading.datasets import STOCKS_GOOGL
 
 import flowsim
 import flowsim.envs as fe
-from flowsim.envs import MLP, Coin, Momentum, TradingVectorEnv, rollout
+from flowsim.envs import MLP, Coin, Momentum, PortfolioVectorEnv, TradingVectorEnv, rollout
 from flowsim.envs.market import ACC_DTYPE
 
 GOOGL_STEPS = len(STOCKS_GOOGL) - 30 - 1        # steps of a full stocks-v0 episode
@@ -95,6 +95,38 @@ def test_equals_gym_anytrading_other_window_frame_and_no_xla():
     ours = TradingVectorEnv(STOCKS_GOOGL, len(names), window_size=window, frame_bound=bound,
                             jit_compile=False)
     compare_step_by_step(names, actions, ours, ref, n_steps)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("unit_side,bound,jit", [("left", (24, 1600), True),
+                                                  ("right", (100, 700), False)])
+def test_forex_equals_gym_anytrading_bit_for_bit(unit_side, bound, jit):
+    """ForexEnv on gym-anytrading's bundled FOREX_EURUSD_1H_ASK: ten action sequences over
+    a whole episode and past its end, both unit sides, with and without XLA: the same
+    bits as gym-anytrading's forex-v0 at every step."""
+    from gym_anytrading.datasets import FOREX_EURUSD_1H_ASK
+
+    from flowsim.envs import ForexVectorEnv
+    n_steps = bound[1] - bound[0] + 20
+    named = sequences(n_steps)
+    names = list(named)
+    actions = np.stack([named[k] for k in names], axis=1)
+
+    def make():
+        return reference_env_id("forex-v0", frame_bound=bound, unit_side=unit_side)
+
+    ref = gymnasium.vector.SyncVectorEnv([make for _ in names])
+    ours = ForexVectorEnv(FOREX_EURUSD_1H_ASK, len(names), frame_bound=bound,
+                          unit_side=unit_side, jit_compile=jit)
+    compare_step_by_step(names, actions, ours, ref, n_steps)
+    env = gymnasium.make("flowsim/Forex-v0", prices=FOREX_EURUSD_1H_ASK)
+    assert env.unwrapped._vec.unit_side == "left" and env.observation_space.shape == (24, 2)
+
+
+def reference_env_id(env_id, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gymnasium.make(env_id, **kwargs)
 
 
 def test_totals_follow_numpy_promotion():
@@ -503,3 +535,469 @@ def test_rollout_errors_are_honest_over_seeds():
         s = pull_summary(column)
         assert (abs(s["mean"]) <= MAX_MEAN and RMS_RANGE[0] <= s["rms"] <= RMS_RANGE[1]
                 and s["beyond3"] <= MAX_BEYOND_3), (name, s)
+
+
+# -- PortfolioVectorEnv against gym-trading-env 0.3.5 ----------------------------------
+@pytest.fixture(scope="module")
+def gte():
+    """gym-trading-env's TradingEnv class.  Importing gym_trading_env runs
+    ``warnings.filterwarnings("error")`` for the whole process: the filters are put
+    back as they were (and checked)."""
+    import sys
+    fresh = "gym_trading_env" not in sys.modules
+    before = list(warnings.filters)
+    import gym_trading_env.environments as module
+    if fresh:
+        assert list(warnings.filters) != before     # it did turn warnings into errors
+    warnings.filters[:] = before
+    warnings._filters_mutated()
+    yield module.TradingEnv
+    # other imports may add their own filters meanwhile; the catch-all error is gone
+    assert not [f for f in warnings.filters if f[0] == "error" and f[2] is Warning]
+
+
+def market_frame(rows=260, start=0):
+    """A gym-trading-env DataFrame from STOCKS_GOOGL: OHLCV and two feature columns."""
+    df = STOCKS_GOOGL.rename(columns=str.lower).iloc[start:start + rows + 1].copy()
+    df["feature_return"] = df["close"].pct_change()
+    df["feature_range"] = (df["high"] - df["low"]) / df["close"]
+    return df.dropna()
+
+
+def value_ratio_reward(history):
+    """A custom reward: the step's gain relative to the episode's first valuation, with
+    a penalty for holding more than one unit of exposure (np.where, np.abs)."""
+    gain = (history["portfolio_valuation", -1] - history["portfolio_valuation", -2]) / \
+        history["portfolio_valuation", 0]
+    return gain - np.where(np.abs(history["position", -1]) > 1, 0.0001, 0.0)
+
+
+def drift_feature(history):
+    """A custom dynamic feature: the price relative to the episode's first price."""
+    return history["data_close", -1] / history["data_close", 0] - 1
+
+
+#: name -> (PortfolioVectorEnv / TradingEnv keywords, how actions are drawn)
+PORTFOLIO_CASES = {
+    "random_long_flat": dict(),
+    "shorts_and_leverage": dict(positions=[-1, 0, 1, 2], borrow_interest_rate=0.0003,
+                                windows=10, initial_position=0),
+    "fractional_positions": dict(positions=[-0.5, 0, 0.25, 0.5, 0.75, 1],
+                                 trading_fees=0.002),
+    "fees_and_borrowing": dict(positions=[-2, -1, 0, 1, 3], trading_fees=0.001,
+                               borrow_interest_rate=0.001, initial_position=3),
+    "custom_feature": dict(positions=[-1, 0, 1], windows=4, trading_fees=0.0005,
+                           dynamic_feature_functions=[drift_feature]),
+    "custom_reward_random_starts": dict(positions=[-1, 0, 0.5, 1, 1.5], trading_fees=0.001,
+                                        borrow_interest_rate=0.0005,
+                                        reward_function=value_ratio_reward,
+                                        max_episode_duration=60, windows=3),
+}
+
+
+def portfolio_actions(n_positions, n_steps, n_envs, seed):
+    """Action sequences [n_steps, n_envs]: random every step, random held for 5 steps,
+    always the last position, alternating first and last."""
+    rng = np.random.default_rng(seed)
+    out = [rng.integers(0, n_positions, n_steps),
+           np.repeat(rng.integers(0, n_positions, n_steps // 5 + 1), 5)[:n_steps],
+           np.full(n_steps, n_positions - 1), (np.arange(n_steps) % 2) * (n_positions - 1)]
+    return np.stack(out[:n_envs], axis=1)
+
+
+class patched_draws:
+    """Make gym-trading-env's reset draw ``start`` and ``position`` (it draws from
+    numpy's global generator, whatever reset's seed) after checking it asks for
+    flowsim's range."""
+
+    def __init__(self, start, position, low, high):
+        self.values = start, position
+        self.range = low, high
+
+    def __enter__(self):
+        self.saved = np.random.randint, np.random.choice
+        start, position = self.values
+
+        def randint(low, high):
+            assert (low, high) == self.range
+            return int(start)
+
+        np.random.randint = randint
+        np.random.choice = lambda positions: position
+        return self
+
+    def __exit__(self, *exc):
+        np.random.randint, np.random.choice = self.saved
+
+
+def assert_close(mine, theirs, what, rel=1e-12, scale=0.0):
+    """``|mine - theirs| <= rel * max(|theirs|, scale)``."""
+    mine, theirs = np.float64(mine), np.float64(theirs)
+    assert abs(mine - theirs) <= rel * max(abs(theirs), scale, 1e-300), (what, mine, theirs)
+
+
+def compare_info(info, ref_info, i, where):
+    """Every field of gym-trading-env's info.  Amounts that cancel to about 0 (cash
+    after a trade back to position 1: a rounding residue) are compared relative to
+    the portfolio's size: cash to its valuation, assets to valuation / price, the
+    real position to 1."""
+    value = ref_info["portfolio_valuation"]
+    scales = {"real_position": 1.0, "reward": 1e-3}
+    for key, theirs in ref_info.items():
+        mine = info[key][i]
+        if key == "date":
+            assert mine == theirs, (where, key)
+        elif key in ("idx", "step", "position_index"):
+            assert int(mine) == int(theirs), (where, key, mine, theirs)
+        else:
+            scale = scales.get(key, value / ref_info["data_close"] if "asset" in key
+                               else value if key.startswith("portfolio") else 0.0)
+            assert_close(mine, theirs, (where, key), scale=scale)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("case", list(PORTFOLIO_CASES))
+def test_portfolio_env_equals_gym_trading_env(gte, case):
+    """Four action sequences per configuration over a whole episode: observations,
+    rewards, terminated/truncated, every info field (valuation, position, real
+    position, distribution, data, date) and the metrics equal gym-trading-env's (float64
+    to 1e-12 relative; observations float32, to 1 float32 ulp: XLA contracts a*b + c
+    into one rounding, so a valuation may differ from gym-trading-env's in its last
+    bit, and a dynamic feature computed from it in its last float32 bit)."""
+    kwargs = PORTFOLIO_CASES[case]
+    df = market_frame(start=300)
+    n_envs = 4
+    env = PortfolioVectorEnv(df, n_envs, **kwargs)
+    p = env.portfolio
+    n_steps = (p.length - 1 - p.first_row if p.max_episode_duration == "max"
+               else p.max_episode_duration - 1)
+    actions = portfolio_actions(len(p.positions), n_steps, n_envs, seed=len(case))
+    obs, info = env.reset(seed=21)
+    starts, initial = env.episode_starts(21)
+    refs = []
+    for i in range(n_envs):
+        ref = gte(df, verbose=0, **kwargs)
+        with patched_draws(starts[i], initial[i], p.start_low,
+                           p.start_high if p.start_high > p.start_low else None):
+            o, ref_info = ref.reset(seed=21 + i)
+        refs.append(ref)
+        np.testing.assert_allclose(obs[i], o, rtol=2 ** -23, atol=0)
+        compare_info(info, ref_info, i, "reset")
+    for step in range(n_steps):
+        obs, reward, term, trunc, info = env.step(actions[step])
+        for i, ref in enumerate(refs):
+            o, r, te, tr, ref_info = ref.step(int(actions[step, i]))
+            where = (case, step, i)
+            assert obs[i].dtype == o.dtype == np.float32
+            np.testing.assert_allclose(obs[i], o, rtol=2 ** -23, atol=1e-30, err_msg=where)
+            # a log return of a ratio near 1: to 1e-12 relative or 1e-15 (a few ulps of
+            # the ratio) absolute
+            assert_close(reward[i], r, (where, "reward"), scale=1e-3)
+            assert (term[i], trunc[i]) == (te, tr), where
+            compare_info(info, ref_info, i, where)
+    assert trunc.all()
+    for i, ref in enumerate(refs):
+        assert env.get_metrics()[i] == ref.get_metrics()
+    # the next step starts episode 1 (next-step autoreset), with the action ignored
+    _, reward, term, trunc, info = env.step(actions[0])
+    assert not reward.any() and not term.any() and not trunc.any()
+    assert (info["step"] == 0).all() and (info["portfolio_valuation"] == 1000).all()
+    assert np.array_equal(info["idx"], env.episode_starts(21, episode=1)[0])
+
+
+def test_portfolio_env_without_xla_has_gym_trading_envs_valuations_bit_for_bit(gte):
+    """Without XLA (no a*b + c contraction) every valuation, position and distribution
+    equals gym-trading-env's bit for bit; rewards (a log) to 1e-15."""
+    kwargs = PORTFOLIO_CASES["fees_and_borrowing"]
+    df = market_frame(rows=120)
+    env = PortfolioVectorEnv(df, 2, jit_compile=False, **kwargs)
+    env.reset(seed=0)
+    refs = [gte(df, verbose=0, **kwargs) for _ in range(2)]
+    for ref in refs:
+        ref.reset()
+    actions = portfolio_actions(5, 119, 2, seed=3)
+    for a in actions:
+        _, reward, _, _, info = env.step(a)
+        for i, ref in enumerate(refs):
+            _, r, _, _, ref_info = ref.step(int(a[i]))
+            for key in ("portfolio_valuation", "real_position",
+                        "portfolio_distribution_asset", "portfolio_distribution_fiat",
+                        "portfolio_distribution_interest_asset"):
+                assert info[key][i] == ref_info[key], key
+            assert_close(reward[i], r, "reward", rel=1e-15)
+
+
+def test_portfolio_env_random_starts_follow_the_seed():
+    """Start rows and random initial positions are a function of (seed, episode), in
+    gym-trading-env's ranges; gym-trading-env's own ignore reset(seed=)."""
+    df = market_frame()
+    env = PortfolioVectorEnv(df, 64, positions=[-1, 0, 1], max_episode_duration=40, windows=5)
+    rows, positions = env.episode_starts(3)
+    again, same = env.episode_starts(3)
+    assert np.array_equal(rows, again) and np.array_equal(positions, same)
+    assert rows.min() >= 4 and rows.max() < len(df) - 40 - 4 and len(set(rows)) > 20
+    assert set(positions) == {-1.0, 0.0, 1.0}
+    assert not np.array_equal(rows, env.episode_starts(4)[0])
+    _, info = env.reset(seed=3)
+    assert np.array_equal(info["idx"], rows) and np.array_equal(info["position"], positions)
+
+
+def test_portfolio_history_functions_run_on_numpy_and_tf():
+    """A function written for gym-trading-env (numpy operators and ufuncs on
+    history[column, t]) gives the same numbers on flowsim's batched history."""
+    import tensorflow as tf
+
+    from flowsim.envs.history import History, log_return
+    columns = ["portfolio_valuation", "position"]
+    first = np.array([[1000.0, 1000.0], [0.0, 1.0]])
+    last = [np.array([[1010.0, 990.0], [1.0, -1.0]]), np.array([[1005.0, 1000.0], [1, 1.0]])]
+    numpy_h = History(columns, first, last)
+    tf_h = History(columns, tf.constant(first), [tf.constant(x) for x in last])
+    for f in (log_return, value_ratio_reward,
+              lambda h: np.clip(h["position", -1] * 2, -1, 1) + np.sqrt(h["position", -2] ** 2)):
+        expected = np.asarray(f(numpy_h).x)
+        got = f(tf_h).x.numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-15)
+    assert np.allclose(log_return(numpy_h).x, np.log([1010 / 1005, 990 / 1000]))
+    with pytest.raises(IndexError, match="history_length"):
+        tf_h["position", -3]
+    with pytest.raises(ValueError, match="does not exist"):
+        tf_h["volume", -1]
+    with pytest.raises(TypeError, match="np.where"):
+        bool(tf_h["position", -1] > 0)
+
+
+def test_portfolio_env_bad_configuration_names_the_argument():
+    df = market_frame(rows=50)
+    cases = [
+        (dict(positions=[]), "positions must not be empty"),
+        (dict(positions=[0, 1, 1]), "positions must be distinct"),
+        (dict(positions=[1, 0, -1], action_space="box"), "increasing order"),
+        (dict(positions=[0, float("nan")]), r"positions\[1\]"),
+        (dict(trading_fees=-0.01), "trading_fees must be >= 0"),
+        (dict(trading_fees=0.6, positions=[-1, 0, 3]), "trading_fees=0.6"),
+        (dict(borrow_interest_rate=-1), "borrow_interest_rate"),
+        (dict(portfolio_initial_value=0), "portfolio_initial_value must be > 0"),
+        (dict(initial_position=0.5), "initial_position"),
+        (dict(windows=50), "windows=50 is longer"),
+        (dict(max_episode_duration=50), "max_episode_duration=50"),
+        (dict(reward_function="log"), "reward_function"),
+        (dict(dynamic_feature_functions=drift_feature), "dynamic_feature_functions"),
+        (dict(action_space="continuous"), "action_space"),
+        (dict(num_envs=0), "num_envs"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message):
+            PortfolioVectorEnv(df, **kwargs)
+    nan = df.copy()
+    nan.iloc[7, nan.columns.get_loc("feature_range")] = np.nan
+    with pytest.raises(ValueError, match=r"df\['feature_range'\] has 1 NaN.*row 7.*dropna"):
+        PortfolioVectorEnv(nan)
+    with pytest.raises(ValueError, match="'close' column"):
+        PortfolioVectorEnv(df.drop(columns=["close"]))
+
+
+def test_portfolio_env_refuses_actions_outside_the_action_space():
+    import tensorflow as tf
+    df = market_frame(rows=50)
+    env = PortfolioVectorEnv(df, 4, positions=[-1, 0, 1])
+    env.reset(seed=0)
+    for bad, value in ((np.array([5, 0, 1, 0]), "5"), (np.array([0, -1, 1, 0]), "-1"),
+                       (tf.constant([0, 3, 0, 0]), "3")):
+        with pytest.raises(ValueError, match=rf"actions must be in \[0, 2\].*got {value}"):
+            env.step(bad)
+    with pytest.raises(TypeError, match="actions"):
+        env.step(np.array([0.5, 0, 0, 0]))
+    box = PortfolioVectorEnv(df, 2, positions=[-1, 0, 2], action_space="box")
+    box.reset(seed=0)
+    with pytest.raises(ValueError, match=r"\[-1.0, 2.0\].*got 2.5"):
+        box.step(np.array([0.0, 2.5]))
+    with pytest.raises(ValueError, match="target positions"):
+        box.step(np.array([0.0, np.nan]))
+
+
+def test_stocks_env_refuses_actions_outside_the_action_space():
+    """Issue 23: step(np.array([5, 0, 1, 0])) and -1 were accepted silently."""
+    import tensorflow as tf
+    env = TradingVectorEnv(STOCKS_GOOGL, 4)
+    env.reset(seed=0)
+    for bad, value in ((np.array([5, 0, 1, 0]), "5"), (np.array([0, -1, 1, 0]), "-1"),
+                       (tf.constant([0, 0, 2, 0]), "2")):
+        with pytest.raises(ValueError, match=rf"actions must be in \[0, 1\] \(0 Sell, 1 Buy\), "
+                                             rf"got {value}"):
+            env.step(bad)
+    single = gymnasium.make("flowsim/Stocks-v0", prices=STOCKS_GOOGL).unwrapped
+    single.reset(seed=0)
+    with pytest.raises(ValueError, match="got -1"):
+        single.step(-1)
+
+
+def test_rollout_policy_of_another_window_size_names_window_size():
+    """Issue 23: a policy built for another window got a 16-line TF shape error."""
+    with pytest.raises(ValueError, match=r"window_size=10.*MLP\(60-16-2\).*window_size=30"):
+        rollout(MLP.random(30, (16,), seed=0), STOCKS_GOOGL, 64, window_size=10)
+    keras = pytest.importorskip("keras")
+    model = keras.Sequential([keras.Input((30, 2)), keras.layers.Flatten(),
+                              keras.layers.Dense(2, activation="softmax")])
+    with pytest.raises(ValueError, match=r"window_size=20.*\[batch, 20, 2\]"):
+        rollout(model, STOCKS_GOOGL, 64, window_size=20)
+
+
+def test_portfolio_box_actions_follow_gym_trading_env_rules(gte):
+    """action_space="box": a continuous target position, with the rules of a
+    gym-trading-env whose positions list holds exactly those targets."""
+    df = market_frame(rows=150, start=900)
+    rng = np.random.default_rng(8)
+    targets = np.round(rng.uniform(-1.5, 2.5, (149, 2)), 3)
+    targets[40:60] = 0.75                           # held: no trade, interest recomputed
+    levels = sorted(set(targets.ravel()) | {-1.5, 2.5})
+    kwargs = dict(trading_fees=0.001, borrow_interest_rate=0.0004, initial_position=0)
+    env = PortfolioVectorEnv(df, 2, positions=[-1.5, 0, 2.5], action_space="box", **kwargs)
+    assert env.single_action_space == gymnasium.spaces.Box(-1.5, 2.5, (), np.float64)
+    _, info = env.reset(seed=0)
+    refs = [gte(df, positions=levels, verbose=0, **kwargs) for _ in range(2)]
+    for ref in refs:
+        ref.reset()
+    for a in targets:
+        obs, reward, term, trunc, info = env.step(a)
+        for i, ref in enumerate(refs):
+            o, r, te, tr, ref_info = ref.step(levels.index(a[i]))
+            np.testing.assert_allclose(obs[i], o, rtol=2 ** -23)
+            assert_close(reward[i], r, "reward", scale=1e-3)
+            ref_info.pop("position_index")
+            compare_info(info, ref_info, i, "box")
+    assert trunc.all() and (info["position_index"] == -1).all()
+
+
+def test_portfolio_env_under_gymnasium_vector_wrappers_and_make_vec():
+    from gymnasium.wrappers.vector import (
+        NormalizeObservation,
+        RecordEpisodeStatistics,
+        TransformReward,
+    )
+    df = market_frame(rows=60)
+    env = gymnasium.make_vec("flowsim/TradingEnv-v0", num_envs=8, df=df,
+                             positions=[-1, 0, 1], max_episode_duration=20)
+    assert isinstance(env.unwrapped, PortfolioVectorEnv) and env.num_envs == 8
+    env = TransformReward(NormalizeObservation(RecordEpisodeStatistics(env)),
+                          lambda r: 100 * r)
+    obs, _ = env.reset(seed=1)
+    assert obs.shape == (8, 4) and np.isfinite(obs).all()
+    returns = np.zeros(8)
+    for _ in range(19):
+        obs, reward, term, trunc, infos = env.step(env.action_space.sample())
+        returns += reward
+    assert trunc.all() and "episode" in infos and infos["_episode"].all()
+    # the statistics are recorded inside, before the reward is scaled
+    np.testing.assert_allclose(infos["episode"]["r"], returns / 100, rtol=1e-6)
+    assert (infos["episode"]["l"] == 19).all()
+
+
+def test_portfolio_single_env_passes_env_checker_and_renders(tmp_path):
+    from gymnasium.utils.env_checker import check_env
+    df = market_frame(rows=40)
+    env = gymnasium.make("flowsim/TradingEnv-v0", df=df, positions=[-1, 0, 1, 2],
+                         verbose=0, render_mode="rgb_array", trading_fees=0.001)
+    check_env(env.unwrapped)
+    obs, info = env.reset(seed=0)
+    assert info["portfolio_valuation"] == 1000 and isinstance(info["idx"], int)
+    for a in (3, 3, 0, 1, 2, 2):
+        obs, reward, term, trunc, info = env.step(a)
+    image = env.render()
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+    assert image.std() > 0                      # something was drawn
+    fig = env.unwrapped.render_all(tmp_path / "episode.png")
+    assert (tmp_path / "episode.png").stat().st_size > 1000 and len(fig.axes) == 2
+    while not trunc:
+        *_, trunc, _ = env.step(1)
+    assert set(env.unwrapped.get_metrics()) == {"Market Return", "Portfolio Return"}
+
+
+def test_portfolio_rollout_equals_the_environment_stepped_from_python():
+    """A deterministic rule on whole-data episodes from a fixed initial position: every
+    rollout episode is the environment's episode, so the means are its sum of rewards,
+    final valuation / 1000 and trade count (error 0)."""
+    import tensorflow as tf
+
+    from flowsim.envs import portfolio_rollout
+    df = market_frame(rows=120, start=50)
+    kwargs = dict(positions=[-1, 0, 2], trading_fees=0.001, borrow_interest_rate=0.0003,
+                  windows=4, initial_position=0, reward_function=value_ratio_reward)
+
+    def policy(obs):                # short after a fall, leveraged long after a rise
+        r = obs[:, -1, 0]
+        return tf.where(r < -0.005, 0, tf.where(r > 0.005, 2, 1))
+
+    env = PortfolioVectorEnv(df, 1, **kwargs)
+    obs, info = env.reset(seed=0)
+    total, trades, position = 0.0, 0, info["position"][0]
+    trunc = np.zeros(1, bool)
+    while not trunc[0]:
+        a = policy(tf.constant(obs)).numpy()
+        trades += int(env.portfolio.positions[a[0]] != position)
+        obs, reward, _, trunc, info = env.step(a)
+        total += reward[0]
+        position = info["position"][0]
+    out = portfolio_rollout(policy, df, 128, seed=3, episodes=True, **kwargs)
+    assert out.episode_return.value == pytest.approx(total, rel=1e-12, abs=1e-15)
+    assert out.total_profit.value == pytest.approx(info["portfolio_valuation"][0] / 1000,
+                                                   rel=1e-12)
+    assert out.trades == (trades, 0.0) and trades > 10
+    assert np.ptp(out.episodes["episode_return"]) == 0     # every episode the same
+
+
+# -- several assets: against a numpy implementation of the documented equations -------
+def multi_asset_reference(prices, weights, start, fee, rate, v0):
+    """flowsim.envs.assets's equations in numpy, one environment: valuations, rewards,
+    fees and interest per step for target weights ``weights`` [steps, k]."""
+    units, cash = np.zeros(prices.shape[1]), v0
+    out = []
+    for step, w in enumerate(weights):
+        t = start + step
+        value = cash + units @ prices[t]
+        traded = w * value - units * prices[t]
+        fees = fee * np.abs(traded).sum()
+        units = w * value / prices[t]
+        cash = (1 - w.sum()) * value - fees
+        interest = rate * (np.maximum(0, -units * prices[t + 1]).sum() + max(0.0, -cash))
+        cash -= interest
+        new = cash + units @ prices[t + 1]
+        out.append((new, np.log(new / value), fees, interest, units * prices[t + 1] / new))
+    return out
+
+
+def test_multi_asset_env_follows_its_equations():
+    from flowsim.envs import MultiAssetVectorEnv
+    rng = np.random.default_rng(2)
+    prices = 100 * np.exp(np.cumsum(rng.normal(0, 0.02, (120, 3)), axis=0))
+    env = MultiAssetVectorEnv(prices, 5, window_size=6, episode_length=40, trading_fees=0.002,
+                              borrow_interest_rate=0.001, min_weight=-1, max_weight=1.5,
+                              max_leverage=2.0)
+    obs, info = env.reset(seed=4)
+    start = info["idx"].copy()
+    assert obs.shape == (5, 7, 3) and not obs[:, -1].any()       # all cash at the start
+    w = rng.uniform(-1, 1.5, (40, 5, 3))
+    w /= np.maximum(1, np.abs(w).sum(axis=2, keepdims=True) / 2.0)   # |w| <= 2
+    w[10:15] = w[10]                                  # held: only price drift trades
+    steps = []
+    for a in w:
+        steps.append(env.step(a))
+    for i in range(5):
+        ref = multi_asset_reference(prices, w[:, i], start[i], 0.002, 0.001, 1000.0)
+        for (obs, reward, _, _, info), (value, r, fees, interest, held) in zip(steps, ref):
+            np.testing.assert_allclose(info["portfolio_valuation"][i], value, rtol=1e-12)
+            np.testing.assert_allclose(reward[i], r, rtol=1e-10, atol=1e-15)
+            np.testing.assert_allclose([info["fees"][i], info["interest"][i]],
+                                       [fees, interest], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(info["weights"][i], held, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(obs[i, -1], held, rtol=1e-6, atol=1e-7)
+        assert steps[-1][3][i] and not any(s[3][i] for s in steps[:-1])
+    np.testing.assert_allclose(steps[0][0][0, :-1],
+                               (prices[start[0] - 5:start[0] + 2] /
+                                prices[start[0] - 6:start[0] + 1] - 1)[1:], rtol=1e-6)
+    with pytest.raises(ValueError, match="max_leverage=2.0"):
+        env.step(np.full((5, 3), 1.0))
+    with pytest.raises(ValueError, match="min_weight"):
+        env.step(np.full((5, 3), -1.5))
+    with pytest.raises(ValueError, match="window_size=200"):
+        MultiAssetVectorEnv(prices, window_size=200)

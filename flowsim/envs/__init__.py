@@ -5,13 +5,21 @@
     TensorFlow call (needs gymnasium: ``pip install 'flowsim[envs]'``).
 ``flowsim.envs.TradingEnv``
     One such environment (``gymnasium.make("flowsim/Stocks-v0")``).
-``flowsim.envs.rollout``
+``flowsim.envs.ForexVectorEnv`` / ``ForexEnv``
+    gym-anytrading's ``ForexEnv`` the same way (``flowsim/Forex-v0``).
+``flowsim.envs.PortfolioVectorEnv`` / ``PortfolioEnv``
+    gym-trading-env's configurable ``TradingEnv`` (positions with shorts and
+    leverage, fees, borrowing, your features and reward), ``flowsim/TradingEnv-v0``.
+``flowsim.envs.MultiAssetVectorEnv``
+    A portfolio over several assets per environment (target weights).
+``flowsim.envs.rollout`` / ``portfolio_rollout``
     Whole episodes of a TF policy inside a compiled flowsim Simulation, on any
     backend, with the same bits (no gymnasium needed).
 
-Importing this package registers the gymnasium id ``flowsim/Stocks-v0`` (entry
-point :class:`TradingEnv`, vector entry point :class:`TradingVectorEnv`) when
-gymnasium is installed; TensorFlow loads only when an environment first steps.
+Importing this package registers the gymnasium ids ``flowsim/Stocks-v0`` (entry
+point :class:`TradingEnv`, vector entry point :class:`TradingVectorEnv`),
+``flowsim/Forex-v0`` and ``flowsim/TradingEnv-v0`` when gymnasium is installed;
+TensorFlow loads only when an environment first steps.
 gymnasium 1.x has no plugin entry points, so ``gymnasium.make`` finds the id
 after ``import flowsim.envs`` (or as ``"flowsim.envs:flowsim/Stocks-v0"``).
 """
@@ -19,17 +27,27 @@ import importlib
 
 from .market import ACC_DTYPE, Market, sample_prices
 from .policies import MLP, Coin, Momentum
+from .portfolio_rollout import PortfolioRollout, portfolio_rollout
 from .rollout import Rollout, RolloutResult, rollout
 
 ENV_ID = "flowsim/Stocks-v0"
+PORTFOLIO_ENV_ID = "flowsim/TradingEnv-v0"
+FOREX_ENV_ID = "flowsim/Forex-v0"
+#: Lazily imported names (they need gymnasium) -> their module.
+_LAZY = {"TradingVectorEnv": "vector", "TradingEnv": "vector", "ForexVectorEnv": "vector",
+         "ForexEnv": "vector", "MultiAssetVectorEnv": "assets",
+         "PortfolioVectorEnv": "portfolio_env", "PortfolioEnv": "portfolio_env"}
 
-__all__ = ["ACC_DTYPE", "ENV_ID", "MLP", "Coin", "Market", "Momentum", "Rollout",
-           "RolloutResult", "TradingEnv", "TradingVectorEnv", "register", "rollout",
+__all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin",
+           "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "MultiAssetVectorEnv",
+           "PortfolioEnv", "PortfolioRollout", "PortfolioVectorEnv", "Rollout", "RolloutResult",
+           "TradingEnv", "TradingVectorEnv", "portfolio_rollout", "register", "rollout",
            "sample_prices"]
 
 
 def register():
-    """Register ``flowsim/Stocks-v0`` with gymnasium (idempotent); False without gymnasium."""
+    """Register ``flowsim/Stocks-v0``, ``flowsim/Forex-v0`` and ``flowsim/TradingEnv-v0``
+    with gymnasium (idempotent); False without gymnasium."""
     try:
         from gymnasium.envs.registration import register as gym_register
         from gymnasium.envs.registration import registry
@@ -38,13 +56,19 @@ def register():
     if ENV_ID not in registry:
         gym_register(id=ENV_ID, entry_point="flowsim.envs.vector:TradingEnv",
                      vector_entry_point="flowsim.envs.vector:TradingVectorEnv")
+    if FOREX_ENV_ID not in registry:
+        gym_register(id=FOREX_ENV_ID, entry_point="flowsim.envs.vector:ForexEnv",
+                     vector_entry_point="flowsim.envs.vector:ForexVectorEnv")
+    if PORTFOLIO_ENV_ID not in registry:
+        gym_register(id=PORTFOLIO_ENV_ID, entry_point="flowsim.envs.portfolio_env:PortfolioEnv",
+                     vector_entry_point="flowsim.envs.portfolio_env:PortfolioVectorEnv")
     return True
 
 
 def __getattr__(name):
-    if name in ("TradingVectorEnv", "TradingEnv"):
+    if name in _LAZY:
         try:
-            module = importlib.import_module(f"{__name__}.vector")
+            module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
         except ImportError as exc:
             raise ImportError(f"flowsim.envs.{name} needs gymnasium: "
                               f"pip install 'flowsim[envs]' ({exc})") from exc

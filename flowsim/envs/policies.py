@@ -11,6 +11,29 @@ import numpy as np
 from ..core.lazy_tf import tf
 
 
+def expected_window(policy):
+    """The observation window a policy was built for, when it says: an :class:`MLP`'s
+    first layer, or a Keras model's ``input_shape`` ``(None, window, 2)``; else None."""
+    if isinstance(policy, MLP):
+        return policy.weights[0][0].shape[0] // 2
+    shape = getattr(policy, "input_shape", None)
+    if isinstance(shape, tuple) and len(shape) == 3 and isinstance(shape[1], int):
+        return shape[1]
+    return None
+
+
+def check_window(policy, window_size):
+    """Refuse a policy built for observations of another ``window_size``, naming it
+    (instead of TensorFlow's shape error from inside the compiled loop)."""
+    expected = expected_window(policy)
+    if expected is not None and expected != window_size:
+        raise ValueError(f"window_size={window_size}: the policy {policy!r} takes "
+                         f"observations [batch, {expected}, 2] (window_size={expected}), "
+                         f"the environment gives [batch, {window_size}, 2]; pass "
+                         f"window_size={expected} or build the policy for {window_size} "
+                         f"(e.g. MLP.random({window_size}, ...))")
+
+
 class Momentum:
     """Buy (go Long) when the last price change exceeds ``threshold``, else Sell.
 

@@ -22,6 +22,7 @@ from ..core.simulation import Simulation
 from ..core.sums import block_sum
 from . import market
 from .market import ACC_DTYPE, Market
+from .policies import check_window
 
 #: The per-episode quantities, in the order of ``Result.value``'s last axis.
 COLUMNS = ("episode_return", "total_profit", "trades")
@@ -101,6 +102,7 @@ class Rollout(Simulation):
                             f"got {policy!r}")
         self.policy = policy
         self.market = Market(prices, window_size, frame_bound)
+        check_window(policy, self.market.window_size)
         self.episode_length = self.market.check_episode_length(episode_length)
         self.n_episodes = check_count("n_episodes", n_episodes)
         if params is not None:
@@ -312,11 +314,17 @@ class RolloutResult:
 _TOKENS = collections.OrderedDict()
 
 
-def _share_kernel(sim):
-    m = sim.market
-    key = (id(sim.policy), m.window_size, m.n_series, m.prices.shape, sim.episode_length,
-           sim.n_episodes, sim.n_rows, None if sim.params is None else sim.params.shape,
-           sim.keep_episodes, sim.block_size, sim.tick_features)
+def share_kernel(sim, key=None):
+    """Give ``sim`` the trace token of the last rollout built with the same policy and
+    settings ``key`` (default: a :class:`Rollout`'s), so that it reuses that compiled
+    kernel; the data and params are kernel arguments."""
+    if key is None:
+        m = sim.market
+        key = (m.window_size, m.n_series, m.prices.shape, sim.episode_length,
+               sim.tick_features)
+    key = (type(sim).__name__, id(sim.policy), sim.n_episodes, sim.n_rows,
+           None if sim.params is None else sim.params.shape, sim.keep_episodes,
+           sim.block_size, *key)
     entry = _TOKENS.get(key)
     if entry is not None and entry[0] is sim.policy:
         sim.__dict__["_trace_token"] = entry[1]
@@ -375,7 +383,7 @@ def rollout(policy, prices=None, n_episodes=1024, *, params=None, window_size=30
     sim = Rollout(policy, prices, n_episodes, window_size, frame_bound, episode_length,
                   params=params, episodes=episodes, block_size=block_size,
                   tick_features=tick_features)
-    _share_kernel(sim)
+    share_kernel(sim)
     flow_kwargs.setdefault("events_limit", max(sim.block_size, 16 * sim.block_size))
     flow = flow_class(backend)(sim, n_events=sim.n_events, seed=seed, quiet=True,
                                block_size=sim.block_size, **flow_kwargs)

@@ -17,19 +17,19 @@ from gymnasium.vector.utils import batch_space
 
 from ..core import rng
 from ..core.lazy_tf import tf
-from . import market
+from . import forex, market
 from .market import ACC_DTYPE, OBS_BOUND, Market
 
 BACKENDS = ("numpy", "tf")
 INFO_KEYS = ("total_reward", "total_profit", "position")
 
 
-def _default_device():
+def default_device():
     t = tf()
     return "GPU:0" if t.config.list_logical_devices("GPU") else "CPU:0"
 
 
-def _flat_call(concrete):
+def flat_call(concrete):
     """``concrete(*args)`` -> ``(obs or None, table)``, called through its graph function
     with the captured inputs passed directly: this skips the concrete function's
     argument binding and structuring, about half of a step call's cost from Python
@@ -44,6 +44,71 @@ def _flat_call(concrete):
         flat = atomic.call_flat(*args, *captures)
         return (None, flat[0]) if len(flat) == 1 else (flat[0], flat[1])
     return call
+
+
+def reset_mask(options, n, everything):
+    """The environments a vector ``reset(options=...)`` resets: ``options["reset_mask"]``
+    (a numpy bool array ``[n]`` with at least one True) or ``everything``."""
+    options = dict(options or {})
+    mask = everything
+    if "reset_mask" in options:
+        mask = options.pop("reset_mask")
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (n,):
+            raise ValueError(f"options['reset_mask'] must be a numpy bool array of shape "
+                             f"({n},), got {mask!r}")
+        if not mask.any():
+            raise ValueError("options['reset_mask'] must have at least one True value")
+    if options:
+        raise ValueError(f"options: unknown keys {sorted(options)} (only 'reset_mask')")
+    return mask
+
+
+def env_seeds(seed, n):
+    """Per-environment seeds (int or None) of a vector ``reset(seed=seed)``: an int gives
+    ``seed + i`` (gymnasium's rule), a list one seed (or None) each, None keeps them."""
+    if seed is None:
+        seeds = [None] * n
+    elif isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        seeds = [int(seed) + i for i in range(n)]
+    elif isinstance(seed, (list, tuple)) and len(seed) == n:
+        seeds = list(seed)
+    else:
+        raise ValueError(f"seed must be None, an int or a list of {n} ints/None, "
+                         f"got {seed!r}")
+    for s in seeds:
+        if s is not None and (isinstance(s, bool) or not isinstance(s, numbers.Integral)
+                              or not 0 <= s < 2**63):
+            raise ValueError(f"seed: each seed must be an integer in [0, 2**63), got {s!r}")
+    return seeds
+
+
+def check_discrete_actions(actions, num_envs, n_actions, what):
+    """``actions`` (numpy or TF) as an int32 tensor ``[num_envs]`` of values in
+    ``[0, n_actions)``; anything else is refused naming ``actions`` and the range
+    (``what`` names the meaning of the values, e.g. ``"0 Sell, 1 Buy"``)."""
+    t = tf()
+    if isinstance(actions, t.Tensor):
+        if not (actions.dtype.is_integer or actions.dtype == t.bool):
+            raise TypeError(f"actions must be integers ({what}), got dtype {actions.dtype.name}")
+        if actions.shape.rank != 1 or actions.shape[0] != num_envs:
+            raise ValueError(f"actions must have shape ({num_envs},), got "
+                             f"{actions.shape.as_list()}")
+        actions = t.cast(actions, t.int32)
+        low, high = int(t.reduce_min(actions)), int(t.reduce_max(actions))
+    else:
+        actions = np.asarray(actions)
+        if actions.shape != (num_envs,):
+            raise ValueError(f"actions must have shape ({num_envs},), got "
+                             f"{list(actions.shape)}")
+        if not (np.issubdtype(actions.dtype, np.integer) or actions.dtype == np.bool_):
+            raise TypeError(f"actions must be integers ({what}), got dtype {actions.dtype}")
+        low, high = (int(actions.min()), int(actions.max())) if actions.size else (0, 0)
+        actions = t.constant(actions.astype(np.int32, copy=False))
+    if low < 0 or high >= n_actions:
+        bad = low if low < 0 else high
+        raise ValueError(f"actions must be in [0, {n_actions - 1}] ({what}), got {bad}: "
+                         f"the action space is Discrete({n_actions})")
+    return actions
 
 
 class TradingVectorEnv(gymnasium.vector.VectorEnv):
@@ -120,12 +185,20 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         self.single_observation_space = gymnasium.spaces.Box(
             low=-OBS_BOUND, high=OBS_BOUND, shape=(self.window_size, 2), dtype=np.float32)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.device = device or _default_device()
+        self.device = device or default_device()
         self.jit_compile = bool(jit_compile)
         self._vars = None
         self._fns = None
         self._seeded = False
         self._ones = np.ones(self.num_envs, dtype=bool)
+
+    # -- the rules (ForexVectorEnv changes them) -----------------------------------------
+    @staticmethod
+    def _fee_rows():
+        return market.fee_factors()
+
+    def _rule(self, *args):
+        return market.step(*args)
 
     # -- state on the device -------------------------------------------------------
     # Three variables (each captured variable costs a TF call ~10 us): int32 rows
@@ -149,7 +222,7 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
             self._end_tick = t.constant(m.end_tick)
             self._series = t.constant(np.arange(n, dtype=np.int32) % m.n_series)
             totals = np.zeros((len(self.TOTALS), n), ACC_DTYPE)
-            totals[2:] = market.fee_factors()[:, None]
+            totals[2:] = self._fee_rows()[:, None]
             self._vars = (t.Variable(np.zeros((len(self.INTS), n), np.int32)),
                           t.Variable(totals),
                           t.Variable(np.zeros((len(self.KEYS), n), np.int64)))
@@ -157,8 +230,8 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         step = t.function(self._on_device(self._step_fn), jit_compile=self.jit_compile)
         reset = t.function(self._on_device(self._reset_fn), jit_compile=self.jit_compile)
         # concrete functions: a call skips tf.function's argument binding (~0.2 ms)
-        self._fns = {"step": _flat_call(step.get_concrete_function(n_spec)),
-                     "reset": _flat_call(reset.get_concrete_function(
+        self._fns = {"step": flat_call(step.get_concrete_function(n_spec)),
+                     "reset": flat_call(reset.get_concrete_function(
                          t.TensorSpec([n], t.bool), t.TensorSpec([n], t.int64),
                          t.TensorSpec([n], t.bool)))}
 
@@ -234,7 +307,7 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         t = tf()
         old = self._read()
         reset = t.cast(old["done"], t.bool)
-        tick, last, position, total_reward, total_profit, reward, truncated, _ = market.step(
+        tick, last, position, total_reward, total_profit, reward, truncated, _ = self._rule(
             self._prices, self._series, action, old["tick"], old["last"], old["position"],
             old["end"], old["total_reward"], old["total_profit"],
             (old["fee_ask"], old["fee_bid"]))
@@ -272,31 +345,8 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         """
         if self._vars is None:
             self._build()
-        n = self.num_envs
-        mask = self._ones
-        options = dict(options or {})
-        if "reset_mask" in options:
-            mask = options.pop("reset_mask")
-            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (n,):
-                raise ValueError(f"options['reset_mask'] must be a numpy bool array of shape "
-                                 f"({n},), got {mask!r}")
-            if not mask.any():
-                raise ValueError("options['reset_mask'] must have at least one True value")
-        if options:
-            raise ValueError(f"options: unknown keys {sorted(options)} (only 'reset_mask')")
-        if seed is None:
-            seeds = [None] * n
-        elif isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(n)]
-        elif isinstance(seed, (list, tuple)) and len(seed) == n:
-            seeds = list(seed)
-        else:
-            raise ValueError(f"seed must be None, an int or a list of {n} ints/None, "
-                             f"got {seed!r}")
-        for s in seeds:
-            if s is not None and (isinstance(s, bool) or not isinstance(s, numbers.Integral)
-                                  or not 0 <= s < 2**63):
-                raise ValueError(f"seed: each seed must be an integer in [0, 2**63), got {s!r}")
+        mask = reset_mask(options, self.num_envs, self._ones)
+        seeds = env_seeds(seed, self.num_envs)
         if isinstance(seed, numbers.Integral):
             super().reset(seed=int(seed))       # gymnasium's np_random, for its wrappers
         if not self._seeded:            # first reset: unseeded environments get OS entropy
@@ -315,18 +365,7 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         if self._vars is None:
             raise RuntimeError("call reset() before step()")
         t = tf()
-        if isinstance(actions, t.Tensor):
-            if actions.dtype != t.int32:
-                actions = t.cast(actions, t.int32)
-        else:
-            actions = np.asarray(actions)
-            if actions.shape != (self.num_envs,):
-                raise ValueError(f"actions must have shape ({self.num_envs},), got "
-                                 f"{list(actions.shape)}")
-            if not (np.issubdtype(actions.dtype, np.integer) or actions.dtype == np.bool_):
-                raise TypeError(f"actions must be integers (0 Sell, 1 Buy), got dtype "
-                                f"{actions.dtype}")
-            actions = t.constant(actions.astype(np.int32, copy=False))
+        actions = check_discrete_actions(actions, self.num_envs, 2, "0 Sell, 1 Buy")
         obs, table = self._fns["step"](actions)
         table, infos = self._finish(obs, table, self._ones)
         if self.backend == "tf":
@@ -410,3 +449,49 @@ class TradingEnv(gymnasium.Env):
     def close(self):
         """Release the device state."""
         self._vec.close()
+
+
+class ForexVectorEnv(TradingVectorEnv):
+    """``num_envs`` gym-anytrading ``ForexEnv`` environments stepped together
+    (``gymnasium.make_vec("flowsim/Forex-v0", ...)``).
+
+    :class:`TradingVectorEnv`'s keywords and behaviour with ForexEnv's rewards and
+    profits (:mod:`flowsim.envs.forex`): pips won on each trade (Long and Short),
+    and the profit in the ``unit_side`` currency after a 0.0003 fee.  Defaults as
+    ``forex-v0``: ``window_size=24``; pass
+    ``gym_anytrading.datasets.FOREX_EURUSD_1H_ASK`` for its data (default: flowsim's
+    bundled sample series).
+
+    ``unit_side`` : ``"left"`` (default) or ``"right"``, as gym-anytrading's.
+    """
+
+    def __init__(self, prices=None, num_envs=1, window_size=24, frame_bound=None,
+                 episode_length=None, unit_side="left", backend="numpy", device=None,
+                 jit_compile=True, render_mode=None):
+        if not isinstance(unit_side, str) or unit_side.lower() not in forex.UNIT_SIDES:
+            raise ValueError(f"unit_side must be 'left' or 'right', got {unit_side!r}")
+        self.unit_side = unit_side.lower()
+        super().__init__(prices, num_envs, window_size, frame_bound, episode_length,
+                         backend=backend, device=device, jit_compile=jit_compile,
+                         render_mode=render_mode)
+
+    @staticmethod
+    def _fee_rows():
+        return forex.fee_factors()
+
+    def _rule(self, *args):
+        return forex.step(*args, unit_side=self.unit_side)
+
+
+class ForexEnv(TradingEnv):
+    """One gym-anytrading ``ForexEnv`` on :class:`ForexVectorEnv`'s code
+    (``gymnasium.make("flowsim/Forex-v0")``); keywords as :class:`ForexVectorEnv`
+    except ``num_envs`` and ``backend``."""
+
+    def __init__(self, prices=None, window_size=24, frame_bound=None, episode_length=None,
+                 unit_side="left", device=None, jit_compile=True, render_mode=None):
+        self._vec = ForexVectorEnv(prices, 1, window_size, frame_bound, episode_length,
+                                   unit_side, device=device, jit_compile=jit_compile,
+                                   render_mode=render_mode)
+        self.observation_space = self._vec.single_observation_space
+        self.action_space = self._vec.single_action_space

@@ -1,0 +1,64 @@
+"""gym-anytrading's ForexEnv rules, batched (the Forex twin of :mod:`flowsim.envs.market`).
+
+``gym_anytrading.envs.ForexEnv`` (2.0.0) differs from ``StocksEnv`` in its
+reward and profit only; data, observations, ticks and trades are the same
+(:func:`flowsim.envs.market.step`'s):
+
+* reward, on a trade: ``(price[tick] - price[last trade]) * 10000`` pips when it
+  closes a Long, minus that when it closes a Short (float32);
+* profit, on a trade or at truncation, with the fee ``0.0003`` in price units:
+  ``unit_side="left"`` (default), closing a Short:
+  ``profit * (price[last trade] - fee) / price[tick]``; ``unit_side="right"``,
+  closing a Long: ``profit / price[last trade] * (price[tick] - fee)``.
+
+The totals are numpy scalars in gym-anytrading: float32 under numpy >= 2
+(:data:`flowsim.envs.market.ACC_DTYPE`), and flowsim computes them in that dtype.
+"""
+import numpy as np
+
+from ..core.lazy_tf import tf
+from .market import ACC_DTYPE, BUY, LONG, SELL
+
+#: gym-anytrading ForexEnv's trade fee (price units) and pips per price unit.
+TRADE_FEE, PIPS = 0.0003, 10000
+UNIT_SIDES = ("left", "right")
+
+
+def fee_factors():
+    """``[trade fee, pips per unit]`` in :data:`ACC_DTYPE`: rows shaped like the totals,
+    never constants (see :func:`flowsim.envs.market.step`)."""
+    return np.array([TRADE_FEE, PIPS], ACC_DTYPE)
+
+
+def step(prices, series, action, tick, last, position, end, total_reward, total_profit,
+         fees, unit_side="left"):
+    """One ForexEnv step of every environment; arguments and results as
+    :func:`flowsim.envs.market.step`, ``fees`` the rows of :func:`fee_factors`."""
+    t = tf()
+    acc = total_profit.dtype
+    fee, pips = fees
+    length = t.shape(prices, out_type=t.int32)[1]
+    flat = t.reshape(prices, [-1])
+    tick = tick + 1
+    truncated = t.equal(tick, end)
+    long = t.equal(position, LONG)
+    action = t.cast(action, t.int32)
+    trade = (t.equal(action, BUY) & ~long) | (t.equal(action, SELL) & long)
+    current = t.gather(flat, series * length + t.minimum(tick, length - 1))
+    before = t.gather(flat, series * length + last)
+    diff = t.cast(current - before, acc)
+    pips_won = t.where(long, diff * pips, -diff * pips)
+    reward = t.where(trade, pips_won, t.zeros_like(pips_won))
+    total_reward = total_reward + reward
+    current, before = t.cast(current, acc), t.cast(before, acc)
+    if unit_side == "left":
+        closes = ~long
+        profit = total_profit * (before - fee) / current
+    else:
+        closes = long
+        profit = total_profit / before * (current - fee)
+    total_profit = t.where((trade | truncated) & closes, profit, total_profit)
+    position = t.where(trade, 1 - position, position)
+    last = t.where(trade, tick, last)
+    return tick, last, position, total_reward, total_profit, t.cast(reward, t.float32), \
+        truncated, trade

@@ -1,0 +1,236 @@
+"""gym-trading-env's ``History`` indexing over every environment at once.
+
+A reward or dynamic-feature function of gym-trading-env takes its ``History``
+and reads entries as ``history["portfolio_valuation", -1]`` (the last step),
+``history["position", -2]`` (the step before) or ``history["data_close", 0]``
+(the episode's first step).  :class:`History` answers the same indexing with
+the values of *all* environments of a batch: a :class:`Values` wrapping a
+tensor (or numpy array) ``[num_envs]``.  :class:`Values` has Python's
+arithmetic and comparison operators, and numpy's ufuncs (``np.log``,
+``np.exp``, ``np.maximum``, ...) and ``np.where`` / ``np.clip`` dispatch to it,
+so a function written for gym-trading-env, such as::
+
+    def reward_function(history):
+        return np.log(history["portfolio_valuation", -1]
+                      / history["portfolio_valuation", -2])
+
+runs unchanged inside flowsim's compiled step, on every environment at once.
+Python's ``max``/``min``/``if`` on values need one number and do not work:
+write ``np.maximum``, ``np.minimum``, ``np.where``.
+
+Only the entries a step keeps are readable: index ``0`` (the episode's first
+entry) and the last ``history_length`` entries (``-1 .. -history_length``);
+:class:`flowsim.envs.PortfolioVectorEnv` takes ``history_length`` (default 2).
+"""
+import numbers
+
+import numpy as np
+
+from ..core.lazy_tf import tf
+
+#: numpy ufuncs a Values answers, by name, with the TensorFlow function of that name.
+_TF_UFUNCS = {
+    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+    "true_divide": "divide", "power": "pow", "negative": "negative", "absolute": "abs",
+    "log": "math.log", "log1p": "math.log1p", "log2": None, "log10": None, "exp": "exp",
+    "expm1": "math.expm1", "sqrt": "sqrt", "square": "square", "tanh": "tanh",
+    "sign": "sign", "maximum": "maximum", "minimum": "minimum", "floor": "floor",
+    "ceil": "math.ceil", "greater": "greater", "greater_equal": "greater_equal",
+    "less": "less", "less_equal": "less_equal", "equal": "equal", "not_equal": "not_equal",
+    "logical_and": "logical_and", "logical_or": "logical_or", "logical_not": "logical_not",
+    "isnan": "math.is_nan", "isfinite": "math.is_finite", "fmax": "maximum",
+    "fmin": "minimum",
+}
+_LOGICAL = {"logical_and", "logical_or", "logical_not"}
+_COMPARE = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
+
+
+def _tf_function(name):
+    t = tf()
+    if name == "log2":
+        return lambda x: t.math.log(x) / np.log(2.0)
+    if name == "log10":
+        return lambda x: t.math.log(x) / np.log(10.0)
+    target = t
+    for part in _TF_UFUNCS[name].split("."):
+        target = getattr(target, part)
+    return target
+
+
+def unwrap(x):
+    """The tensor or array inside a :class:`Values` (anything else unchanged)."""
+    return x.x if isinstance(x, Values) else x
+
+
+def _tf_operands(name, args):
+    """Operands of a TF ufunc: floats as float64 (bools/ints too, unless logical)."""
+    t = tf()
+    out = []
+    for a in map(unwrap, args):
+        a = t.convert_to_tensor(a) if not isinstance(a, numbers.Number) else a
+        if isinstance(a, numbers.Number) and not isinstance(a, bool):
+            a = t.constant(float(a), t.float64)
+        elif isinstance(a, bool):
+            a = t.constant(a)
+        if name in _LOGICAL:
+            a = a if a.dtype == t.bool else t.not_equal(a, t.zeros_like(a))
+        elif a.dtype == t.bool or a.dtype.is_integer or a.dtype == t.float32:
+            a = t.cast(a, t.float64)
+        out.append(a)
+    return out
+
+
+class Values:
+    """Per-environment values ``[num_envs]`` (a tensor or numpy array) with numpy's
+    operators and ufuncs: what :class:`History` returns."""
+
+    __slots__ = ("x",)
+    __array_priority__ = 1000
+
+    def __init__(self, x):
+        self.x = x
+
+    @property
+    def is_tf(self):
+        return not isinstance(self.x, (np.ndarray, np.generic, numbers.Number))
+
+    def apply(self, name, *args):
+        """numpy ufunc ``name`` of ``args`` (Values, arrays, numbers) as Values."""
+        if not any(isinstance(a, Values) and a.is_tf for a in args):
+            return Values(getattr(np, name)(*map(unwrap, args)))
+        if name not in _TF_UFUNCS:
+            raise TypeError(f"np.{name} is not available on flowsim's batched history "
+                            f"values; write the function with "
+                            f"{', '.join(sorted(_TF_UFUNCS))}, np.where or np.clip")
+        return Values(_tf_function(name)(*_tf_operands(name, args)))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__" or kwargs:
+            raise TypeError(f"np.{ufunc.__name__}.{method} with {sorted(kwargs)} is not "
+                            f"available on flowsim's batched history values")
+        return self.apply(ufunc.__name__, *inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.where and not kwargs and len(args) == 3:
+            cond, a, b = args
+            if not any(isinstance(v, Values) and v.is_tf for v in args):
+                return Values(np.where(*map(unwrap, args)))
+            t = tf()
+            cond = self.apply("not_equal", cond, 0.0).x if not (
+                isinstance(unwrap(cond), t.Tensor) and unwrap(cond).dtype == t.bool) \
+                else unwrap(cond)
+            a, b = _tf_operands("add", (a, b))
+            return Values(t.where(cond, a + t.zeros_like(b), b + t.zeros_like(a)))
+        if func is np.clip and len(args) == 3 and not kwargs:
+            x, low, high = args
+            return self.apply("minimum", self.apply("maximum", x, low), high)
+        if not any(isinstance(v, Values) and v.is_tf for v in args):
+            return func(*map(unwrap, args), **kwargs)
+        raise TypeError(f"np.{func.__name__} is not available on flowsim's batched history "
+                        f"values (only ufuncs, np.where and np.clip)")
+
+    def __array__(self, dtype=None, copy=None):
+        if self.is_tf:
+            return np.asarray(self.x.numpy(), dtype=dtype)
+        return np.asarray(self.x, dtype=dtype)
+
+    def __bool__(self):
+        raise TypeError("a flowsim history value holds one number per environment: "
+                        "`if`, `and`, `or`, `max()` and `min()` need one; use np.where, "
+                        "np.maximum, np.minimum, & and |")
+
+    def __float__(self):
+        return float(np.asarray(self).reshape(-1)[0]) if np.size(np.asarray(self)) == 1 \
+            else self.__bool__()
+
+    def __repr__(self):
+        return f"Values({self.x!r})"
+
+    # Python operators: the ufunc of the same meaning
+    def __add__(self, o): return self.apply("add", self, o)
+    def __radd__(self, o): return self.apply("add", o, self)
+    def __sub__(self, o): return self.apply("subtract", self, o)
+    def __rsub__(self, o): return self.apply("subtract", o, self)
+    def __mul__(self, o): return self.apply("multiply", self, o)
+    def __rmul__(self, o): return self.apply("multiply", o, self)
+    def __truediv__(self, o): return self.apply("true_divide", self, o)
+    def __rtruediv__(self, o): return self.apply("true_divide", o, self)
+    def __pow__(self, o): return self.apply("power", self, o)
+    def __rpow__(self, o): return self.apply("power", o, self)
+    def __neg__(self): return self.apply("negative", self)
+    def __pos__(self): return self
+    def __abs__(self): return self.apply("absolute", self)
+    def __lt__(self, o): return self.apply("less", self, o)
+    def __le__(self, o): return self.apply("less_equal", self, o)
+    def __gt__(self, o): return self.apply("greater", self, o)
+    def __ge__(self, o): return self.apply("greater_equal", self, o)
+    def __eq__(self, o): return self.apply("equal", self, o)
+    def __ne__(self, o): return self.apply("not_equal", self, o)
+    def __and__(self, o): return self.apply("logical_and", self, o)
+    def __rand__(self, o): return self.apply("logical_and", o, self)
+    def __or__(self, o): return self.apply("logical_or", self, o)
+    def __ror__(self, o): return self.apply("logical_or", o, self)
+    def __invert__(self): return self.apply("logical_not", self)
+    __hash__ = None
+
+
+class History:
+    """The entries of a batch of episodes, indexed as gym-trading-env's ``History``.
+
+    ``history[column, t]`` is :class:`Values` ``[num_envs]``: ``t = 0`` the
+    episode's first entry, ``t = -1`` the last, down to ``-history_length``.
+    ``columns`` lists the names (``idx``, ``step``, ``position_index``,
+    ``position``, ``real_position``, ``portfolio_valuation``,
+    ``portfolio_distribution_*``, ``reward`` and ``data_<column>`` of each
+    numeric non-feature column of the DataFrame).
+
+    ``entries`` holds the rows: ``entries[0]`` the first entry, ``entries[-k]``
+    the k-th last; each ``[len(columns), num_envs]`` (tensors or arrays).
+    """
+
+    def __init__(self, columns, first, last):
+        self.columns = list(columns)
+        self._index = {c: i for i, c in enumerate(self.columns)}
+        self._first = first
+        self._last = list(last)          # last[0] is entry -1, last[1] entry -2, ...
+
+    @property
+    def history_length(self):
+        return len(self._last)
+
+    def __getitem__(self, arg):
+        if not (isinstance(arg, tuple) and len(arg) == 2):
+            raise TypeError(f"history[{arg!r}]: flowsim's batched history reads one entry "
+                            f"at a time, history[column, t] with t = 0 or -1 .. "
+                            f"-{self.history_length} (history_length)")
+        column, t = arg
+        if column not in self._index:
+            raise ValueError(f"Feature {column} does not exist ... Check the available "
+                             f"features : {self.columns}")
+        if isinstance(t, bool) or not isinstance(t, numbers.Integral) or not (
+                t == 0 or -self.history_length <= t <= -1):
+            raise IndexError(f"history[{column!r}, {t!r}]: flowsim keeps the first entry (0) "
+                             f"and the last history_length={self.history_length} (-1 .. "
+                             f"-{self.history_length}); raise history_length to read further "
+                             f"back")
+        entry = self._first if t == 0 else self._last[-t - 1]
+        return Values(entry[self._index[column]])
+
+    def __len__(self):
+        raise TypeError("len(history): flowsim's batched history has one length per "
+                        "environment; read history['step', -1] + 1")
+
+
+def last_position_taken(history):
+    """gym-trading-env's default dynamic feature: the position last chosen."""
+    return history["position", -1]
+
+
+def real_position(history):
+    """gym-trading-env's default dynamic feature: the portfolio's real position."""
+    return history["real_position", -1]
+
+
+def log_return(history):
+    """gym-trading-env's default reward: the log of the portfolio's return over the step."""
+    return np.log(history["portfolio_valuation", -1] / history["portfolio_valuation", -2])

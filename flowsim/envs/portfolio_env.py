@@ -1,0 +1,489 @@
+"""gym-trading-env's ``TradingEnv``, batched: a gymnasium VectorEnv stepped in one TF call.
+
+:class:`PortfolioVectorEnv` takes gym-trading-env 0.3.5's keywords (``df``,
+``positions``, ``trading_fees``, ``borrow_interest_rate``, ...) and steps
+``num_envs`` environments with its rules (:mod:`flowsim.envs.portfolio`) in
+one compiled call; :class:`PortfolioEnv` is one of them
+(``gymnasium.make("flowsim/TradingEnv-v0", df=...)``).
+"""
+import numbers
+import secrets
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from ..core.lazy_tf import tf
+from .portfolio import Portfolio
+from .vector import (
+    BACKENDS,
+    check_discrete_actions,
+    default_device,
+    env_seeds,
+    flat_call,
+    reset_mask,
+)
+
+#: History columns reported as integers in ``infos``.
+INT_COLUMNS = ("idx", "step", "position_index")
+RENDER_MODES = ("rgb_array",)
+
+
+def metrics_text(close_first, close_last, value_first, value_last):
+    """gym-trading-env's two metrics, formatted as it formats them."""
+    return {"Market Return": f"{100 * (close_last / close_first - 1):5.2f}%",
+            "Portfolio Return": f"{100 * (value_last / value_first - 1):5.2f}%"}
+
+
+class PortfolioVectorEnv(gymnasium.vector.VectorEnv):
+    """``num_envs`` gym-trading-env ``TradingEnv`` environments stepped together.
+
+    The keywords and their defaults are gym-trading-env 0.3.5's, so its
+    documentation applies; flowsim adds the batch, seeds and device.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The market: a ``close`` column (prices > 0) and feature columns, those
+        whose name contains ``"feature"`` (the observation; finite numbers).
+        Other numeric columns are readable by reward and feature functions as
+        ``history["data_<name>", t]``; all of them, and the index (``date``),
+        appear in ``infos``.
+    num_envs : int
+        Environments (default 1).  All trade the same ``df``, each from its
+        own start row and initial position.
+    positions : list of numbers
+        The positions an action chooses (default ``[0, 1]``): ``-1`` all short,
+        ``0`` flat, ``1`` all long, ``> 1`` leveraged, fractions in between.
+        Action ``i`` targets ``positions[i]``.  Non-empty and distinct; for
+        ``action_space="box"`` increasing.
+    dynamic_feature_functions : list of functions or None
+        Functions ``f(history)`` appended to the observation at each step
+        (float32); None (default) gives gym-trading-env's two, the last
+        position taken and the real position.  ``history`` is a
+        :class:`flowsim.envs.history.History`: ``history["position", -1]``
+        holds the values of every environment and takes numpy operators and
+        ufuncs, so a function written for gym-trading-env runs unchanged.
+    reward_function : function or None
+        ``f(history)`` -> the step's reward; None (default): gym-trading-env's
+        ``log(valuation[-1] / valuation[-2])``.
+    windows : int or None
+        None (default): an observation is the current row of features.  ``N``:
+        the last ``N`` rows, ``[N, n_features]``; episodes start at row
+        ``N - 1`` or later.
+    trading_fees : float
+        Fee on each trade as a fraction (default 0; ``0.001`` is 0.1 %), in
+        [0, 1).  Trades are grossed up so that the target position holds after
+        the fee.
+    borrow_interest_rate : float
+        Interest per step on borrowed assets (shorts) and cash (leverage),
+        default 0.  As in gym-trading-env it is recomputed each step from what
+        is borrowed, subtracted from the valuation, and paid only in proportion
+        when a short or leverage is reduced.
+    portfolio_initial_value : float
+        Valuation at the start of an episode (default 1000).
+    initial_position : number or "random"
+        A member of ``positions``, or ``"random"`` (default): drawn uniformly
+        per environment and episode.
+    max_episode_duration : int or "max"
+        ``"max"`` (default): episodes run from the first row to the data's
+        end.  ``D``: each episode starts at a row drawn uniformly in
+        ``[first, len(df) - D - first)`` (gym-trading-env's range) and is
+        truncated after ``D - 1`` steps.
+    verbose : int
+        1: print gym-trading-env's metrics line when an episode ends.  Default
+        0 (a batch would print thousands).
+    name : str
+        The market's name (render titles).
+    render_mode : None or "rgb_array"
+        :meth:`render` draws environment 0's current episode (price,
+        positions, portfolio valuation) as an RGB array (needs matplotlib).
+    action_space : {"discrete", "box"}
+        ``"discrete"`` (default, gym-trading-env's): ``Discrete(len(positions))``.
+        ``"box"``: an action is the target position itself, a float in
+        ``[positions[0], positions[-1]]``, with the same fee and borrowing rules.
+    history_length : int
+        Entries of the history readable back from the last (``-1 ..
+        -history_length``; entry 0 always is); default 2.
+    backend : {"numpy", "tf"}
+        What :meth:`step` returns: numpy arrays (default) or TF tensors on the
+        device.
+    device : str or None
+        TensorFlow device; default the first GPU, else CPU:0.
+    jit_compile : bool
+        Compile the step with XLA (default True).
+
+    Seeds: ``reset(seed=s)`` seeds environment ``i`` with ``s + i``; its start
+    rows and random initial positions are a pure function of (seed, episode
+    number), where gym-trading-env draws them from numpy's global generator
+    whatever the seed.  Autoreset is gymnasium's next-step mode.  ``infos``
+    holds gym-trading-env's ``info`` fields, each an array ``[num_envs]`` with
+    its ``_key`` mask.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": list(RENDER_MODES),
+                "render_fps": 4}
+
+    def __init__(self, df, num_envs=1, positions=(0, 1), dynamic_feature_functions=None,
+                 reward_function=None, windows=None, trading_fees=0, borrow_interest_rate=0,
+                 portfolio_initial_value=1000, initial_position="random",
+                 max_episode_duration="max", verbose=0, name="Stock", render_mode=None,
+                 action_space="discrete", history_length=2, backend="numpy", device=None,
+                 jit_compile=True):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral):
+            raise TypeError(f"num_envs must be an integer, got {num_envs!r}")
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be None or one of {RENDER_MODES}, got "
+                             f"{render_mode!r}")
+        self.portfolio = Portfolio(df, positions, dynamic_feature_functions, reward_function,
+                                   windows, trading_fees, borrow_interest_rate,
+                                   portfolio_initial_value, initial_position,
+                                   max_episode_duration, action_space, history_length)
+        self.num_envs = int(num_envs)
+        self.positions = list(positions)
+        self.verbose, self.name = int(verbose), str(name)
+        self.render_mode = render_mode
+        self.backend = backend
+        p = self.portfolio
+        if action_space == "box":
+            self.single_action_space = gymnasium.spaces.Box(
+                low=p.positions[0], high=p.positions[-1], shape=(), dtype=np.float64)
+        else:
+            self.single_action_space = gymnasium.spaces.Discrete(len(p.positions))
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.single_observation_space = gymnasium.spaces.Box(
+            -np.inf, np.inf, shape=p.observation_shape, dtype=np.float32)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.device = device or default_device()
+        self.jit_compile = bool(jit_compile)
+        self.log_metrics = []
+        self.results_metrics = [{} for _ in range(self.num_envs)]
+        self._vars = self._fns = None
+        self._seeded = False
+        self._ones = np.ones(self.num_envs, dtype=bool)
+        self._episode = []              # environment 0's entries, for render()
+        self._data = {c: p.info_frame[c].to_numpy() for c in p.info_frame.columns}
+
+    # -- state on the device -----------------------------------------------------------
+    def _build(self):
+        t = tf()
+        n, p = self.num_envs, self.portfolio
+        slots, width = p.history_length + 1, len(p.columns)
+        with t.device(self.device):
+            self._c = p.constants()
+            self._rules = t.Variable(np.tile(p.rule_rows()[:, None], (1, n)))
+            self._vars = {
+                "ints": t.Variable(np.zeros((3, n), np.int32)),          # idx, step, done
+                "keys": t.Variable(np.zeros((2, n), np.int64)),          # seed, episode
+                "money": t.Variable(np.zeros((5, n), np.float64)),       # wallet, position
+                "hist": t.Variable(np.zeros((slots, width, n), np.float64)),
+                "dyn": t.Variable(np.zeros((n, p.window_rows, p.n_dynamic), np.float32))}
+        box = p.action_space == "box"
+        action_spec = t.TensorSpec([n], t.float64 if box else t.int32)
+        step = t.function(self._on_device(self._step_fn), jit_compile=self.jit_compile)
+        reset = t.function(self._on_device(self._reset_fn), jit_compile=self.jit_compile)
+        self._fns = {"step": flat_call(step.get_concrete_function(action_spec)),
+                     "reset": flat_call(reset.get_concrete_function(
+                         t.TensorSpec([n], t.bool), t.TensorSpec([n], t.int64),
+                         t.TensorSpec([n], t.bool)))}
+
+    def _on_device(self, fn):
+        def placed(*args):
+            with tf().device(self.device):
+                return fn(*args)
+        return placed
+
+    def _read(self):
+        v = {k: x.read_value() for k, x in self._vars.items()}
+        return ({"idx": v["ints"][0], "step": v["ints"][1], "wallet": v["money"][:4],
+                 "position": v["money"][4], "first": v["hist"][0], "last": v["hist"][1:],
+                 "dyn": v["dyn"]}, v["ints"][2], v["keys"])
+
+    def _write(self, state, done, keys):
+        t = tf()
+        self._vars["ints"].assign(t.stack([state["idx"], state["step"], t.cast(done, t.int32)]))
+        self._vars["keys"].assign(keys)
+        self._vars["money"].assign(t.concat([state["wallet"], state["position"][None]], 0))
+        self._vars["hist"].assign(t.concat([state["first"][None], state["last"]], 0))
+        self._vars["dyn"].assign(state["dyn"])
+
+    @staticmethod
+    def _merge(mask, new, old):
+        t = tf()
+        out = {}
+        for k, a in new.items():
+            m = mask[:, None, None] if k == "dyn" else mask
+            out[k] = t.where(m, a, old[k])
+        return out
+
+    def _fresh(self, state, mask, keys):
+        start, index = self.portfolio.draws(keys[0], keys[1])
+        return self._merge(mask, self.portfolio.fresh(self._c, start, index), state)
+
+    def _outputs(self, state, reward, terminated, truncated):
+        t = tf()
+        obs = self.portfolio.observe(self._c, state)
+        table = t.concat([t.stack([reward, t.cast(terminated, t.float64),
+                                   t.cast(truncated, t.float64)]),
+                          state["last"][0], state["first"]], axis=0)
+        return obs, table
+
+    def _step_fn(self, action):
+        t = tf()
+        p = self.portfolio
+        self._c["rules"] = self._rules.read_value()
+        state, done, keys = self._read()
+        reset = t.cast(done, t.bool)
+        if p.action_space == "box":
+            target, index = action, -t.ones_like(state["idx"])
+        else:
+            target, index = t.gather(self._c["positions"], action), action
+        stepped, reward, terminated, truncated = p.step(self._c, state, target, index)
+        keys = t.stack([keys[0], keys[1] + t.cast(reset, t.int64)])
+        state = self._fresh(stepped, reset, keys)
+        zero = t.zeros_like(reward)
+        reward = t.where(reset, zero, reward)
+        terminated, truncated = terminated & ~reset, truncated & ~reset
+        self._write(state, terminated | truncated, keys)
+        return self._outputs(state, reward, terminated, truncated)
+
+    def _reset_fn(self, mask, seeds, seeded):
+        t = tf()
+        self._c["rules"] = self._rules.read_value()
+        state, done, keys = self._read()
+        episode = t.where(mask, t.where(seeded, t.zeros_like(keys[1]), keys[1] + 1), keys[1])
+        keys = t.stack([t.where(mask & seeded, seeds, keys[0]), episode])
+        state = self._fresh(state, mask, keys)
+        self._write(state, t.cast(done, t.bool) & ~mask, keys)
+        zero = t.zeros([self.num_envs], t.float64)
+        false = t.zeros([self.num_envs], t.bool)
+        return self._outputs(state, zero, false, false)
+
+    def episode_starts(self, seed, episode=0):
+        """``(rows, positions)``: the start rows and initial positions (numpy
+        ``[num_envs]``) of episode number ``episode`` (0 after a seeded reset, +1 at
+        each later reset or autoreset) of every environment after
+        ``reset(seed=seed)``."""
+        t = tf()
+        n = self.num_envs
+        seeds = t.constant(np.arange(n, dtype=np.int64) + int(seed))
+        start, index = self.portfolio.draws(seeds, t.fill([n], t.constant(int(episode),
+                                                                           t.int64)))
+        return start.numpy(), self.portfolio.positions[index.numpy()]
+
+    # -- gymnasium API -------------------------------------------------------------------
+    def reset(self, *, seed=None, options=None):
+        """Reset every environment, or those of ``options["reset_mask"]``; ``seed`` as
+        :meth:`flowsim.envs.TradingVectorEnv.reset`.  Returns ``(obs, infos)``."""
+        if self._vars is None:
+            self._build()
+        mask = reset_mask(options, self.num_envs, self._ones)
+        seeds = env_seeds(seed, self.num_envs)
+        if isinstance(seed, numbers.Integral):
+            super().reset(seed=int(seed))
+        if not self._seeded:
+            seeds = [secrets.randbits(62) if s is None else s for s in seeds]
+            self._seeded = True
+        given = np.array([s is not None for s in seeds])
+        values = np.array([0 if s is None else s for s in seeds], dtype=np.int64)
+        t = tf()
+        obs, table = self._fns["reset"](t.constant(mask), t.constant(values), t.constant(given))
+        obs, _, _, _, infos = self._finish(obs, table, mask)
+        if mask[0]:
+            self._record(infos)
+        return obs, infos
+
+    def step(self, actions):
+        """Step every environment with ``actions`` ``[num_envs]``: position indices
+        (discrete) or target positions (box).  Returns ``(obs, rewards, terminations,
+        truncations, infos)``; rewards float64."""
+        if self._vars is None:
+            raise RuntimeError("call reset() before step()")
+        actions = self._check_actions(actions)
+        obs, table = self._fns["step"](actions)
+        out = self._finish(obs, table, self._ones)
+        if self.backend == "numpy":
+            self._episode_ends(table.numpy(), out[2] | out[3])
+            self._record(out[4])
+        return out
+
+    def _check_actions(self, actions):
+        p = self.portfolio
+        if p.action_space == "discrete":
+            return check_discrete_actions(actions, self.num_envs, len(p.positions),
+                                          f"indices into positions {p.positions.tolist()}")
+        t = tf()
+        a = actions.numpy() if isinstance(actions, t.Tensor) else np.asarray(actions)
+        if a.shape != (self.num_envs,) or not np.issubdtype(a.dtype, np.number):
+            raise ValueError(f"actions must be {self.num_envs} target positions (numbers), "
+                             f"got shape {list(a.shape)} dtype {a.dtype}")
+        low, high = p.positions[0], p.positions[-1]
+        bad = ~((a >= low) & (a <= high))
+        if bad.any():
+            raise ValueError(f"actions must be target positions in [{low}, {high}] "
+                             f"(positions[0], positions[-1]), got {float(a[bad][0])!r}")
+        return t.constant(a.astype(np.float64))
+
+    def _finish(self, obs, table, mask):
+        t = tf()
+        p = self.portfolio
+        width = len(p.columns)
+        if self.backend == "tf":
+            infos = {c: table[3 + i] for i, c in enumerate(p.columns)}
+            infos = {c: t.cast(x, t.int64) if c in INT_COLUMNS else x for c, x in infos.items()}
+            masks = {f"_{c}": t.constant(mask) for c in infos}
+            return (obs, table[0], t.cast(table[1], t.bool), t.cast(table[2], t.bool),
+                    {**infos, **masks})
+        table = table.numpy()
+        entry = table[3:3 + width]
+        infos = {c: entry[i].astype(np.int64) if c in INT_COLUMNS else entry[i]
+                 for i, c in enumerate(p.columns) if not c.startswith("data_")}
+        idx = infos["idx"]
+        infos["date"] = p.index[idx]
+        for c, values in self._data.items():
+            infos[f"data_{c}"] = values[idx]
+        if mask is not self._ones:
+            infos = {k: np.where(mask, x, np.zeros_like(x)) for k, x in infos.items()}
+        for k in list(infos):
+            infos[f"_{k}"] = mask.copy()
+        return obs.numpy(), table[0], table[1].astype(bool), table[2].astype(bool), infos
+
+    def _episode_ends(self, table, ended):
+        if not ended.any():
+            return
+        p = self.portfolio
+        width = len(p.columns)
+        last, first = table[3:3 + width], table[3 + width:3 + 2 * width]
+        value, close = p.columns.index("portfolio_valuation"), p.columns.index("data_close")
+        for i in np.flatnonzero(ended):
+            self.results_metrics[i] = metrics_text(first[close, i], last[close, i],
+                                                   first[value, i], last[value, i])
+        if self.log_metrics:
+            from .history import History
+            rows = np.flatnonzero(ended)
+            history = History(p.columns, first[:, rows], [last[:, rows]])
+            for metric in self.log_metrics:
+                values = np.asarray(metric["function"](history))
+                for j, i in enumerate(rows):
+                    self.results_metrics[i][metric["name"]] = (
+                        values.reshape(-1)[j] if values.size > 1 else values.item())
+        if self.verbose > 0:
+            for i in np.flatnonzero(ended):
+                print("".join(f"{k} : {v}   |   " for k, v in self.results_metrics[i].items()))
+
+    def add_metric(self, name, function):
+        """Add a metric ``function(history)`` computed when an episode ends (as
+        gym-trading-env's; ``history`` holds entry 0 and the last entry of the
+        environments whose episode ended)."""
+        self.log_metrics.append({"name": name, "function": function})
+
+    def get_metrics(self):
+        """Each environment's metrics of its last finished episode (gym-trading-env's
+        ``Market Return`` and ``Portfolio Return`` strings and added metrics; an empty
+        dict before its first episode ends): a list ``[num_envs]``.  Kept with the
+        numpy backend only (``backend="tf"`` leaves the results on the device)."""
+        return self.results_metrics
+
+    # -- rendering ---------------------------------------------------------------------
+    def _record(self, infos):
+        if self.render_mode is None or self.backend != "numpy":
+            return
+        if infos["step"][0] == 0:
+            self._episode = []
+        self._episode.append({k: infos[k][0] for k in ("idx", "position", "real_position",
+                                                       "portfolio_valuation")})
+
+    def render(self):
+        """Environment 0's episode so far, as an RGB array ``[H, W, 3]`` (uint8)."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() without render_mode='rgb_array' draws nothing")
+            return None
+        from .render import draw_episode
+        return draw_episode(self.portfolio.close, self._episode, self.name)
+
+    def render_all(self, path=None):
+        """Draw environment 0's episode (price with positions, portfolio valuation)
+        into a matplotlib figure; saved to ``path`` if given.  Returns the figure."""
+        from .render import episode_figure
+        return episode_figure(self.portfolio.close, self._episode, self.name, path)
+
+    def close_extras(self, **kwargs):
+        self._vars = self._fns = None
+
+    def __repr__(self):
+        p = self.portfolio
+        return (f"PortfolioVectorEnv(num_envs={self.num_envs}, positions="
+                f"{p.positions.tolist()}, trading_fees={p.trading_fees}, "
+                f"borrow_interest_rate={p.borrow_interest_rate}, windows={p.windows}, "
+                f"backend={self.backend!r}, device={self.device!r})")
+
+
+class PortfolioEnv(gymnasium.Env):
+    """One gym-trading-env ``TradingEnv`` on :class:`PortfolioVectorEnv`'s code
+    (``gymnasium.make("flowsim/TradingEnv-v0", df=...)``).
+
+    Takes :class:`PortfolioVectorEnv`'s keywords except ``num_envs`` and
+    ``backend``; ``verbose`` defaults to 1 as in gym-trading-env.  ``info`` is
+    gym-trading-env's dict (``idx``, ``step``, ``date``, ``position_index``,
+    ``position``, ``real_position``, ``data_*``, ``portfolio_valuation``,
+    ``portfolio_distribution_*``, ``reward``).  For speed step many at once with
+    :class:`PortfolioVectorEnv`.
+    """
+
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+
+    def __init__(self, df, verbose=1, render_mode=None, **kwargs):
+        for key in ("num_envs", "backend"):
+            if key in kwargs:
+                raise TypeError(f"PortfolioEnv takes no {key!r}: use PortfolioVectorEnv")
+        self._vec = PortfolioVectorEnv(df, 1, verbose=verbose, render_mode=render_mode,
+                                       **kwargs)
+        self.render_mode = render_mode
+        self.observation_space = self._vec.single_observation_space
+        self.action_space = self._vec.single_action_space
+
+    def reset(self, *, seed=None, options=None):
+        """``(obs, info)`` of a new episode (``seed`` as gymnasium's)."""
+        super().reset(seed=seed)
+        if options:
+            raise ValueError(f"options: PortfolioEnv takes none, got {sorted(options)}")
+        obs, infos = self._vec.reset(seed=seed)
+        return obs[0], self._info(infos)
+
+    def step(self, action):
+        """``(obs, reward, terminated, truncated, info)`` after ``action`` (a position
+        index; a target position with ``action_space="box"``)."""
+        obs, reward, term, trunc, infos = self._vec.step(np.reshape(np.asarray(action), [1]))
+        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), self._info(infos)
+
+    @staticmethod
+    def _info(infos):
+        out = {}
+        for k, v in infos.items():
+            if k.startswith("_"):
+                continue
+            x = v[0]
+            out[k] = x.item() if isinstance(x, np.generic) and k != "date" else x
+        return out
+
+    def get_metrics(self):
+        """gym-trading-env's metrics of the last finished episode."""
+        return self._vec.get_metrics()[0]
+
+    def add_metric(self, name, function):
+        self._vec.add_metric(name, function)
+
+    def render(self):
+        return self._vec.render()
+
+    def render_all(self, path=None):
+        return self._vec.render_all(path)
+
+    def close(self):
+        self._vec.close()
+

@@ -1,0 +1,194 @@
+"""Episodes of a TF policy on gym-trading-env's rules inside a compiled flowsim kernel.
+
+:class:`PortfolioRollout` is :class:`flowsim.envs.Rollout` for
+:class:`flowsim.envs.PortfolioVectorEnv`'s rules (:mod:`flowsim.envs.portfolio`):
+one event is one episode, a block of episodes runs as one ``tf.while_loop``
+(observe, call the policy, draw the action, step), and the block returns
+per-row sums, so the result has the same bits on every backend, device count
+and ``events_limit``.
+"""
+from ..core import rng
+from ..core.blocks import check_count
+from ..core.lazy_tf import tf
+from .portfolio import Portfolio
+from .rollout import MAX_BLOCK, Rollout, RolloutResult, share_kernel
+
+
+def choose(out, u, n_positions, box=None):
+    """Actions from a policy's output ``out`` and uniforms ``u`` ``[n]``.
+
+    Integer or bool ``[n]``: position indices (clipped to ``[0, n_positions)``).
+    Float ``[n, n_positions]``: probabilities of each position (drawn with ``u``).
+    Float ``[n]`` with two positions: the probability of the second.  With
+    ``box = (low, high)``: float ``[n]`` target positions, clipped to the range.
+    """
+    t = tf()
+    out = t.convert_to_tensor(out)
+    if box is not None:
+        return t.clip_by_value(t.reshape(t.cast(out, t.float64), [-1]), box[0], box[1])
+    if out.dtype.is_integer or out.dtype == t.bool:
+        return t.clip_by_value(t.reshape(t.cast(out, t.int32), [-1]), 0, n_positions - 1)
+    if out.shape.rank == 2 and out.shape[-1] == n_positions:
+        p = t.cast(out, u.dtype)
+        cum = t.cumsum(p, axis=1)
+        below = t.cast(cum[:, :-1] <= (u * cum[:, -1])[:, None], t.int32)
+        return t.reduce_sum(below, axis=1)
+    if n_positions != 2:
+        raise ValueError(f"policy: with {n_positions} positions a float output must be "
+                         f"probabilities [batch, {n_positions}], got shape "
+                         f"{out.shape.as_list()}")
+    return t.cast(u < t.cast(t.reshape(out, [-1]), u.dtype), t.int32)
+
+
+class PortfolioRollout(Rollout):
+    """Episodes of ``policy`` on :class:`flowsim.envs.PortfolioVectorEnv`'s rules;
+    one event = one episode.
+
+    Parameters
+    ----------
+    policy : callable
+        TF-traceable ``policy(obs)`` (``policy(obs, params)`` with ``params``),
+        ``obs`` float32 ``[batch, windows, n_features]`` (``[batch, n_features]``
+        without windows).  It returns position indices (int), probabilities of
+        each position ``[batch, len(positions)]`` (a softmax), or with
+        ``action_space="box"`` target positions (float ``[batch]``); see
+        :func:`choose`.
+    df : pandas.DataFrame
+        As :class:`~flowsim.envs.PortfolioVectorEnv`.
+    n_episodes, params, episodes, block_size
+        As :class:`~flowsim.envs.Rollout`.
+    **env_kwargs
+        :class:`~flowsim.envs.PortfolioVectorEnv`'s rule keywords (``positions``,
+        ``trading_fees``, ``borrow_interest_rate``, ``windows``,
+        ``max_episode_duration``, ``reward_function``, ...).  Start rows and
+        random initial positions are drawn from the block's counter-based stream.
+
+    Per episode: ``episode_return`` (the sum of the rewards), ``total_profit``
+    (the final valuation over ``portfolio_initial_value``) and ``trades`` (steps
+    whose target differed from the position held).
+    """
+
+    def __init__(self, policy, df, n_episodes=1024, params=None, episodes=False,
+                 block_size=None, **env_kwargs):
+        if not callable(policy):
+            raise TypeError(f"policy must be a TF callable obs -> actions or probabilities, "
+                            f"got {policy!r}")
+        self.policy = policy
+        self.portfolio = Portfolio(df, **env_kwargs)
+        self.n_episodes = check_count("n_episodes", n_episodes)
+        if params is not None:
+            from ..algorithms.sweep import param_rows
+            params = param_rows(params)
+        self.params = params
+        self.n_rows = 1 if params is None else params.shape[0]
+        if not isinstance(episodes, bool):
+            raise TypeError(f"episodes must be True or False, got {episodes!r}")
+        self.keep_episodes = episodes
+        if block_size is None:
+            from ..core.blocks import default_block_size
+            block_size = default_block_size(self.n_events, max_block=MAX_BLOCK)
+        self.block_size = check_count("block_size", block_size)
+        self.tick_features = False
+        self._episodes = None
+
+    def state(self):
+        p = self.portfolio
+        c = p.constants()
+        out = {k: v.numpy() for k, v in c.items()}
+        out["rules"] = p.rule_rows()
+        if self.params is not None:
+            out["params"] = self.params
+        return out
+
+    def episodes_of(self, key, first_event, size, dtype, state):
+        """``[size, 3]`` float64: return, valuation ratio and trades of episodes."""
+        t = tf()
+        p = self.portfolio
+        c = dict(state, rules=t.tile(state["rules"][:, None], [1, size]))
+        start, index = p.starts(rng.uniform(key, [size], t.float64),
+                                rng.uniform(key, [size], t.float64, stream=2))
+        if self.params is not None:
+            event = first_event + t.range(size, dtype=t.int64)
+            params = t.gather(state["params"], t.minimum(event // self.n_episodes,
+                                                         self.n_rows - 1))
+        box = (p.positions[0], p.positions[-1]) if p.action_space == "box" else None
+        value_row = p.columns.index("portfolio_valuation")
+
+        def body(i, s, total, trades, active):
+            obs = p.observe(c, s)
+            out = self.policy(obs) if self.params is None else self.policy(obs, params)
+            u = rng.uniform_step(key, i, [size], dtype, stream=1)
+            action = choose(out, u, len(p.positions), box)
+            if box is None:
+                target, index = t.gather(c["positions"], action), action
+            else:
+                target, index = action, -t.ones_like(s["idx"])
+            new, reward, terminated, truncated = p.step(c, s, target, index)
+            trades = trades + t.cast(active & t.not_equal(target, s["position"]), t.float64)
+            total = total + t.where(active, reward, t.zeros_like(reward))
+            s = {k: t.where(active[:, None, None] if k == "dyn" else active, new[k], s[k])
+                 for k in s}
+            return i + 1, s, total, trades, active & ~(terminated | truncated)
+
+        s = p.fresh(c, start, index)
+        zero = t.zeros([size], t.float64)
+        carry = (t.constant(0, t.int32), s, zero, zero, t.ones([size], t.bool))
+        _, s, total, trades, _ = t.while_loop(lambda i, *_: i < p.max_steps, body, carry)
+        profit = s["last"][0][value_row] / p.portfolio_initial_value
+        return t.stack([total, profit, trades], axis=1)
+
+    def kernel_key(self):
+        """What the compiled kernel depends on besides the data and params (kernel
+        arguments): the functions, the rules' structure and the shapes."""
+        p = self.portfolio
+        return (id(p.reward_function), *map(id, p.dynamic_feature_functions), p.windows,
+                p.max_episode_duration, p.start_low, p.start_high, p.initial_index,
+                p.history_length, p.action_space, p.positions.tobytes(),
+                p.portfolio_initial_value, tuple(p.columns), p.features.shape, p.length)
+
+    def config(self):
+        from ..core.fingerprint import digest, fingerprint
+        p = self.portfolio
+        return {"class": "PortfolioRollout", "policy": fingerprint(self.policy),
+                "data": {"content": digest({"close": p.close, "features": p.features,
+                                            "data": p.data, "positions": p.positions,
+                                            "rules": p.rule_rows()})},
+                "windows": p.windows, "max_episode_duration": p.max_episode_duration,
+                "initial": -1 if p.initial_index is None else p.initial_index,
+                "functions": fingerprint([p.reward_function, *p.dynamic_feature_functions]),
+                "n_episodes": self.n_episodes, "block_size": self.block_size,
+                "params": {"content": digest({} if self.params is None
+                                             else {"params": self.params})},
+                "kernel": {"code": digest(type(self))}}
+
+
+def portfolio_rollout(policy, df, n_episodes=1024, *, params=None, seed=None, episodes=False,
+                      backend=None, block_size=None, flow_kwargs=None, **env_kwargs):
+    """Roll out ``n_episodes`` episodes of ``policy`` on
+    :class:`~flowsim.envs.PortfolioVectorEnv`'s rules inside a compiled flowsim kernel.
+
+    ``env_kwargs`` are the environment's rule keywords (``positions``,
+    ``trading_fees``, ...); ``seed``, ``backend``, ``params``, ``episodes`` and
+    ``block_size`` as :func:`flowsim.envs.rollout`; ``flow_kwargs`` (a dict) goes
+    to the Flow (``events_limit``, ``device``, ``jit_compile``, backend keywords).
+    Returns a :class:`~flowsim.envs.RolloutResult` whose ``episode_return`` is the
+    mean sum of rewards, ``total_profit`` the mean final valuation over the initial
+    one, ``trades`` the mean number of trades.
+    """
+    from ..distribution.registry import flow_class
+    sim = PortfolioRollout(policy, df, n_episodes, params=params, episodes=episodes,
+                           block_size=block_size, **env_kwargs)
+    share_kernel(sim, sim.kernel_key())
+    flow_kwargs = dict(flow_kwargs or {})
+    flow_kwargs.setdefault("events_limit", 16 * sim.block_size)
+    flow = flow_class(backend)(sim, n_events=sim.n_events, seed=seed, quiet=True,
+                               block_size=sim.block_size, **flow_kwargs)
+    try:
+        result = flow.run(1)
+    finally:
+        flow.close()
+    result.meta.update({"n_episodes": sim.n_episodes, "n_rows": sim.n_rows,
+                        "columns": ["episode_return", "total_profit", "trades"]})
+    return RolloutResult(result, sim)
+
+
