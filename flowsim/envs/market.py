@@ -102,37 +102,15 @@ class Market:
     """
 
     def __init__(self, prices, window_size=30, frame_bound=None):
-        if isinstance(window_size, bool) or not isinstance(window_size, numbers.Integral):
-            raise TypeError(f"window_size must be an integer, got {window_size!r}")
-        if window_size < 1:
-            raise ValueError(f"window_size must be >= 1, got {window_size}")
-        self.window_size = window_size = int(window_size)
+        self.window_size = window_size = _window_size(window_size)
         closes = split_series(prices)
-        if frame_bound is not None:
-            if (not isinstance(frame_bound, (tuple, list)) or len(frame_bound) != 2
-                    or not all(isinstance(b, numbers.Integral) and not isinstance(b, bool)
-                               for b in frame_bound)):
-                raise ValueError(f"frame_bound must be a pair of integers (start, end), "
-                                 f"got {frame_bound!r}")
-            frame_bound = (int(frame_bound[0]), int(frame_bound[1]))
+        frame_bound = _frame_bound(frame_bound)
         self.frame_bounds = []
         prices32, features = [], []
         for i, close in enumerate(closes):
             what = "prices" if len(closes) == 1 else f"prices[{i}]"
             start, end = frame_bound if frame_bound is not None else (window_size, len(close))
-            if start < window_size:
-                raise ValueError(f"frame_bound[0] ({start}) must be >= window_size "
-                                 f"({window_size}): the first observation needs "
-                                 f"window_size earlier prices")
-            if end > len(close):
-                raise ValueError(f"frame_bound[1] ({end}) is past the end of {what} "
-                                 f"({len(close)} prices)")
-            if end - start < 2:
-                raise ValueError(f"window_size={window_size} with frame_bound=({start}, {end}) "
-                                 f"leaves {max(end - start, 0)} tick(s) of {what} "
-                                 f"({len(close)} prices) after the first window: an episode "
-                                 f"needs at least 2 (give a smaller window_size or a longer "
-                                 f"series)")
+            _check_frame(start, end, window_size, close, what)
             self.frame_bounds.append((start, end))
             p = close[start - window_size:end]
             diff = np.insert(np.diff(p), 0, 0)
@@ -180,6 +158,43 @@ class Market:
         if episode_length is not None:
             return episode_length
         return int(self.end_tick.max()) - self.window_size
+
+
+def _window_size(window_size):
+    if isinstance(window_size, bool) or not isinstance(window_size, numbers.Integral):
+        raise TypeError(f"window_size must be an integer, got {window_size!r}")
+    if window_size < 1:
+        raise ValueError(f"window_size must be >= 1, got {window_size}")
+    return int(window_size)
+
+
+def _frame_bound(frame_bound):
+    """``frame_bound`` as a pair of ints, or None."""
+    if frame_bound is None:
+        return None
+    if (not isinstance(frame_bound, (tuple, list)) or len(frame_bound) != 2
+            or not all(isinstance(b, numbers.Integral) and not isinstance(b, bool)
+                       for b in frame_bound)):
+        raise ValueError(f"frame_bound must be a pair of integers (start, end), "
+                         f"got {frame_bound!r}")
+    return int(frame_bound[0]), int(frame_bound[1])
+
+
+def _check_frame(start, end, window_size, close, what):
+    """A frame ``(start, end)`` of series ``close`` leaves an episode of >= 2 ticks."""
+    if start < window_size:
+        raise ValueError(f"frame_bound[0] ({start}) must be >= window_size "
+                         f"({window_size}): the first observation needs "
+                         f"window_size earlier prices")
+    if end > len(close):
+        raise ValueError(f"frame_bound[1] ({end}) is past the end of {what} "
+                         f"({len(close)} prices)")
+    if end - start < 2:
+        raise ValueError(f"window_size={window_size} with frame_bound=({start}, {end}) "
+                         f"leaves {max(end - start, 0)} tick(s) of {what} "
+                         f"({len(close)} prices) after the first window: an episode "
+                         f"needs at least 2 (give a smaller window_size or a longer "
+                         f"series)")
 
 
 # -- the rules, in TensorFlow ----------------------------------------------------------
