@@ -25,8 +25,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from flowsim.markets import config_path  # noqa: E402
-from flowsim.markets import stats  # noqa: E402
+from flowsim.markets import config_path, stats  # noqa: E402
 from flowsim.markets.config import load, parse  # noqa: E402
 
 #: The configs flowsim.markets runs (pams's samples that need several markets do not).

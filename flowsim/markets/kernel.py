@@ -95,6 +95,12 @@ def tick_level(price, tick, buy):
     return t.cast(level, t.int64)
 
 
+def _noiseless(group):
+    """Whether agents of an FCN group can draw no noise (and so may place no order)."""
+    return (group.dist("noise_weight").support() == (0.0, 0.0)
+            or group.dist("noise_scale").support() == (0.0, 0.0))
+
+
 class Structure:
     """What the compiled loop depends on (its trace key): step flags, group sizes, book
     capacity, which random draws exist, learned groups and outputs."""
@@ -115,9 +121,7 @@ class Structure:
         self.fundamental_noise = cfg.fundamental_volatility != 0
         # an agent without noise can expect E == P exactly and place no order; pams then
         # asks the next agent (kernel.ask_others); with noise that has probability 0
-        self.may_abstain = bool(learned) or any(
-            g.dist("noise_weight").support() == (0.0, 0.0)
-            or g.dist("noise_scale").support() == (0.0, 0.0) for g in cfg.groups)
+        self.may_abstain = bool(learned) or any(_noiseless(g) for g in cfg.groups)
         self.block_markets = block_markets
         self.paths = paths
         # events (flowsim.markets.events): their hooks join the step; a halt or an order
@@ -219,17 +223,18 @@ def run(S, key, M, state):
         level = t_.where(b_time < a_time, b_level, a_level)
         slots = t_.stack([t_.concat([b_time % C, a_time % C], 0),
                           t_.concat([markets, markets], 0)], 1)
-        old = t_.gather_nd(expiry, slots)
         if xtra is None:
-            ring = t_.concat([crossed, crossed], 0)
-        else:
-            from_b = (bk == xtra[0]) & has_b
-            from_a = (ak == xtra[1]) & has_a
-            ring = t_.concat([crossed & ~from_b, crossed & ~from_a], 0)
-        gone = t_.where(ring, -1 * t_.ones_like(old), old)
-        expiry = t_.tensor_scatter_nd_update(expiry, slots, gone)
-        if xtra is None:
+            old = t_.gather_nd(expiry, slots)
+            gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
+            expiry = t_.tensor_scatter_nd_update(expiry, slots, gone)
             return (bidkey, askkey, expiry), crossed, level
+        # the order outside the ring has no slot: its time mod C may be the slot of the
+        # order it pairs with, so remove with a min (duplicate indices stay exact)
+        from_b = (bk == xtra[0]) & has_b
+        from_a = (ak == xtra[1]) & has_a
+        ring = t_.concat([crossed & ~from_b, crossed & ~from_a], 0)
+        gone = t_.where(ring, t_.constant(-1, i64), t_.constant(_IMAX, i64))
+        expiry = t_.tensor_scatter_nd_min(expiry, slots, gone)
         used = t_.cast(crossed & (from_b | from_a), i64)
         return (bidkey, askkey, expiry) + book[3:5] + (book[5] - used, book[6]), crossed, level
 

@@ -44,7 +44,6 @@ class TradingHaltRule(Event):
         return {"halted": t_.zeros([M], t_.bool), "since": zero, "count": zero}
 
     def before_step(self, t, fund, state):
-        t_ = tf()
         resume = state["halted"] & (t > state["since"] + self.length)
         return fund, dict(state, halted=state["halted"] & ~resume)
 
