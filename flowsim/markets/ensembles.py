@@ -289,6 +289,8 @@ def decorate(result, sim):
     result.meta["statistics"] = list(NAMES)
     result.meta["bytes_per_market"] = sim.bytes_per_market()
     result.meta["n_steps"] = sim.n_steps
+    result.meta["first_execution"] = sim.market.first_execution
+    result.meta["marks"] = [m for e in sim.market.events for m in e.marks(sim.market.market_price)]
     records = result.iterations
     if records and "markets" in records[0]:
         result.per_market = np.concatenate([np.asarray(r["markets"], np.float64)

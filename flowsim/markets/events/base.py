@@ -53,6 +53,11 @@ class Event:
     def halted(self, state):
         return None
 
+    def marks(self, ref):
+        """What a plot of paths marks: ``[("time", t, label)]`` or ``[("price", p,
+        label)]`` (``ref`` the market price at t = 0)."""
+        return []
+
 
 def read(cls, name, settings, keys, obsolete=()):
     """Check ``settings`` against ``keys`` (refusing pams's obsolete keys it refuses

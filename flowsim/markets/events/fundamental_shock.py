@@ -36,6 +36,10 @@ class FundamentalPriceShock(Event):
         length = integer(s.get("shockTimeLength", 1), f"{name}.shockTimeLength", 1)
         return cls(start, rate, length) if enabled else None
 
+    def marks(self, ref):
+        return [("time", self.start, f"fundamental x{1 + self.rate:g}"
+                 + (f" ({self.length} steps)" if self.length > 1 else ""))]
+
     def before_step(self, t, fund, state):
         t_ = tf()
         on = (t >= self.start) & (t < self.start + self.length)

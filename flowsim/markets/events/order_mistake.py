@@ -42,6 +42,9 @@ class OrderMistakeShock(Event):
         ttl = pams_int(s, "orderTimeLength", name, cls.__name__, 10000, minimum=1)
         return cls(start, rate, volume, ttl) if enabled else None
 
+    def marks(self, ref):
+        return [("time", self.start, f"mistaken order of {self.volume}")]
+
     def mistake_order(self, t, side, price, tick):
         from ..kernel import tick_level
         t_ = tf()

@@ -32,6 +32,10 @@ class PriceLimitRule(Event):
         rate = pams_float(s, "triggerChangeRate", name, cls.__name__, 0.05)
         return cls(rate) if enabled else None
 
+    def marks(self, ref):
+        return [("price", ref * (1 + self.rate), "price limit"),
+                ("price", ref * (1 - self.rate), None)]
+
     def limit_price(self, value, ref):
         t_ = tf()
         threshold = t_.abs(ref * self.rate)
