@@ -68,20 +68,23 @@ def stored_rows(name):
     return np.loadtxt(path, delimiter=",", skiprows=1)[:, 1:]
 
 
-def compare(name, args):
-    """z-scores of one sample, pams's steps/s, flowsim's market-steps/s and compile s."""
+def compare(name, args, index):
+    """z-scores of one sample, pams's steps/s, flowsim's market-steps/s and compile s.
+    Each sample gets its own seeds (pams's from ``1000 * index``, flowsim's ``2026 +
+    index``): ``user_class`` is ``ci2002`` with another class name, and the same seeds
+    would repeat its z-scores."""
     if args.stored:
         rows = stored_rows(name)
         _, pams_rate = pams_rows(name, args.speed_seeds, first_seed=10_000)
     else:
-        rows, pams_rate = pams_rows(name, args.pams_seeds)
+        rows, pams_rate = pams_rows(name, args.pams_seeds, first_seed=1000 * index)
     pm, pe, _ = stats.summarize(rows)
     cfg = fm.config_path(name)
     start = time.perf_counter()
     fm.ensemble(cfg, args.block, seed=1, block_markets=args.block, classes=CLASSES)
     compile_s = time.perf_counter() - start
     start = time.perf_counter()
-    result = fm.ensemble(cfg, args.markets, seed=2026, block_markets=args.block,
+    result = fm.ensemble(cfg, args.markets, seed=2026 + index, block_markets=args.block,
                          classes=CLASSES)
     seconds = time.perf_counter() - start
     rate = args.markets * result.meta["n_steps"] / seconds
@@ -132,13 +135,13 @@ def main(argv=None):
     ap.add_argument("--configs", default=",".join(SAMPLES))
     args = ap.parse_args(argv)
     zs, speed, refused = [], [], {}
-    for name in args.configs.split(","):
+    for index, name in enumerate(args.configs.split(",")):
         try:
             fm.parse(fm.config_path(name), classes=CLASSES)
         except ValueError as exc:
             refused[name] = str(exc)
             continue
-        z, pams_rate, rate, compile_s, nbytes = compare(name, args)
+        z, pams_rate, rate, compile_s, nbytes = compare(name, args, index)
         zs.append(z)
         speed.append((name, pams_rate, rate, compile_s, nbytes))
     for name, why in refused.items():

@@ -65,7 +65,7 @@ def _refused(mutate, *words):
 
 @pytest.mark.parametrize("mutate, words", [
     (lambda c: c["FCNAgents"].update({"class": "MarketMakerAgent"}),
-     ["MarketMakerAgent", "FCNAgents"]),
+     ["MarketMakerAgent", "FCNAgents", "not implemented", "run this config in pams"]),
     (lambda c: c["Market"].update({"class": "IndexMarket"}), ["IndexMarket"]),
     (lambda c: c["simulation"].update({"fundamentalCorrelations": {}}),
      ["'fundamentalCorrelations'", "not implemented", "remove it"]),

@@ -160,7 +160,9 @@ def _market(settings, sim, classes):
     names = _names(sim, "markets")
     if len(names) != 1:
         raise ValueError(f"simulation.markets: flowsim.markets runs one market, got "
-                         f"{names!r}; keep one")
+                         f"{names!r}; several markets (and index markets, arbitrage, "
+                         f"market makers, market share) are not implemented yet: keep one, "
+                         f"or run this config in pams")
     market = _entry(settings, names[0], "simulation.markets")
     parse, extra = lookup("market", market.get("class"), names[0], classes)
     return parse(names[0], market, extra)

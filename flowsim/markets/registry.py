@@ -22,6 +22,11 @@ IGNORED_KEYS = frozenset({"MEMO", "memo", "Memo", "COMMENT", "comment", "comment
 GROUP_KEYS = frozenset({"class", "extends", "from", "to", "prefix"})
 
 
+#: pams 0.3.0 classes flowsim.markets does not run (refused naming them).
+PAMS_NOT_RUN = frozenset({"IndexMarket", "ArbitrageAgent", "MarketMakerAgent",
+                          "MarketShareFCNAgent", "HighFrequencyAgent", "TestAgent"})
+
+
 class ConfigWarning(UserWarning):
     """A config key that neither pams 0.3.0 nor flowsim.markets reads (ignored)."""
 
@@ -69,6 +74,10 @@ def lookup(kind, class_name, where, classes=None):
     if mapped in table:
         return table[mapped], frozenset(extra)
     known = ", ".join(sorted(table))
+    if mapped in PAMS_NOT_RUN:
+        raise ValueError(f"{where}: pams's {kind} class {mapped!r} is not implemented in "
+                         f"flowsim.markets (it runs {known}); run this config in pams, or "
+                         f"replace the class")
     if class_name in classes:
         raise ValueError(f"{where}: classes= maps {class_name!r} to {mapped!r}, which is "
                          f"not a {kind} class flowsim.markets runs ({known})")
