@@ -8,6 +8,13 @@ so it runs in its own virtual environment::
     python3.11 -m venv /tmp/venv-pams && /tmp/venv-pams/bin/pip install "pams>=0.3,<0.4"
     PYTHONPATH=. /tmp/venv-pams/bin/python benchmarks/make_pams_reference.py --seeds 400
 
+The stored tables: ``ci2002`` and ``two_groups`` 400 seeds from 0; ``fat_finger``,
+``price_limit``, ``trading_halt`` 200 seeds from 0; ``user_class`` (``ci2002`` with a
+user subclass of FCNAgent) 200 seeds from 1000, so that its table is not ci2002's::
+
+    ... make_pams_reference.py --seeds 200 --configs fat_finger,price_limit,trading_halt
+    ... make_pams_reference.py --seeds 200 --first-seed 1000 --configs user_class
+
 (``flowsim.markets.stats`` and ``flowsim.markets.config`` load neither TensorFlow nor
 anything but numpy.)  ``--json`` prints the statistics instead of writing them, which is
 how ``benchmarks/markets.py`` runs pams from the flowsim environment.
