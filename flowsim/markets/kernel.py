@@ -306,10 +306,10 @@ def run(S, key, M, state):
         return t_.cond(place & t_.reduce_any(side == 0), asking, lambda: (side, level, ttl))
 
     def masked_clearing(t, book, active):
-        """Every running step clears the whole crossed book where ``active`` (pams
-        executes after each order while the market runs): after a halt the book crossed
-        meanwhile clears at once, an order of volume > 1 trades against every order it
-        crosses.  Returns what the matching branches of :func:`body` return."""
+        """Clear the whole crossed book where ``active`` (pams executes after each order
+        while the market runs): after a halt the book crossed meanwhile clears at once,
+        an order of volume > 1 trades against every order it crosses.  Returns what the
+        matching branches of :func:`body` return."""
         xtra_of = (lambda b: extra_keys(t, b)) if S.extra_order else (lambda b: None)
 
         def cond(book, bk, ak, nb, na, vol, lvl, more):
@@ -327,6 +327,20 @@ def run(S, key, M, state):
         out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
         return tuple(out[:-1])
 
+    def masked_pass(t, book, active):
+        """:func:`masked_clearing` for a step where only the arrival (volume 1) can
+        cross: one pairing, the same result."""
+        xtra = extra_keys(t, book) if S.extra_order else None
+        bk, ak, nb, na = bests(book[2] >= t, book[0], book[1], xtra)
+        book2, crossed, lvl = pair(t, book, bk, ak, active, xtra)
+        vol = t_.cast(crossed, i64)
+        gone_b = gone_a = vol
+        if xtra is not None:         # the order outside the ring stays while it has volume
+            stays = book2[5] > 0
+            gone_b = t_.cast(crossed & ~((bk == xtra[0]) & (bk != _IMIN) & stays), i64)
+            gone_a = t_.cast(crossed & ~((ak == xtra[1]) & (ak != _IMAX) & stays), i64)
+        return book2, bk, ak, nb - gone_b, na - gone_a, vol, t_.where(crossed, lvl, 0)
+
     def body(t, price, traded, fund, book, hist, fhist, acc):
         bidkey, askkey, expiry = book[:3]
         place, running, clear = place_at[t], run_at[t], clear_at[t]
@@ -339,6 +353,7 @@ def run(S, key, M, state):
         if S.may_abstain:
             side, level, ttl = ask_others(t, u, price, fund, hist, side, level, ttl, place)
         side = t_.where(place, side, t_.zeros_like(side))
+        sweep = clear                        # a step that may cross more than one pair
         if S.extra_order:
             for e in S.events:
                 mistake = e.mistake_order(t, side, price, tick)
@@ -355,6 +370,7 @@ def run(S, key, M, state):
                         t_.where(fire, t_.constant(m_vol, i64), book[5]),
                         t_.where(fire, t + m_ttl, book[6]))
                     side = t_.where(fire, t_.zeros_like(side), side)
+                    sweep = sweep | t_.reduce_any(fire)
         s = t % C
         packed = t_.bitwise.left_shift(level, tb)
         new_bid = t_.where(side > 0, t_.bitwise.bitwise_or(packed, tmax - t), _IMIN)
@@ -399,7 +415,13 @@ def run(S, key, M, state):
             active = running & t_.ones([M], t_.bool)
             for h in halted:
                 active = active & ~h
-            book, bk, ak, nb, na, vol, lvl = masked_clearing(t, book, active)
+            for e, x in zip(S.events, est):
+                resumed = e.resumed(x)
+                if resumed is not None:
+                    sweep = sweep | t_.reduce_any(resumed)
+            book, bk, ak, nb, na, vol, lvl = t_.cond(
+                sweep, lambda: masked_clearing(t, book, active),
+                lambda: masked_pass(t, book, active))
         else:
             active = running
             book, bk, ak, nb, na, vol, lvl = t_.cond(

@@ -11,7 +11,9 @@ The step calls, for every event of the config, in the config's order:
   ring book because it may outlive it;
 * ``after_match(t, active, did, price, ref, state)`` after the step's matching
   (pams's ``hooked_after_execution``);
-* ``halted(state)``: ``[M]`` bool, markets whose execution is halted, or ``None``.
+* ``halted(state)``: ``[M]`` bool, markets whose execution is halted, or ``None``;
+  ``resumed(state)``: markets whose halt ended at this step (their crossed book
+  clears), or ``None``.
 
 ``state`` is the event's own dict of ``[M]`` tensors (``init_state(M)``), carried by
 the loop.  Events hold Python numbers only: their values are part of the trace key.
@@ -51,6 +53,9 @@ class Event:
         return state
 
     def halted(self, state):
+        return None
+
+    def resumed(self, state):
         return None
 
     def marks(self, ref):

@@ -41,19 +41,23 @@ class TradingHaltRule(Event):
     def init_state(self, M):
         t_ = tf()
         zero = t_.zeros([M], t_.int64)
-        return {"halted": t_.zeros([M], t_.bool), "since": zero, "count": zero}
+        return {"halted": t_.zeros([M], t_.bool), "resumed": t_.zeros([M], t_.bool),
+                "since": zero, "count": zero}
 
     def before_step(self, t, fund, state):
         resume = state["halted"] & (t > state["since"] + self.length)
-        return fund, dict(state, halted=state["halted"] & ~resume)
+        return fund, dict(state, halted=state["halted"] & ~resume, resumed=resume)
 
     def after_match(self, t, active, did, price, ref, state):
         t_ = tf()
         threshold = ref * self.rate * t_.cast(state["count"] + 1, t_.float64)
         fire = active & did & ~state["halted"] & (t_.abs(ref - price) >= t_.abs(threshold))
-        return {"halted": state["halted"] | fire,
+        return {"halted": state["halted"] | fire, "resumed": state["resumed"],
                 "since": t_.where(fire, t + 0 * state["since"], state["since"]),
                 "count": state["count"] + t_.cast(fire, t_.int64)}
 
     def halted(self, state):
         return state["halted"]
+
+    def resumed(self, state):
+        return state["resumed"]
