@@ -325,6 +325,10 @@ def test_events_change_the_market_as_pams_events_do():
     # trades are on the tick grid, mids (before a market's first trade) on half ticks
     assert np.allclose(np.round(p / 0.005) * 0.005, p, rtol=0, atol=1e-9)
     assert fm.from_pams(cases_markets.events_config()).structure.halts
+    from flowsim.markets import plots
+    labels = [t.get_text() for t in plots.paths(r).axes[0].get_legend().get_texts()]
+    assert {"execution starts", "fundamental x0.95 (2 steps)", "price limit",
+            "mistaken order of 30"} <= set(labels), labels
 
 
 def test_events_resume_from_a_checkpoint_to_the_same_bits(tmp_path):
