@@ -76,12 +76,14 @@ class MarketEnsemble(Simulation):
 
     def bytes_per_market(self):
         """Device memory one market of a block holds while it runs (book, price
-        history, agents' parameters), in bytes."""
+        history, agents' parameters, events' state), in bytes."""
         S = self.structure
         book = S.capacity * 3 * 8
         history = (S.n_steps + 1) * 8 * (2 if S.paths else 1)
         agents = S.n_agents * (len(_config.FCN_PARAMS) + 1) * 8
-        return book + history + agents
+        extra = 4 * 8 if S.extra_order else 0            # the order outside the ring
+        events = 4 * 8 * sum(e.halts for e in S.events)  # a halt's state
+        return book + history + agents + extra + events
 
     # -- Simulation -------------------------------------------------------------------
     def state(self):
