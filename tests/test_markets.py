@@ -263,9 +263,10 @@ def test_ensemble_and_a_flow_of_from_pams_are_the_same_run():
 
 
 # -- against pams ---------------------------------------------------------------------------
-#: Markets per configuration (one block each: one compilation per configuration).
+#: Markets per configuration (one block each: one compilation per configuration;
+#: user_class is ci2002 with a renamed class and shares its compilation).
 REFERENCE = {"ci2002": 512, "two_groups": 256, "fat_finger": 256, "price_limit": 256,
-             "trading_halt": 256, "user_class": 256}
+             "trading_halt": 256, "user_class": 512}
 CLASSES = {"UserDefinedFCNAgent": "FCNAgent"}
 
 
