@@ -8,7 +8,8 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["flowsim", "flowsim.*"]),
-    package_data={"flowsim": ["data/*.csv", "markets/configs/*.json"]},
+    package_data={"flowsim": ["data/*.csv", "markets/configs/*.json",
+                             "markets/configs/LICENSE-pams", "markets/configs/README.md"]},
     python_requires=">=3.11,<3.13",
     install_requires=[
         "tensorflow>=2.16,<2.22",

@@ -8,6 +8,13 @@ so it runs in its own virtual environment::
     python3.11 -m venv /tmp/venv-pams && /tmp/venv-pams/bin/pip install "pams>=0.3,<0.4"
     PYTHONPATH=. /tmp/venv-pams/bin/python benchmarks/make_pams_reference.py --seeds 400
 
+The stored tables: ``ci2002`` and ``two_groups`` 400 seeds from 0; ``fat_finger``,
+``price_limit``, ``trading_halt`` 200 seeds from 0; ``user_class`` (``ci2002`` with a
+user subclass of FCNAgent) 200 seeds from 1000, so that its table is not ci2002's::
+
+    ... make_pams_reference.py --seeds 200 --configs fat_finger,price_limit,trading_halt
+    ... make_pams_reference.py --seeds 200 --first-seed 1000 --configs user_class
+
 (``flowsim.markets.stats`` and ``flowsim.markets.config`` load neither TensorFlow nor
 anything but numpy.)  ``--json`` prints the statistics instead of writing them, which is
 how ``benchmarks/markets.py`` runs pams from the flowsim environment.
@@ -25,11 +32,24 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from flowsim.markets import stats  # noqa: E402
+from flowsim.markets import config_path, stats  # noqa: E402
 from flowsim.markets.config import load, parse  # noqa: E402
 
-CONFIGS = {name: os.path.join(ROOT, "flowsim", "markets", "configs", f"{name}.json")
-           for name in ("ci2002", "two_groups")}
+#: The configs flowsim.markets runs (pams's samples that need several markets do not).
+RUNNABLE = ("ci2002", "two_groups", "fat_finger", "price_limit", "trading_halt", "user_class")
+CONFIGS = {name: config_path(name) for name in RUNNABLE}
+#: flowsim's ``classes=`` mapping of the samples' user classes.
+CLASSES = {"UserDefinedFCNAgent": "FCNAgent"}
+
+
+def user_classes():
+    """The user classes of pams's samples, as their main.py define them."""
+    import pams
+
+    class UserDefinedFCNAgent(pams.agents.FCNAgent):     # samples/user_class/main.py
+        pass
+
+    return [UserDefinedFCNAgent]
 
 
 def run_pams(settings, seed):
@@ -37,6 +57,8 @@ def run_pams(settings, seed):
     import pams
     warnings.filterwarnings("ignore", "order price does not accord", UserWarning)
     runner = pams.runners.SequentialRunner(settings=settings, prng=random.Random(seed))
+    for cls in user_classes():
+        runner.class_register(cls=cls)
     runner._setup()                      # what runner.main() does, with a hook in between
     sim = runner.simulator
     bids, asks = [], []
@@ -59,7 +81,7 @@ def run_pams(settings, seed):
 def reference(name, seeds, first_seed=0):
     """``(per-seed statistics [seeds, len(NAMES)], steps per second)`` of config ``name``."""
     settings = load(CONFIGS[name])
-    cfg = parse(settings)
+    cfg = parse(settings, classes=CLASSES)
     rows, seconds = [], 0.0
     for seed in range(first_seed, first_seed + seeds):
         p, f, v, b, a, s = run_pams(settings, seed)

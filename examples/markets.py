@@ -7,6 +7,8 @@
 2. A parameter study: noise scale x chart weight, one table.
 3. A learned group: 20 agents whose orders come from a tiny Keras model over the last
    returns and the mispricing, stepped beside the FCN agents in the same compiled loop.
+4. pams's samples with events: a fundamental shock with a trading halt, a price limit,
+   a fat-finger order (bundled as pams ships them), side by side.
 """
 import argparse
 
@@ -55,6 +57,17 @@ def main():
     for name in ("volatility_1", "kurtosis_1", "trades_per_step", "mispricing"):
         v, e = mixed.table[name]
         print(f"  {name:<16} {v:.5g} +/- {e:.2g}  (FCN only {result.table[name][0]:.5g})")
+
+    print("pams's samples with events (256 markets each):")
+    for name in ("trading_halt", "price_limit", "fat_finger"):
+        r = fm.ensemble(fm.config_path(name), 256, seed=1, paths=5)
+        cols = ("volatility_1", "kurtosis_1", "mispricing", "final_price")
+        print(f"  {name:<13}" + "".join(f" {c} {r.table[c][0]:.4g}" for c in cols))
+        if args.plot:
+            from flowsim.markets import plots
+            out = args.plot.replace(".png", f"-{name}.png")
+            plots.paths(r).savefig(out, dpi=100)      # events marked on the paths
+            print(f"  paths -> {out}")
 
 
 if __name__ == "__main__":

@@ -221,7 +221,7 @@ def _run(args):
         args.job = True
         args.given = given              # flowsim.cli_options.given(args) reads it
         return sim.run_cli(args)
-    for dest in ("config", "markets"):
+    for dest in ("config", "markets", "classes"):
         if dest in given:
             raise _refuse([dest], "only the target 'markets' takes it")
     if args.schedule is not None and args.backend not in SCHEDULE_BACKENDS:
@@ -324,6 +324,9 @@ def parser():
     r.add_argument("--config", default=None, help="pams JSON config (target markets)")
     r.add_argument("--markets", type=int, default=None,
                    help="markets in the ensemble (target markets)")
+    r.add_argument("--classes", default=None,
+                   help="pams user classes as flowsim classes, JSON, e.g. "
+                        "'{\"UserDefinedFCNAgent\": \"FCNAgent\"}' (target markets)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--plot", default=None, help="save a convergence plot: PNG, PDF or any "

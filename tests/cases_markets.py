@@ -40,6 +40,29 @@ def small():
     return from_pams(small_config())
 
 
+def events_config():
+    """:func:`small_config` with every event class flowsim runs: a fundamental shock of
+    two steps, a price limit, a trading halt and a fat-finger order, all in the
+    session with execution (trigger times relative to its first step, 12)."""
+    cfg = small_config()
+    cfg["simulation"]["sessions"][1]["events"] = ["Shock", "Limit", "Halt", "FatFinger"]
+    cfg["Shock"] = {"class": "FundamentalPriceShock", "target": "Market", "triggerTime": 5,
+                    "priceChangeRate": -0.05, "shockTimeLength": 2, "enabled": True}
+    cfg["Limit"] = {"class": "PriceLimitRule", "targetMarkets": ["Market"],
+                    "triggerChangeRate": 0.2, "enabled": True}
+    cfg["Halt"] = {"class": "TradingHaltRule", "targetMarkets": ["Market"],
+                   "triggerChangeRate": 0.03, "haltingTimeLength": 4, "enabled": True}
+    cfg["FatFinger"] = {"class": "OrderMistakeShock", "target": "Market", "triggerTime": 20,
+                        "priceChangeRate": 0.04, "orderVolume": 30, "orderTimeLength": 15,
+                        "enabled": True, "MEMO": "a buy of 30 units 4% above the price"}
+    return cfg
+
+
+def events():
+    from flowsim.markets import from_pams
+    return from_pams(events_config())
+
+
 def policy():
     """A fixed tiny MLP (numpy weights: picklable, deterministic)."""
     from flowsim.markets import MLP
@@ -59,4 +82,6 @@ CASES = {
                           block_size=64, events_limit=128),
     "markets_learned": dict(factory="cases_markets:learned", n_events=130, n_iters=1,
                             block_size=64, events_limit=128),
+    "markets_events": dict(factory="cases_markets:events", n_events=130, n_iters=1,
+                           block_size=64, events_limit=128),
 }

@@ -38,6 +38,9 @@ class MarketEnsemble(Simulation):
     paths : int
         Keep the market and fundamental price paths of the first ``paths`` markets
         (needs ``block_markets``).
+    classes : dict or None
+        User classes of the config mapped to classes flowsim runs
+        (:func:`flowsim.markets.config.parse`): ``{"UserDefinedFCNAgent": "FCNAgent"}``.
 
     Every market is a pure function of (seed, iteration, block, position in the block):
     ``block_size`` is part of the random stream, ``events_limit``, devices and backends
@@ -46,9 +49,9 @@ class MarketEnsemble(Simulation):
 
     dim = 0
 
-    def __init__(self, config, learned=(), block_markets=None, paths=0):
+    def __init__(self, config, learned=(), block_markets=None, paths=0, classes=None):
         from .kernel import Structure
-        self.market = _config.parse(config)
+        self.market = _config.parse(config, classes=classes)
         self.learned = tuple(learned)
         from .learned import LearnedAgents
         for lg in self.learned:
@@ -73,12 +76,14 @@ class MarketEnsemble(Simulation):
 
     def bytes_per_market(self):
         """Device memory one market of a block holds while it runs (book, price
-        history, agents' parameters), in bytes."""
+        history, agents' parameters, events' state), in bytes."""
         S = self.structure
         book = S.capacity * 3 * 8
         history = (S.n_steps + 1) * 8 * (2 if S.paths else 1)
         agents = S.n_agents * (len(_config.FCN_PARAMS) + 1) * 8
-        return book + history + agents
+        extra = 4 * 8 if S.extra_order else 0            # the order outside the ring
+        events = 4 * 8 * sum(e.halts for e in S.events)  # a halt's state
+        return book + history + agents + extra + events
 
     # -- Simulation -------------------------------------------------------------------
     def state(self):
@@ -176,13 +181,16 @@ class MarketEnsemble(Simulation):
                                            kernel.run))}}
 
 
-def from_pams(config, learned=(), block_markets=None, paths=0):
+def from_pams(config, learned=(), block_markets=None, paths=0, classes=None):
     """:class:`MarketEnsemble` of a pams config (dict, path or open file).
 
     ``learned``: :class:`flowsim.markets.LearnedAgents` groups added beside the config's
-    FCN groups.  See :class:`MarketEnsemble` for ``block_markets`` and ``paths``.
+    FCN groups.  ``classes``: user classes mapped to flowsim's
+    (``{"UserDefinedFCNAgent": "FCNAgent"}``).  See :class:`MarketEnsemble` for
+    ``block_markets`` and ``paths``.
     """
-    return MarketEnsemble(config, learned=learned, block_markets=block_markets, paths=paths)
+    return MarketEnsemble(config, learned=learned, block_markets=block_markets, paths=paths,
+                          classes=classes)
 
 
 def default_block_markets(n_markets, largest=DEFAULT_BLOCK_MARKETS):
@@ -191,8 +199,17 @@ def default_block_markets(n_markets, largest=DEFAULT_BLOCK_MARKETS):
     return math.ceil(math.ceil(n_markets / n_blocks) / BLOCK_QUANTUM) * BLOCK_QUANTUM
 
 
+def flow_block_markets(n_markets):
+    """The block size a :class:`flowsim.Flow` of ``n_markets`` events picks by itself
+    (:func:`flowsim.core.blocks.default_block_size`): :func:`ensemble`'s default, so
+    that ``ensemble(cfg, n, seed=s)`` is ``Flow(from_pams(cfg), n, seed=s).run(1)``."""
+    from ..core.blocks import default_block_size
+    return default_block_size(n_markets)
+
+
 def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
-             block_markets=None, iterations=1, checkpoint=None, quiet=True, **flow_kw):
+             block_markets=None, iterations=1, checkpoint=None, quiet=True, classes=None,
+             **flow_kw):
     """Run ``n_markets`` markets of ``config``; return a :class:`flowsim.Result`.
 
     Parameters
@@ -213,8 +230,13 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
     learned : sequence of LearnedAgents
         Learned groups beside the FCN groups.
     block_markets : int or None
-        Markets per block (part of the random stream).  Default: even blocks of at most
-        256 markets per iteration.
+        Markets per block (part of the random stream).  Default: the block size a
+        :class:`flowsim.Flow` picks by itself (one block per iteration up to 65,536
+        markets), so that ``ensemble(cfg, n, seed=s)`` and ``Flow(from_pams(cfg), n,
+        seed=s).run(1)`` are the same run, bit for bit.  Give e.g. 256 for a finer
+        progress bar, or to share an iteration among the devices or workers of a
+        parallel backend (each gets whole blocks); a block of ``B`` markets holds ``B``
+        times :meth:`MarketEnsemble.bytes_per_market` while it runs.
     iterations : int
         Run the markets in this many iterations (each ``n_markets / iterations``
         markets); with ``checkpoint`` a stopped run resumes after the last finished one.
@@ -223,6 +245,9 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
     quiet : bool
         No progress bar (default True; ``quiet=False`` shows one over markets when
         stderr is a terminal and there are at least 10 blocks).
+    classes : dict or None
+        User classes mapped to flowsim's: ``{"UserDefinedFCNAgent": "FCNAgent"}``
+        (:func:`flowsim.markets.config.parse`).
     **flow_kw
         ``events_limit`` (markets per device call; default one block, so that every
         device or worker gets blocks to run), ``device``, ``jit_compile``,
@@ -241,9 +266,9 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
                          f"({iterations})")
     per_iteration = n_markets // iterations
     if block_markets is None:
-        block_markets = default_block_markets(per_iteration)
+        block_markets = flow_block_markets(per_iteration)
     sim = from_pams(config, learned=learned, block_markets=block_markets,
-                    paths=min(paths, per_iteration))
+                    paths=min(paths, per_iteration), classes=classes)
     # one block per device call: every device and worker gets work, the progress bar
     # moves block by block (a market block is long work, so the calls' overhead is not)
     flow_kw.setdefault("events_limit", block_markets)
@@ -266,6 +291,8 @@ def decorate(result, sim):
     result.meta["statistics"] = list(NAMES)
     result.meta["bytes_per_market"] = sim.bytes_per_market()
     result.meta["n_steps"] = sim.n_steps
+    result.meta["first_execution"] = sim.market.first_execution
+    result.meta["marks"] = [m for e in sim.market.events for m in e.marks(sim.market.market_price)]
     records = result.iterations
     if records and "markets" in records[0]:
         result.per_market = np.concatenate([np.asarray(r["markets"], np.float64)
@@ -300,7 +327,7 @@ def grid(config, params, n_markets, group=0, seed=0, backend="flow", **kwargs):
     import time
 
     import pandas as pd
-    base = _config.parse(config)
+    base = _config.parse(config, classes=kwargs.get("classes"))
     keys = list(params)
     rows = []
     for values in itertools.product(*(params[k] for k in keys)):

@@ -1,30 +1,53 @@
 """``flowsim run markets --config cfg.json --markets 1000``: an ensemble from the CLI."""
 import json
+import os
 import sys
+
+
+def parse_classes(text):
+    """``--classes`` JSON as the ``classes=`` mapping, or a ValueError saying what to give."""
+    if text is None:
+        return None
+    try:
+        classes = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--classes must be a JSON object such as "
+                         f"'{{\"UserDefinedFCNAgent\": \"FCNAgent\"}}': {exc}") from None
+    if not isinstance(classes, dict):
+        raise ValueError(f"--classes must be a JSON object (user class -> flowsim class), "
+                         f"got {text!r}")
+    return classes
 
 
 class MarketsJob:
     """Runs :func:`flowsim.markets.ensemble` and prints the statistics table (or JSON).
 
-    ``--config`` is a pams JSON config (default: the bundled CI2002), ``--markets`` the
+    ``--config`` is a pams JSON config (default: the bundled CI2002) or the name of a
+    bundled one (:data:`flowsim.markets.CONFIGS`, e.g. ``price_limit``), ``--classes``
+    maps its user classes to flowsim's (JSON, as the ``classes=`` keyword of
+    :func:`flowsim.markets.ensemble`), ``--markets`` the
     number of markets (default 1000), ``--iters`` splits them into iterations (with
     ``--checkpoint`` a stopped run resumes), ``--block-size`` is markets per block.
     """
 
-    cli_options = ("config", "markets", "seed", "backend", "events_limit", "block_size",
+    cli_options = ("config", "classes", "markets", "seed", "backend", "events_limit", "block_size",
                    "iters", "checkpoint", "json", "quiet", "no_jit", "rng")
 
     def run_cli(self, args):
         from ..cli_options import flow_options, given
-        from . import config_path
+        from . import CONFIGS, config_path
         from .ensembles import ensemble, report
-        cfg = args.config or config_path("ci2002")
+        cfg = args.config or "ci2002"
+        if cfg in CONFIGS and not os.path.exists(cfg):
+            cfg = config_path(cfg)
+        classes = parse_classes(getattr(args, "classes", None))
         kwargs = flow_options(args)
         n = args.markets if args.markets is not None else 1000
         iters = args.iters if "iters" in given(args) else 1
         result = ensemble(cfg, n, seed=args.seed, backend=args.backend or "flow",
                           block_markets=args.block_size, iterations=iters,
-                          checkpoint=args.checkpoint, quiet=args.quiet or args.json, **kwargs)
+                          checkpoint=args.checkpoint, quiet=args.quiet or args.json,
+                          classes=classes, **kwargs)
         mpi = sys.modules.get("mpi4py.MPI")
         if mpi is not None and mpi.COMM_WORLD.Get_rank() != 0:
             return 0

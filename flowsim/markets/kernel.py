@@ -95,6 +95,12 @@ def tick_level(price, tick, buy):
     return t.cast(level, t.int64)
 
 
+def _noiseless(group):
+    """Whether agents of an FCN group can draw no noise (and so may place no order)."""
+    return (group.dist("noise_weight").support() == (0.0, 0.0)
+            or group.dist("noise_scale").support() == (0.0, 0.0))
+
+
 class Structure:
     """What the compiled loop depends on (its trace key): step flags, group sizes, book
     capacity, which random draws exist, learned groups and outputs."""
@@ -115,17 +121,21 @@ class Structure:
         self.fundamental_noise = cfg.fundamental_volatility != 0
         # an agent without noise can expect E == P exactly and place no order; pams then
         # asks the next agent (kernel.ask_others); with noise that has probability 0
-        self.may_abstain = bool(learned) or any(
-            g.dist("noise_weight").support() == (0.0, 0.0)
-            or g.dist("noise_scale").support() == (0.0, 0.0) for g in cfg.groups)
+        self.may_abstain = bool(learned) or any(_noiseless(g) for g in cfg.groups)
         self.block_markets = block_markets
         self.paths = paths
+        # events (flowsim.markets.events): their hooks join the step; a halt or an order
+        # of volume > 1 makes every running step clear the whole crossed book
+        self.events = tuple(getattr(cfg, "events", ()))
+        self.halts = any(e.halts for e in self.events)
+        self.extra_order = any(e.extra_order for e in self.events)
 
     def key(self):
         return (self.flags, self.t0, self.sizes, self.margin_normal, self.chart_sign,
                 self.may_abstain,
                 tuple(lg.trace_key() for lg in self.learned), self.capacity,
-                self.fundamental_noise, self.block_markets, self.paths)
+                self.fundamental_noise, self.block_markets, self.paths,
+                tuple(e.trace_key() for e in self.events))
 
     @property
     def n_agents(self):
@@ -181,28 +191,52 @@ def run(S, key, M, state):
     def pick(x, a):
         return t_.gather(x, a, batch_dims=1)
 
-    def bests(live, bidkey, askkey):
+    def bests(live, bidkey, askkey, xtra=None):
         bk = t_.reduce_max(t_.where(live, bidkey, _IMIN), axis=0)
         ak = t_.reduce_min(t_.where(live, askkey, _IMAX), axis=0)
         nb = t_.reduce_sum(t_.cast(live & (bidkey != _IMIN), i64), axis=0)
         na = t_.reduce_sum(t_.cast(live & (askkey != _IMAX), i64), axis=0)
+        if xtra is not None:              # the order outside the ring (events)
+            xb, xa = xtra
+            bk, ak = t_.maximum(bk, xb), t_.minimum(ak, xa)
+            nb = nb + t_.cast(xb != _IMIN, i64)
+            na = na + t_.cast(xa != _IMAX, i64)
         return bk, ak, nb, na
 
-    def pair(t, book, bk, ak):
-        """Pair the best bid and ask where they cross: (book, crossed, trade level)."""
-        bidkey, askkey, expiry = book
+    def extra_keys(t, book):
+        """Live keys ``(bid, ask)`` of the order kept outside the ring."""
+        live = (book[6] >= t) & (book[5] > 0)
+        return t_.where(live, book[3], _IMIN), t_.where(live, book[4], _IMAX)
+
+    def pair(t, book, bk, ak, active=None, xtra=None):
+        """Pair the best bid and ask where they cross (and ``active``): (book, crossed,
+        trade level).  ``xtra``: live keys of the order outside the ring, which loses
+        one unit per pairing instead of its slot."""
+        bidkey, askkey, expiry = book[:3]
         has_b, has_a = bk != _IMIN, ak != _IMAX
         b_level, a_level = t_.bitwise.right_shift(bk, tb), t_.bitwise.right_shift(ak, tb)
         b_time = tmax - t_.bitwise.bitwise_and(bk, tmax)
         a_time = t_.bitwise.bitwise_and(ak, tmax)
         crossed = has_b & has_a & (b_level >= a_level)
+        if active is not None:
+            crossed = crossed & active
         level = t_.where(b_time < a_time, b_level, a_level)
         slots = t_.stack([t_.concat([b_time % C, a_time % C], 0),
                           t_.concat([markets, markets], 0)], 1)
-        old = t_.gather_nd(expiry, slots)
-        gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
-        expiry = t_.tensor_scatter_nd_update(expiry, slots, gone)
-        return (bidkey, askkey, expiry), crossed, level
+        if xtra is None:
+            old = t_.gather_nd(expiry, slots)
+            gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
+            expiry = t_.tensor_scatter_nd_update(expiry, slots, gone)
+            return (bidkey, askkey, expiry), crossed, level
+        # the order outside the ring has no slot: its time mod C may be the slot of the
+        # order it pairs with, so remove with a min (duplicate indices stay exact)
+        from_b = (bk == xtra[0]) & has_b
+        from_a = (ak == xtra[1]) & has_a
+        ring = t_.concat([crossed & ~from_b, crossed & ~from_a], 0)
+        gone = t_.where(ring, t_.constant(-1, i64), t_.constant(_IMAX, i64))
+        expiry = t_.tensor_scatter_nd_min(expiry, slots, gone)
+        used = t_.cast(crossed & (from_b | from_a), i64)
+        return (bidkey, askkey, expiry) + book[3:5] + (book[5] - used, book[6]), crossed, level
 
     def order(t, u, price, fund, hist, a=None):
         """Side (+1 buy, -1 sell, 0 none), tick level, ttl of agent ``a`` (default: the
@@ -237,6 +271,8 @@ def run(S, key, M, state):
             value = t_.where(t_.gather(margin_normal, a), normal_price, fixed)
         else:
             value = fixed
+        for e in S.events:
+            value = e.limit_price(value, p0)
         level = t_.clip_by_value(tick_level(value, tick, buy), 1, (1 << (62 - TIME_BITS)) - 1)
         side = t_.where(buy, 1, t_.where(sell, -1, 0))
         return t_.cast(side, i64), level, t_.cast(tau, i64)
@@ -269,14 +305,72 @@ def run(S, key, M, state):
 
         return t_.cond(place & t_.reduce_any(side == 0), asking, lambda: (side, level, ttl))
 
+    def masked_clearing(t, book, active):
+        """Clear the whole crossed book where ``active`` (pams executes after each order
+        while the market runs): after a halt the book crossed meanwhile clears at once,
+        an order of volume > 1 trades against every order it crosses.  Returns what the
+        matching branches of :func:`body` return."""
+        xtra_of = (lambda b: extra_keys(t, b)) if S.extra_order else (lambda b: None)
+
+        def cond(book, bk, ak, nb, na, vol, lvl, more):
+            return more
+
+        def step(book, bk, ak, nb, na, vol, lvl, more):
+            xtra = xtra_of(book)
+            bk, ak, nb, na = bests(book[2] >= t, book[0], book[1], xtra)
+            book2, crossed, pl = pair(t, book, bk, ak, active, xtra)
+            c = t_.cast(crossed, i64)
+            return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
+                    t_.reduce_any(crossed))
+
+        z = t_.zeros([M], i64)
+        out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
+        return tuple(out[:-1])
+
+    def masked_pass(t, book, active):
+        """:func:`masked_clearing` for a step where only the arrival (volume 1) can
+        cross: one pairing, the same result."""
+        xtra = extra_keys(t, book) if S.extra_order else None
+        bk, ak, nb, na = bests(book[2] >= t, book[0], book[1], xtra)
+        book2, crossed, lvl = pair(t, book, bk, ak, active, xtra)
+        vol = t_.cast(crossed, i64)
+        gone_b = gone_a = vol
+        if xtra is not None:         # the order outside the ring stays while it has volume
+            stays = book2[5] > 0
+            gone_b = t_.cast(crossed & ~((bk == xtra[0]) & (bk != _IMIN) & stays), i64)
+            gone_a = t_.cast(crossed & ~((ak == xtra[1]) & (ak != _IMAX) & stays), i64)
+        return book2, bk, ak, nb - gone_b, na - gone_a, vol, t_.where(crossed, lvl, 0)
+
     def body(t, price, traded, fund, book, hist, fhist, acc):
-        bidkey, askkey, expiry = book
+        bidkey, askkey, expiry = book[:3]
         place, running, clear = place_at[t], run_at[t], clear_at[t]
+        if S.events:
+            est = list(acc["events"])
+            for i, e in enumerate(S.events):
+                fund, est[i] = e.before_step(t, fund, est[i])
         u = rng.uniform(key, [n_draws, M], f64, stream=2, step=t)
         side, level, ttl = order(t, u, price, fund, hist)
         if S.may_abstain:
             side, level, ttl = ask_others(t, u, price, fund, hist, side, level, ttl, place)
         side = t_.where(place, side, t_.zeros_like(side))
+        sweep = clear                        # a step that may cross more than one pair
+        if S.extra_order:
+            for e in S.events:
+                mistake = e.mistake_order(t, side, price, tick)
+                if mistake is not None:
+                    fire, m_side, m_level, m_ttl, m_vol = mistake
+                    m_packed = t_.bitwise.left_shift(
+                        t_.clip_by_value(m_level, 1, (1 << (62 - TIME_BITS)) - 1), tb)
+                    fire = fire & place
+                    book = book[:3] + (
+                        t_.where(fire & (m_side > 0), t_.bitwise.bitwise_or(m_packed, tmax - t),
+                                 book[3]),
+                        t_.where(fire & (m_side < 0), t_.bitwise.bitwise_or(m_packed, t),
+                                 book[4]),
+                        t_.where(fire, t_.constant(m_vol, i64), book[5]),
+                        t_.where(fire, t + m_ttl, book[6]))
+                    side = t_.where(fire, t_.zeros_like(side), side)
+                    sweep = sweep | t_.reduce_any(fire)
         s = t % C
         packed = t_.bitwise.left_shift(level, tb)
         new_bid = t_.where(side > 0, t_.bitwise.bitwise_or(packed, tmax - t), _IMIN)
@@ -286,7 +380,7 @@ def run(S, key, M, state):
         bidkey = t_.tensor_scatter_nd_update(bidkey, row, new_bid[None])
         askkey = t_.tensor_scatter_nd_update(askkey, row, new_ask[None])
         expiry = t_.tensor_scatter_nd_update(expiry, row, new_exp[None])
-        book = (bidkey, askkey, expiry)
+        book = (bidkey, askkey, expiry) + book[3:]
         live = expiry >= t
 
         def no_match():
@@ -316,8 +410,22 @@ def run(S, key, M, state):
             out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
             return tuple(out[:-1])
 
-        book, bk, ak, nb, na, vol, lvl = t_.cond(
-            running, lambda: t_.cond(clear, clearing, one_pass), no_match)
+        if S.halts or S.extra_order:
+            halted = [h for h in (e.halted(x) for e, x in zip(S.events, est)) if h is not None]
+            active = running & t_.ones([M], t_.bool)
+            for h in halted:
+                active = active & ~h
+            for e, x in zip(S.events, est):
+                resumed = e.resumed(x)
+                if resumed is not None:
+                    sweep = sweep | t_.reduce_any(resumed)
+            book, bk, ak, nb, na, vol, lvl = t_.cond(
+                sweep, lambda: masked_clearing(t, book, active),
+                lambda: masked_pass(t, book, active))
+        else:
+            active = running
+            book, bk, ak, nb, na, vol, lvl = t_.cond(
+                running, lambda: t_.cond(clear, clearing, one_pass), no_match)
         # bk/ak are the bests before the last pairing: after a trade the market price is
         # the trade's; without any trade yet, the mid of the (uncrossed) book
         did = vol > 0
@@ -328,7 +436,7 @@ def run(S, key, M, state):
         mid = (b_level * tick + a_level * tick) / 2.0
         new_price = t_.where(did, t_.cast(lvl, f64) * tick,
                              t_.where(~traded & has_both, mid, price))
-        price = t_.where(running, new_price, price)
+        price = t_.where(active, new_price, price)
         hist = t_.tensor_scatter_nd_update(hist, [[t]], price[None])
         if fhist is not None:
             fhist = t_.tensor_scatter_nd_update(fhist, [[t]], fund[None])
@@ -343,6 +451,10 @@ def run(S, key, M, state):
             "depth_bid": acc["depth_bid"] + t_.where(inside, t_.cast(nb, f64), 0.0),
             "depth_ask": acc["depth_ask"] + t_.where(inside, t_.cast(na, f64), 0.0),
         }
+        if S.events:
+            for i, e in enumerate(S.events):
+                est[i] = e.after_match(t, active, did, price, p0, est[i])
+            acc["events"] = tuple(est)
         if S.fundamental_noise:
             fund = fund * t_.exp(drift + volatility * _normal(u[2]))
         else:
@@ -355,6 +467,11 @@ def run(S, key, M, state):
     hist = t_.zeros([T + 1, M], f64)
     fhist = t_.zeros([T + 1, M], f64) if S.paths else None
     acc = {k: zero for k in ("mispricing", "trades", "clearing", "depth_bid", "depth_ask")}
+    if S.events:
+        acc["events"] = tuple(e.init_state(M) for e in S.events)
+    if S.extra_order:
+        book = book + (t_.fill([M], t_.constant(_IMIN, i64)), t_.fill([M], t_.constant(_IMAX, i64)),
+                       t_.zeros([M], i64), t_.fill([M], t_.constant(-1, i64)))
     loop = [t_.constant(0, i64), zero + p0, t_.zeros([M], t_.bool), zero + f0, book, hist,
             fhist, acc]
     if fhist is None:

@@ -30,12 +30,23 @@ def _paths(result):
 
 
 def paths(result, ax=None, n=5):
-    """Market price (solid) and fundamental (dashed) of the first ``n`` markets."""
+    """Market price (solid) and fundamental (dashed) of the first ``n`` markets, with
+    the config's events marked (``result.meta["marks"]``: a shock's or a mistaken
+    order's step as a vertical line, a price limit's bounds as horizontal ones) and
+    the first step with execution (dotted)."""
     fig, ax = _axes(ax)
     p, f = _paths(result)
     for i in range(min(n, len(p))):
         line, = ax.plot(p[i], lw=0.8, label=f"market {i}")
         ax.plot(f[i], lw=0.8, ls="--", color=line.get_color())
+    t0 = result.meta.get("first_execution")
+    if t0:
+        ax.axvline(t0, color="0.5", lw=0.6, ls=":", label="execution starts")
+    for kind, where, label in result.meta.get("marks", []):
+        line = ax.axvline if kind == "time" else ax.axhline
+        line(where, color="k", lw=0.8, ls="-." if kind == "time" else ":", label=label)
+    if result.meta.get("marks"):
+        ax.legend(fontsize="small")
     ax.set_xlabel("step")
     ax.set_ylabel("price")
     ax.set_title("market price (solid) and fundamental (dashed)")
