@@ -21,8 +21,6 @@ def figure(width=8.0, height=4.5):
     return fig
 
 
-_figure = figure  # the name flowsim.markets.plots imported before it was public
-
 
 def _cumulative(values, errors, events, states):
     """The combined estimate of iterations ``0..i`` for every ``i`` (as Result combines)."""
