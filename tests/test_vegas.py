@@ -179,6 +179,42 @@ def test_same_bits_for_any_events_limit_hypercubes_across_blocks():
         assert run(limit) == ref, limit
 
 
+def xla_entry_parameters(sim, n_events, block_size=1024):
+    """Arguments of ``sim``'s block kernel (as :mod:`flowsim.core.kernel` builds it) and
+    the parameters of the XLA computation compiled from it.  An argument XLA needs as
+    a compile-time constant is folded in, not a parameter: its value then joins the
+    key of the compiled executable, and every new value compiles again."""
+    import re
+    sim.prepare(n_events)
+    state = {k: t.constant(v) for k, v in sim.state().items()}
+
+    def block(key, first, n, state):
+        valid = first + t.range(block_size, dtype=t.int64) < n
+        out = sim.block(sim.inputs(key, first, block_size, t.float64, state), valid, state)
+        return t.concat([t.reshape(t.convert_to_tensor(out[k]), [-1]) for k in sorted(out)], 0)
+
+    args = (t.constant([1, 2], t.int64), t.constant(3 * block_size, t.int64),
+            t.constant(n_events, t.int64), state)
+    hlo = t.function(block, jit_compile=True).experimental_get_compiler_ir(*args)(stage="hlo")
+    entry = hlo[hlo.index("\nENTRY"):]
+    entry = entry[:entry.index("\n}")]
+    return 3 + len(state), len(re.findall(r"parameter\(\d+\)", entry))
+
+
+@pytest.mark.parametrize("make", [lambda: Vegas(genz(2), 2, n_bins=10),
+                                  lambda: Vegas(genz(2), 2, n_bins=10, stratify=False),
+                                  lambda: VegasPlus(genz(2), 2, n_bins=10)],
+                         ids=["Vegas", "Vegas-unstratified", "VegasPlus"])
+def test_block_kernel_compiles_once_for_every_block_and_size(make):
+    """No argument of the block kernel (the block's first event, the iteration's size,
+    the state) is a compile-time constant of XLA.  Stratified Vegas sliced its block's
+    last hypercube at a tensor index, which XLA wants constant: every block of a new
+    iteration size compiled anew, seconds each (a 75 s first iteration at 2*10^6
+    events in 8 dimensions, issue 23)."""
+    arguments, parameters = xla_entry_parameters(make(), 20_000)
+    assert parameters == arguments
+
+
 @pytest.mark.parametrize("n, h", [(10, 5), (11, 5), (1001, 12), (64, 32), (10**6 + 7, 4500)])
 def test_direct_hypercube_index_gives_each_floor_or_ceil_in_order(n, h):
     """``uniform_hypercube_of`` is the inverse of ``uniform_counts`` laid end to end:
