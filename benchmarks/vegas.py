@@ -129,12 +129,17 @@ def precision_vegas(beta, name, n_events, n_iter, seeds):
     return out
 
 
-def precision_table(budgets, n_iter, seeds_per_budget, options=None, reference=True):
+CLASSES = ("Vegas", "VegasPlus")
+
+
+def precision_table(budgets, n_iter, seeds_per_budget, options=None, reference=True,
+                    classes=CLASSES):
     """Print the precision table; return the list of (budget, integrand, pair, ratio).
 
     ``options``: ``{"Vegas": {...}, "VegasPlus": {...}}`` keywords of the flowsim classes
     (default: their defaults).  ``reference=False`` runs flowsim's cells only (vegas's
-    seeded runs give the same numbers every time: compare with a full table)."""
+    seeded runs give the same numbers every time: compare with a full table).
+    ``classes``: the flowsim classes whose columns run (the others print "-")."""
     import time
     options = options or {}
     pairs = [(cls, theirs, functools.partial(precision_flowsim, cls, options=options.get(cls)),
@@ -149,6 +154,9 @@ def precision_table(budgets, n_iter, seeds_per_budget, options=None, reference=T
         for name, (*_, exact) in PEAKED.items():
             row = [name]
             for ours, theirs, run_ours, run_theirs in pairs:
+                if ours not in classes:
+                    row += ["-"] * 5
+                    continue
                 cells = {}
                 for who, fn in ((ours, run_ours), (theirs, run_theirs))[:2 if reference else 1]:
                     runs = np.array(fn(name, n_events, n_iter, seeds))
@@ -189,6 +197,9 @@ def main():
                    help="precision table without Lepage's vegas (its seeded runs repeat)")
     p.add_argument("--precision-seeds", default="10,4", metavar="N,M",
                    help="seeds per cell at 10^5 and at 2*10^6 events (default 10,4)")
+    p.add_argument("--classes", default=",".join(CLASSES), metavar="NAMES",
+                   help="flowsim classes of the precision table, comma-separated "
+                        "(default Vegas,VegasPlus)")
     for cls in ("Vegas", "VegasPlus"):
         p.add_argument(f"--{cls.lower()}-options", type=json.loads, default=None, metavar="JSON",
                        help=f"keywords of flowsim.{cls} in the precision table, e.g. "
@@ -196,8 +207,13 @@ def main():
     args = p.parse_args()
     seeds = [int(s) for s in args.precision_seeds.split(",")]
     options = {"Vegas": args.vegas_options, "VegasPlus": args.vegasplus_options}
+    classes = [c for c in args.classes.split(",") if c]
+    unknown = sorted(set(classes) - set(CLASSES))
+    if unknown:
+        p.error(f"--classes: unknown {', '.join(unknown)}; choose among {', '.join(CLASSES)}")
     if args.precision_only:
-        precision_table([100_000, 2_000_000], 6, seeds, options, not args.flowsim_only)
+        precision_table([100_000, 2_000_000], 6, seeds, options, not args.flowsim_only,
+                        classes)
         return
     from flowsim.targets import double_gaussian_exact
     exact = double_gaussian_exact(DIM)
@@ -250,7 +266,8 @@ def main():
             mark = "ok" if ratio >= target else "MISSED"
             print(f"{label:<42} = {ratio:8.2f}x  (target >= {target:.0f}x)  {mark}")
     if not args.no_precision:
-        precision_table([100_000, 2_000_000], 6, seeds, options, not args.flowsim_only)
+        precision_table([100_000, 2_000_000], 6, seeds, options, not args.flowsim_only,
+                        classes)
 
 
 if __name__ == "__main__":
