@@ -13,6 +13,8 @@ out on the block grid in hypercube order (a cumulative-count table in the state
 tells the kernel which hypercube event ``e`` belongs to), and the per-hypercube
 sums are per-block accumulators added in block order.  So any chunking, device
 count or backend gives the same bits, and exactly ``n_events`` events run.
+The map trains on events weighted by the inverse of their hypercube's event
+density, as if ``y`` were uniform (unlike ``vegas``: :class:`VegasPlus`).
 """
 import numpy as np
 
@@ -122,10 +124,10 @@ class VegasPlus(Vegas):
         increments 1.0 over-reacts on the 8-dim double Gaussian at 2*10^6
         events per iteration, and a map that improves fast makes the
         combined error of a short run overestimated (figures:
-        ``docs/performance.rst``, "Precision per event").  Lower it for long
-        runs of many iterations, or if the per-iteration errors jump about
-        once the map has converged; raise it if the map is still improving
-        after many iterations (the per-iteration errors still falling).
+        ``docs/performance.rst``, "Precision per event").  Lower it if the
+        per-iteration errors jump about once the map has converged; raise it
+        if the map is still improving after many iterations (the
+        per-iteration errors still falling).
     beta : float
         Damping of the stratification, in [0, 1] (default 0.75, as in
         ``vegas``).  0 gives every hypercube the same events (plain
