@@ -250,7 +250,8 @@ def long_run_table(budgets, n_iter, seeds):
                      f"error x{n_iter}", "pull", "per-iteration errors"])
 
 
-def main():
+def arguments():
+    """The command line: ``(args, seeds per budget, options per class, classes)``."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--events", type=int, default=2_000_000)
     p.add_argument("--iters", type=int, default=5)
@@ -280,6 +281,11 @@ def main():
     unknown = sorted(set(classes) - set(CLASSES))
     if unknown:
         p.error(f"--classes: unknown {', '.join(unknown)}; choose among {', '.join(CLASSES)}")
+    return args, seeds, options, classes
+
+
+def main():
+    args, seeds, options, classes = arguments()
     if args.long_runs:
         long_run_table([200_000, 2_000_000], 20, [3, 4, 5])
         return

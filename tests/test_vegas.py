@@ -215,7 +215,8 @@ def xla_entry_parameters(sim, n_events, block_size=1024):
 
     args = (t.constant([1, 2], t.int64), t.constant(3 * block_size, t.int64),
             t.constant(n_events, t.int64), state)
-    hlo = t.function(block, jit_compile=True).experimental_get_compiler_ir(*args)(stage="hlo")
+    hlo = t.function(block, jit_compile=True, autograph=False).experimental_get_compiler_ir(
+        *args)(stage="hlo")
     entry = hlo[hlo.index("\nENTRY"):]
     entry = entry[:entry.index("\n}")]
     return 3 + len(state), len(re.findall(r"parameter\(\d+\)", entry))
