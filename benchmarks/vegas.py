@@ -27,6 +27,14 @@ default (VEGAS+) and Vegas <= ``vegas`` beta=0 on every integrand and budget.
     .venv/bin/python benchmarks/vegas.py --no-vegasflow
     .venv/bin/python benchmarks/vegas.py --precision-only # the precision table (~5 min)
     .venv/bin/python benchmarks/vegas.py --precision-only --flowsim-only  # flowsim's cells
+    .venv/bin/python benchmarks/vegas.py --precision-only --classes VegasPlus
+    .venv/bin/python benchmarks/vegas.py --long-runs      # 20 iterations (issue 23)
+
+The long-run table (issue 23): VegasPlus and vegas's VEGAS+ over 20
+iterations of 2*10^5 and 2*10^6 events, seeds 3-5, side by side: the
+per-iteration errors, the largest after the best over the best (target <=
+1.5), and the result's error after 6 and after 20 iterations (target: 20 at
+least as precise).
 """
 import argparse
 import functools
@@ -129,12 +137,17 @@ def precision_vegas(beta, name, n_events, n_iter, seeds):
     return out
 
 
-def precision_table(budgets, n_iter, seeds_per_budget, options=None, reference=True):
+CLASSES = ("Vegas", "VegasPlus")
+
+
+def precision_table(budgets, n_iter, seeds_per_budget, options=None, reference=True,
+                    classes=CLASSES):
     """Print the precision table; return the list of (budget, integrand, pair, ratio).
 
     ``options``: ``{"Vegas": {...}, "VegasPlus": {...}}`` keywords of the flowsim classes
     (default: their defaults).  ``reference=False`` runs flowsim's cells only (vegas's
-    seeded runs give the same numbers every time: compare with a full table)."""
+    seeded runs give the same numbers every time: compare with a full table).
+    ``classes``: the flowsim classes whose columns run (the others print "-")."""
     import time
     options = options or {}
     pairs = [(cls, theirs, functools.partial(precision_flowsim, cls, options=options.get(cls)),
@@ -149,6 +162,9 @@ def precision_table(budgets, n_iter, seeds_per_budget, options=None, reference=T
         for name, (*_, exact) in PEAKED.items():
             row = [name]
             for ours, theirs, run_ours, run_theirs in pairs:
+                if ours not in classes:
+                    row += ["-"] * 5
+                    continue
                 cells = {}
                 for who, fn in ((ours, run_ours), (theirs, run_theirs))[:2 if reference else 1]:
                     runs = np.array(fn(name, n_events, n_iter, seeds))
@@ -176,7 +192,66 @@ def precision_table(budgets, n_iter, seeds_per_budget, options=None, reference=T
     return ratios
 
 
-def main():
+def long_run_flowsim(n_events, n_iter, seed):
+    """Per-iteration errors of one fresh VegasPlus run, and its result after 6 and
+    after ``n_iter`` iterations (the same run: the first 6 records, combined)."""
+    import flowsim
+    from flowsim.targets import double_gaussian
+    r = flowsim.Flow(flowsim.VegasPlus(double_gaussian, DIM), n_events, seed=seed,
+                     quiet=True).run(n_iter)
+    errors = [float(rec["error"]) for rec in r.iterations]
+    six = flowsim.Result([dict(rec) for rec in r.iterations[:6]], r.wall_time)
+    return errors, (float(six.value), float(six.error)), (float(r.value), float(r.error))
+
+
+def long_run_vegas(n_events, n_iter, seed):
+    """The same for vegas's VEGAS+ (its own inverse-variance average)."""
+    import vegas
+
+    @vegas.lbatchintegrand
+    def f(x):
+        return numpy_double_gaussian(np.asarray(x))
+
+    integ = vegas.Integrator(DIM * [[0.0, 1.0]],
+                             ran_array_generator=np.random.default_rng(seed).random)
+    r = integ(f, nitn=n_iter, neval=n_events)
+    itn = r.itn_results
+    six = vegas.RAvg()
+    for x in itn[:6]:
+        six.add(x)
+    return [float(x.sdev) for x in itn], (six.mean, six.sdev), (float(r.mean), float(r.sdev))
+
+
+def long_run_table(budgets, n_iter, seeds):
+    """Issue 23: VegasPlus's per-iteration error over a long run, beside VEGAS+'s.
+
+    Per budget and seed: the per-iteration errors, the largest after the best
+    divided by the best (target <= 1.5), and the error of the result after 6 and
+    after ``n_iter`` iterations (target: ``n_iter`` at least as precise)."""
+    from flowsim.targets import double_gaussian_exact
+    exact = double_gaussian_exact(DIM)
+    for n_events in budgets:
+        print(f"\nLong runs: {DIM}-dim double Gaussian, {n_events:,} events x {n_iter} "
+              f"iterations from a fresh map, load average {os.getloadavg()[0]:.1f}")
+        rows = []
+        for seed in seeds:
+            for who, fn in (("flowsim VegasPlus", long_run_flowsim),
+                            ("vegas VEGAS+", long_run_vegas)):
+                errors, six, full = fn(n_events, n_iter, seed)
+                best = int(np.argmin(errors))
+                rise = max(errors[best:]) / errors[best]
+                rows.append([who, seed, f"{errors[best]:.2e}@{best + 1}",
+                             f"{rise:.2f}{'' if rise <= 1.5 else ' MISSED'}",
+                             f"{six[1]:.2e}", f"{full[1]:.2e}"
+                             + ("" if full[1] <= six[1] else " MISSED"),
+                             f"{(full[0] - exact) / full[1]:+.2f}",
+                             " ".join(f"{e:.2g}" for e in errors)])
+        table(rows, ["contender", "seed", "best@it", "max after/best", "error x6",
+                     f"error x{n_iter}", "pull", "per-iteration errors"])
+
+
+def arguments():
+    """The command line: ``(args, seeds per budget, options per class, classes)``."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--events", type=int, default=2_000_000)
     p.add_argument("--iters", type=int, default=5)
@@ -185,10 +260,16 @@ def main():
     p.add_argument("--precision-only", action="store_true",
                    help="only the precision table (errors at equal evaluations)")
     p.add_argument("--no-precision", action="store_true", help="skip the precision table")
+    p.add_argument("--long-runs", action="store_true",
+                   help="only the long-run table: VegasPlus and VEGAS+ per-iteration errors "
+                        "over 20 iterations at 2*10^5 and 2*10^6 events, seeds 3-5")
     p.add_argument("--flowsim-only", action="store_true",
                    help="precision table without Lepage's vegas (its seeded runs repeat)")
     p.add_argument("--precision-seeds", default="10,4", metavar="N,M",
                    help="seeds per cell at 10^5 and at 2*10^6 events (default 10,4)")
+    p.add_argument("--classes", default=",".join(CLASSES), metavar="NAMES",
+                   help="flowsim classes of the precision table, comma-separated "
+                        "(default Vegas,VegasPlus)")
     for cls in ("Vegas", "VegasPlus"):
         p.add_argument(f"--{cls.lower()}-options", type=json.loads, default=None, metavar="JSON",
                        help=f"keywords of flowsim.{cls} in the precision table, e.g. "
@@ -196,8 +277,21 @@ def main():
     args = p.parse_args()
     seeds = [int(s) for s in args.precision_seeds.split(",")]
     options = {"Vegas": args.vegas_options, "VegasPlus": args.vegasplus_options}
+    classes = [c for c in args.classes.split(",") if c]
+    unknown = sorted(set(classes) - set(CLASSES))
+    if unknown:
+        p.error(f"--classes: unknown {', '.join(unknown)}; choose among {', '.join(CLASSES)}")
+    return args, seeds, options, classes
+
+
+def main():
+    args, seeds, options, classes = arguments()
+    if args.long_runs:
+        long_run_table([200_000, 2_000_000], 20, [3, 4, 5])
+        return
     if args.precision_only:
-        precision_table([100_000, 2_000_000], 6, seeds, options, not args.flowsim_only)
+        precision_table([100_000, 2_000_000], 6, seeds, options, not args.flowsim_only,
+                        classes)
         return
     from flowsim.targets import double_gaussian_exact
     exact = double_gaussian_exact(DIM)
@@ -250,7 +344,8 @@ def main():
             mark = "ok" if ratio >= target else "MISSED"
             print(f"{label:<42} = {ratio:8.2f}x  (target >= {target:.0f}x)  {mark}")
     if not args.no_precision:
-        precision_table([100_000, 2_000_000], 6, seeds, options, not args.flowsim_only)
+        precision_table([100_000, 2_000_000], 6, seeds, options, not args.flowsim_only,
+                        classes)
 
 
 if __name__ == "__main__":

@@ -134,7 +134,11 @@ def block_strata(v, valid, cube, per, extra, h):
     inside = (slot > 0) & (slot < last)
     scale = t.where(inside, 1.0 / (n_h * t.maximum(n_h - 1.0, 1.0)), t.zeros_like(n_h))
     def record(at, ident):
-        return t.concat([t.cast(ident, t.float64)[None], cs[at], m2[at]], axis=0)
+        # gather, not cs[at]: a slice at a tensor index needs it as a compile-time
+        # constant under XLA, which made the block's first event and the iteration's
+        # size part of the compiled function's key (a new XLA compilation per block)
+        return t.concat([t.cast(ident, t.float64)[None], t.gather(cs, at),
+                         t.gather(m2, at)], axis=0)
 
     head = record(0, first)
     tail = record(last, first + t.cast(last, t.int64))

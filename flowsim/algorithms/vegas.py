@@ -468,9 +468,11 @@ class Vegas(Plain):
             return t.reduce_sum(v * v, axis=1)
         return t.square(v[:, self.train])
 
-    def _train(self, g, y, keep, state):
+    def _train(self, g, y, keep, state, weight=None):
         """Per-increment sums of ``g`` (and event counts, if counted), ``[dim * n_bins]``
         each, as the ``train_f2`` (and ``train_n``) accumulators; zeros when frozen.
+        With ``weight`` ``[n]`` (counted increments only), each event adds ``weight g``
+        and counts ``weight``.
         The increments of ``y`` are found again inside the branch, where XLA fuses
         them with the segment ids instead of storing them for it."""
         t = tf()
@@ -483,7 +485,11 @@ class Vegas(Plain):
             vals = t.reshape(t.broadcast_to(g[:, None], t.shape(ids)), [-1])
             if not count:
                 return {"train_f2": segment_block_sum(vals, flat, m + 1)[:m]}
-            both = t.stack([vals, t.ones_like(vals)], axis=1)
+            ones = t.ones_like(vals)
+            if weight is not None:
+                w = t.reshape(t.broadcast_to(weight[:, None], t.shape(ids)), [-1])
+                vals, ones = vals * w, w
+            both = t.stack([vals, ones], axis=1)
             s = segment_block_sum(both, flat, m + 1)[:m]
             return {"train_f2": s[:, 0], "train_n": s[:, 1]}
 

@@ -13,6 +13,8 @@ out on the block grid in hypercube order (a cumulative-count table in the state
 tells the kernel which hypercube event ``e`` belongs to), and the per-hypercube
 sums are per-block accumulators added in block order.  So any chunking, device
 count or backend gives the same bits, and exactly ``n_events`` events run.
+The map trains on events weighted by the inverse of their hypercube's event
+density, as if ``y`` were uniform (unlike ``vegas``: :class:`VegasPlus`).
 """
 import numpy as np
 
@@ -32,6 +34,9 @@ EVENTS_PER_HCUBE = 4
 #: Most hypercube slots a block returns: with more hypercubes, a block returns the
 #: sums of a window of this many consecutive hypercubes starting at its first.
 HCUBE_WINDOW = 1 << 16
+#: How events weigh in the map's training (``config()["map_training"]``): each
+#: by ``n / (H n_h)``, the inverse of its hypercube's event density.
+MAP_TRAINING = "n/(H n_h) weights"
 
 
 def events_per_hcube(dim):
@@ -119,10 +124,10 @@ class VegasPlus(Vegas):
         increments 1.0 over-reacts on the 8-dim double Gaussian at 2*10^6
         events per iteration, and a map that improves fast makes the
         combined error of a short run overestimated (figures:
-        ``docs/performance.rst``, "Precision per event").  Lower it for long
-        runs of many iterations, or if the per-iteration errors jump about
-        once the map has converged; raise it if the map is still improving
-        after many iterations (the per-iteration errors still falling).
+        ``docs/performance.rst``, "Precision per event").  Lower it if the
+        per-iteration errors jump about once the map has converged; raise it
+        if the map is still improving after many iterations (the
+        per-iteration errors still falling).
     beta : float
         Damping of the stratification, in [0, 1] (default 0.75, as in
         ``vegas``).  0 gives every hypercube the same events (plain
@@ -170,6 +175,17 @@ class VegasPlus(Vegas):
     damps the allocation further (at a fixed point ``n_h`` grows as
     ``std_h ** (beta / (1 + beta / 2))``, ``std_h ** 0.55`` for 0.75).
     The allocation uses only the last iteration (no averaging), like ``vegas``.
+
+    The map trains as :class:`flowsim.Vegas`'s does, on the average of
+    ``(f J)^2`` over each increment, but each event counts with the weight
+    ``n / (H n_h)``: the inverse of the density of events the allocation
+    gives its hypercube, so that the averages are those of uniform ``y``.
+    ``vegas`` averages over the events as they fall; since the allocation
+    puts most events in the few hypercubes of large ``sigma_h``, its map
+    then follows them, narrows iteration after iteration, and long runs
+    lose precision (the hypercubes left with ``n_min`` events come to
+    dominate the variance).  Weighted, the map settles and the
+    per-iteration errors keep falling or stay level.
 
     An iteration of ``n_events`` needs ``n_events >= 2 H``.  The stratified
     estimate is ``sum_h V_h mean_h(f J)`` with variance ``sum_h V_h^2
@@ -260,8 +276,10 @@ class VegasPlus(Vegas):
         cube = _hypercube_of(state["ends"], first, size, h)
         y = strata.point_in_hypercube(cube, u, state["nstrat"], state["stride"])
         x, v, keep, bad = self._core(y, valid, state["left"], state["width"])
+        # n / (H n_h): the inverse of the event density the allocation gives y
+        hweight = t.gather(state["hweight"], cube)
         out = {"nonfinite": count_true(bad),
-               **self._train(self._training_value(v), y, keep, state)}
+               **self._train(self._training_value(v), y, keep, state, hweight)}
         both = t.concat([v, v * v], axis=1)
         if h <= HCUBE_WINDOW:
             seg = t.where(keep, cube, h)
@@ -277,7 +295,7 @@ class VegasPlus(Vegas):
             out["hcube"] = segment_block_sum(both, seg, HCUBE_WINDOW + 1)[:HCUBE_WINDOW]
             out["hcube_first"] = t.cast(start, t.float64)
         if self.histograms:
-            w = v * t.gather(state["hweight"], cube)[:, None]
+            w = v * hweight[:, None]
             for hist in self.histograms:
                 out.update(hist.block(x, w[:, hist.component]))
         return out
@@ -364,9 +382,11 @@ class VegasPlus(Vegas):
         cfg = super().config()
         # "sigma_h": what the allocation follows (absent before 2026-12-01, when it was
         # the per-event standard deviation and nstrat another rule: those checkpoints
-        # are refused, naming it)
+        # are refused, naming it).  "map_training": the weights of the map's training
+        # (absent before issue 23, when events trained it unweighted: refused, naming it)
         cfg.update({"beta": self.beta, "neval_frac": self.neval_frac,
-                    "max_hcubes": self.max_hcubes, "sigma_h": "of the mean"})
+                    "max_hcubes": self.max_hcubes, "sigma_h": "of the mean",
+                    "map_training": MAP_TRAINING})
         return cfg
 
     def get_state(self):
