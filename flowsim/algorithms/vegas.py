@@ -92,6 +92,14 @@ def smooth_and_regrid(edges, sum_f, n_f, alpha):
     return new
 
 
+def _check_train(train):
+    """``train``: a component index >= 0 or ``"norm"``."""
+    if not (train == "norm" or (isinstance(train, (int, np.integer))
+                                 and not isinstance(train, bool) and train >= 0)):
+        raise ValueError(f"train must be a component index >= 0 or 'norm', got {train!r}")
+    return train if train == "norm" else int(train)
+
+
 class Vegas(Plain):
     """VEGAS adaptive Monte Carlo integration of ``integrand`` over ``limits``.
 
@@ -244,10 +252,7 @@ class Vegas(Plain):
         if alpha is None:
             alpha = ALPHA_STRATIFIED if self.stratify else ALPHA_UNIFORM
         self.alpha = check_fraction("alpha", alpha, 0.0)
-        if not (train == "norm" or (isinstance(train, (int, np.integer))
-                                     and not isinstance(train, bool) and train >= 0)):
-            raise ValueError(f"train must be a component index >= 0 or 'norm', got {train!r}")
-        self.train = train if train == "norm" else int(train)
+        self.train = _check_train(train)
         self.frozen = False
         self.edges = np.tile(np.linspace(0.0, 1.0, self.n_bins + 1), (self.dim, 1))
         if grid is not None:
