@@ -228,3 +228,25 @@ def test_block_rows_are_the_same_bits_with_256_and_512_bit_vectors():
         assert run.returncode == 0, run.stderr[-2000:]
         out[width] = run.stdout.split()
     assert len(out["256"]) == 2 and out["256"] == out[None]
+
+
+# -- core.sums.block_sum: one value per event takes the direct reshape ----------------
+def test_block_sum_of_one_value_per_event_is_the_two_stage_tree():
+    """``[n]`` and ``[n, 1]`` go straight to ``[n/64, 64]``: without XLA the same bits as
+    the transposed form several values per event take; with XLA, its own order, close."""
+    from flowsim.core.sums import block_sum
+    t = tf()
+    x = np.random.default_rng(4).random((64 * 1009, 1)) * 1e3
+
+    def transposed(v):
+        return t.reduce_sum(t.reduce_sum(t.reshape(t.transpose(v), [1, -1, 64]), -1), -1)
+
+    want = transposed(t.constant(x)).numpy()
+    for shape in ([-1], [-1, 1]):
+        got = block_sum(t.reshape(t.constant(x), shape)).numpy()
+        assert got.shape == tuple(s for s in shape if s != -1)
+        assert got.reshape(1).tobytes() == want.tobytes()
+    xla = t.function(block_sum, jit_compile=True)(t.constant(x)).numpy()
+    assert xla == pytest.approx(want, rel=1e-13)
+    two = np.repeat(x, 2, axis=1)
+    assert block_sum(t.constant(two)).numpy().tobytes() == np.repeat(want, 2).tobytes()
