@@ -187,3 +187,66 @@ def test_loop_steps_draw_fresh_reproducible_numbers(algorithm):
     steps = [rng.uniform_step(key, t.constant(s), [64], t.float64,
                               algorithm=algorithm).numpy() for s in range(3)]
     assert len({d.tobytes() for d in steps}) == 3
+
+
+# -- XLA's vector width: the same numbers, computed 8 (not 4) doubles at a time -----
+def test_xla_is_asked_for_512_bit_vectors_only_where_avx512_exists_and_unset():
+    from flowsim.core.lazy_tf import VECTOR_WIDTH_FLAG, xla_flags
+    assert xla_flags(None, {"avx2", "avx512f"}) == VECTOR_WIDTH_FLAG
+    dump = "--xla_dump_to=/tmp/d"
+    assert xla_flags(dump, {"avx512f"}) == f"{dump} {VECTOR_WIDTH_FLAG}"
+    assert xla_flags("--xla_cpu_prefer_vector_width=256", {"avx512f"}) == \
+        "--xla_cpu_prefer_vector_width=256"
+    assert xla_flags("--xla_dump_to=/tmp/d", {"avx2"}) == "--xla_dump_to=/tmp/d"
+
+
+_ROWS = """
+import hashlib, flowsim
+from flowsim.targets import double_gaussian
+for cls, dtype in ((flowsim.Plain, "float32"), (flowsim.Vegas, "float64")):
+    flow = flowsim.Flow(cls(double_gaussian, 8), 3 * 4096, seed=5, block_size=4096, dtype=dtype,
+                        quiet=True)
+    flow.run(1)
+    print(hashlib.sha256(flow.run_blocks(1).tobytes()).hexdigest())
+"""
+
+
+def test_block_rows_are_the_same_bits_with_256_and_512_bit_vectors():
+    """Two processes, one asking XLA for 256-bit vectors and one left to flowsim's default
+    (512 on an AVX-512 CPU): the same rows for Plain (float32) and Vegas (float64)."""
+    import os
+    import subprocess
+    import sys
+    out = {}
+    for width in ("256", None):
+        env = dict(os.environ)
+        env.pop("XLA_FLAGS", None)
+        if width:
+            env["XLA_FLAGS"] = f"--xla_cpu_prefer_vector_width={width}"
+        run = subprocess.run([sys.executable, "-c", _ROWS], env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        out[width] = run.stdout.split()
+    assert len(out["256"]) == 2 and out["256"] == out[None]
+
+
+# -- core.sums.block_sum: one value per event takes the direct reshape ----------------
+def test_block_sum_of_one_value_per_event_is_the_two_stage_tree():
+    """``[n]`` and ``[n, 1]`` go straight to ``[n/64, 64]``: without XLA the same bits as
+    the transposed form several values per event take; with XLA, its own order, close."""
+    from flowsim.core.sums import block_sum
+    t = tf()
+    x = np.random.default_rng(4).random((64 * 1009, 1)) * 1e3
+
+    def transposed(v):
+        return t.reduce_sum(t.reduce_sum(t.reshape(t.transpose(v), [1, -1, 64]), -1), -1)
+
+    want = transposed(t.constant(x)).numpy()
+    for shape in ([-1], [-1, 1]):
+        got = block_sum(t.reshape(t.constant(x), shape)).numpy()
+        assert got.shape == tuple(s for s in shape if s != -1)
+        assert got.reshape(1).tobytes() == want.tobytes()
+    xla = t.function(block_sum, jit_compile=True)(t.constant(x)).numpy()
+    assert xla == pytest.approx(want, rel=1e-13)
+    two = np.repeat(x, 2, axis=1)
+    assert block_sum(t.constant(two)).numpy().tobytes() == np.repeat(want, 2).tobytes()
