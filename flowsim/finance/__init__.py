@@ -3,6 +3,9 @@
 - :func:`ma_crossover_sweep` / :func:`strategy_sweep`: backtest every parameter
   row of a strategy at once (one vectorized TF kernel per block of rows, run by
   :func:`flowsim.sweep` on any backend).
+- :func:`from_signals`: vectorbt's ``Portfolio.from_signals`` (fees, slippage,
+  stops, shorts) with its ``stats()``, equity curve and trade records;
+  :mod:`flowsim.finance.indicators`: MA, MSTD, BBANDS, RSI, STOCH, MACD, ATR, OBV.
 - :func:`price` with a model (:class:`GBM`, :class:`Heston`) and a payoff
   (:class:`EuropeanCall`, :class:`EuropeanPut`, :class:`AsianCall`,
   :class:`GeometricAsianCall`, :class:`UpAndOutCall`): Monte Carlo prices where
@@ -11,6 +14,7 @@
 
 Needs pandas (``pip install 'flowsim[finance]'``) for the sweep tables.
 """
+from . import indicators
 from .backtest import (
     METRICS,
     backtest_metrics,
@@ -22,9 +26,11 @@ from .backtest import (
 )
 from .models import GBM, Heston
 from .payoffs import AsianCall, EuropeanCall, EuropeanPut, GeometricAsianCall, Payoff, UpAndOutCall
+from .portfolio import STATS, Portfolio, from_signals
 from .pricing import PathSimulation, price
 
 __all__ = ["GBM", "Heston", "AsianCall", "EuropeanCall", "EuropeanPut", "GeometricAsianCall",
            "Payoff", "UpAndOutCall", "PathSimulation", "price", "METRICS", "backtest_metrics",
            "crossover_positions", "ma_crossover_positions", "ma_crossover_sweep",
-           "rolling_means", "strategy_sweep"]
+           "rolling_means", "strategy_sweep", "STATS", "Portfolio", "from_signals",
+           "indicators"]

@@ -235,9 +235,8 @@ def _signal(x, name, shape):
     return np.broadcast_to(arr, shape)
 
 
-def prepare(close, entries, exits, short_entries, short_exits, direction, open, high, low,
-            **kw):
-    """Checked numpy inputs of :func:`from_signals`: (bars, signals, params, labels)."""
+def _bars(close, open, high, low, others):
+    """close and open/high/low as float64 ``[bars, columns]`` (vectorbt's fills for gaps)."""
     close_a, cols = _frame(close, "close")
     if not np.issubdtype(close_a.dtype, np.number):
         raise TypeError(f"close must be numeric, got dtype {close_a.dtype}")
@@ -248,8 +247,7 @@ def prepare(close, entries, exits, short_entries, short_exits, direction, open, 
         raise ValueError(f"close must be finite and > 0 (no NaN); bar {i}, column {j} is "
                          f"{close_a[i, j]!r}: drop or fill missing bars first")
     n, c = close_a.shape
-    for name, arr in (("entries", entries), ("exits", exits), ("short_entries", short_entries),
-                      ("short_exits", short_exits), ("open", open), ("high", high), ("low", low)):
+    for name, arr in list(others.items()) + [("open", open), ("high", high), ("low", low)]:
         if arr is not None:
             a, _ = _frame(arr, name, n)
             if a.shape[1] > c:
@@ -257,20 +255,29 @@ def prepare(close, entries, exits, short_entries, short_exits, direction, open, 
                     raise ValueError(f"{name} has {a.shape[1]} columns, close has {c}")
                 c = a.shape[1]
     close_a = np.broadcast_to(close_a, (n, c)).copy()
-    bars = {"close": close_a}
-    for name, arr in (("open", open), ("high", high), ("low", low)):
+
+    def given(arr, name):
         if arr is None:
-            bars[name] = None
-            continue
-        a = np.broadcast_to(_frame(arr, name, n)[0].astype(np.float64), (n, c))
-        bars[name] = a
-    o = bars["open"] if bars["open"] is not None else close_a
-    o = np.where(np.isnan(o), close_a, o)
-    lo = bars["low"] if bars["low"] is not None else np.minimum(o, close_a)
-    hi = bars["high"] if bars["high"] is not None else np.maximum(o, close_a)
-    bars = {"close": close_a, "open": o, "low": np.where(np.isnan(lo), np.minimum(o, close_a), lo),
-            "high": np.where(np.isnan(hi), np.maximum(o, close_a), hi)}
-    shape = (n, c)
+            return None
+        return np.broadcast_to(_frame(arr, name, n)[0].astype(np.float64), (n, c))
+
+    o = given(open, "open")
+    o = close_a if o is None else np.where(np.isnan(o), close_a, o)
+    lo, hi = given(low, "low"), given(high, "high")
+    floor, top = np.minimum(o, close_a), np.maximum(o, close_a)
+    lo = floor if lo is None else np.where(np.isnan(lo), floor, lo)
+    hi = top if hi is None else np.where(np.isnan(hi), top, hi)
+    return {"close": close_a, "open": o, "low": lo, "high": hi}, cols
+
+
+def prepare(close, entries, exits, short_entries, short_exits, direction, open, high, low,
+            **kw):
+    """Checked numpy inputs of :func:`from_signals`: (bars, signals, params, labels)."""
+    named = {"entries": entries, "exits": exits, "short_entries": short_entries,
+             "short_exits": short_exits}
+    bars, cols = _bars(close, open, high, low, named)
+    shape = bars["close"].shape
+    c = shape[1]
     ent, ext = _signal(entries, "entries", shape), _signal(exits, "exits", shape)
     if short_entries is not None or short_exits is not None:
         signals = (ent, ext, _signal(short_entries, "short_entries", shape),
