@@ -40,130 +40,97 @@ def _returns(value, init_cash):
     return t.where(prev == 0, t.where(value == 0, t.zeros_like(r), inf), r)
 
 
-def _masked_mean(x, mask):
-    t = tf()
-    m = t.cast(mask, x.dtype)
-    cnt = t.reduce_sum(m, axis=0)
-    s = t.reduce_sum(t.where(mask, x, t.zeros_like(x)), axis=0)
-    return s / t.where(cnt > 0, cnt, t.ones_like(cnt)), cnt, s
-
-
 def _nan_if(cond, x):
     t = tf()
     return t.where(cond, t.zeros_like(x) + math.nan, x)
-
-
-def _trade_metrics(out, close):
-    """Trade counts and statistics over the closed trades (vectorbt's defaults)."""
-    t = tf()
-    closed = out["trade_closed"]
-    size, ep, xp = out["trade_size"], out["trade_entry_price"], out["trade_exit_price"]
-    entry_val = size * ep
-    diff = _add0(size * xp, -entry_val)
-    diff = t.where(out["trade_direction"] < 0, -diff, diff)
-    pnl = diff - out["trade_entry_fees"] - out["trade_exit_fees"]
-    ret = pnl / t.where(closed, entry_val, t.ones_like(entry_val))
-    n_closed = t.reduce_sum(t.cast(closed, close.dtype), axis=0)
-    none = n_closed == 0
-    win, lose = closed & (pnl > 0), closed & (pnl < 0)
-    avg_win_ret, n_win, _ = _masked_mean(ret, win)
-    avg_lose_ret, n_lose, _ = _masked_mean(ret, lose)
-    avg_win_pnl, _, sum_win = _masked_mean(pnl, win)
-    avg_lose_pnl, _, sum_lose = _masked_mean(pnl, lose)
-    n_even = t.reduce_sum(t.cast(closed & (pnl == 0), close.dtype), axis=0)
-    total = t.where(none, t.ones_like(n_closed), n_closed)
-    win_rate = _nan_if(none, n_win / total)
-    loss_rate = (n_closed - n_win - n_even) / total
-    ninf = t.zeros_like(ret) - math.inf
-    best = t.reduce_max(t.where(closed, ret, ninf), axis=0)
-    worst = t.reduce_min(t.where(closed, ret, -ninf), axis=0)
-    # Open trade at the end: valued at the last close, no exit fees.
-    osize, oep = out["open_size"], out["open_entry_price"]
-    odiff = _add0(osize * close[-1], -osize * oep)
-    odiff = t.where(out["open_direction"] < 0, -odiff, odiff)
-    open_pnl = t.where(out["open_trade"], odiff - out["open_entry_fees"], t.zeros_like(odiff))
-    n_open = t.cast(out["open_trade"], close.dtype)
-    return {
-        "total_trades": n_closed + n_open, "total_closed_trades": n_closed,
-        "total_open_trades": n_open, "open_trade_pnl": open_pnl, "win_rate": win_rate,
-        "best_trade": _nan_if(none, best), "worst_trade": _nan_if(none, worst),
-        "avg_winning_trade": _nan_if(n_win == 0, avg_win_ret),
-        "avg_losing_trade": _nan_if(n_lose == 0, avg_lose_ret),
-        "profit_factor": _nan_if(none, _div(sum_win, t.abs(sum_lose))),
-        "expectancy": _nan_if(none, win_rate * avg_win_pnl - loss_rate * t.abs(avg_lose_pnl)),
-    }
-
-
-def _add0(a, b):
-    from .simulate import _add
-    return _add(a, b)
 
 
 def _div(a, b):
     """IEEE ``a / b`` (x/0 = +-inf, 0/0 = NaN) without TF's division warnings."""
     t = tf()
     safe = t.where(b == 0, t.ones_like(b), b)
-    q = a / safe
     at_zero = t.where(a == 0, t.zeros_like(a) + math.nan, t.sign(a) * math.inf)
-    return t.where(b == 0, at_zero, q)
+    return t.where(b == 0, at_zero, a / safe)
 
 
-def _return_metrics(r, ann_factor, risk_free, required_return):
-    """Sharpe (ddof 1), Calmar, Omega and Sortino of bar returns ``r`` [n, c]."""
+def _inf_if_zero(num, den):
     t = tf()
-    dtype = r.dtype
-    n = t.cast(t.shape(r)[0], dtype)
-    ann = t.constant(ann_factor, dtype)
-    x = r - risk_free
-    mean = t.reduce_mean(x, axis=0)
-    std = t.sqrt(t.reduce_sum(t.square(x - mean), axis=0) / (n - 1))
-    sharpe = t.where(std == 0, t.zeros_like(std) + math.inf, mean / t.where(std == 0, 1 + std,
-                                                                           std) * t.sqrt(ann))
-    cum = 100 * t.math.cumprod(1 + r, axis=0)
-    dd = t.reduce_min(cum / _cummax(cum) - 1, axis=0)
-    growth = t.reduce_prod(1 + r, axis=0)
-    annual = growth ** (ann / n) - 1
+    return t.where(den == 0, t.zeros_like(den) + math.inf, num / t.where(den == 0, 1 + den, den))
+
+
+def _trade_metrics(out, close):
+    """Trade counts and statistics (vectorbt's: closed trades; the open one counted)."""
+    t = tf()
+    n_closed, n_win, n_lose = out["acc_closed"], out["acc_win"], out["acc_lose"]
+    none = n_closed == 0
+    one = t.ones_like(n_closed)
+    total = t.where(none, one, n_closed)
+    win_rate = _nan_if(none, n_win / total)
+    loss_rate = (n_closed - n_win - out["acc_even"]) / total
+    avg_win_pnl = out["acc_win_pnl"] / t.where(n_win > 0, n_win, one)
+    avg_lose_pnl = out["acc_lose_pnl"] / t.where(n_lose > 0, n_lose, one)
+    # The open trade at the end: valued at the last close, no exit fees.
+    osize, oep = out["open_size"], out["open_entry_price"]
+    from .simulate import add_tolerant
+    odiff = add_tolerant(osize * close[-1], -osize * oep)
+    odiff = t.where(out["open_direction"] < 0, -odiff, odiff)
+    open_pnl = t.where(out["open_trade"], odiff - out["open_entry_fees"], t.zeros_like(odiff))
+    n_open = t.cast(out["open_trade"], close.dtype)
+    return {
+        "total_trades": n_closed + n_open, "total_closed_trades": n_closed,
+        "total_open_trades": n_open, "open_trade_pnl": open_pnl, "win_rate": win_rate,
+        "best_trade": _nan_if(none, out["acc_best"]),
+        "worst_trade": _nan_if(none, out["acc_worst"]),
+        "avg_winning_trade": _nan_if(n_win == 0,
+                                     out["acc_win_ret"] / t.where(n_win > 0, n_win, one)),
+        "avg_losing_trade": _nan_if(n_lose == 0,
+                                    out["acc_lose_ret"] / t.where(n_lose > 0, n_lose, one)),
+        "profit_factor": _nan_if(none, _div(out["acc_win_pnl"], t.abs(out["acc_lose_pnl"]))),
+        "expectancy": _nan_if(none, win_rate * avg_win_pnl - loss_rate * t.abs(avg_lose_pnl)),
+    }
+
+
+def _return_metrics(out, ann_factor, risk_free, required_return):
+    """Sharpe (ddof 1), Calmar, Omega and Sortino from the loop's running sums."""
+    t = tf()
+    s1, s2 = out["acc_r"], out["acc_r2"]
+    n = t.cast(out["n_bars"], s1.dtype)
+    mean = s1 / n
+    var = t.maximum(s2 - s1 * mean, 0) / (n - 1)
+    ann = t.constant(ann_factor, s1.dtype)
+    sharpe = _inf_if_zero((mean - risk_free) * t.sqrt(ann), t.sqrt(var))
+    dd = out["acc_cum_dd"]
+    annual = (out["acc_cum"] / 100) ** (ann / n) - 1
     calmar = _nan_if(dd == 0, annual / t.abs(t.where(dd == 0, 1 + dd, dd)))
-    thresh = (1 + required_return) ** (1.0 / ann_factor) - 1 if ann_factor != 1 else required_return
-    y = r - risk_free - thresh
-    numer = t.reduce_sum(t.where(y > 0, y, t.zeros_like(y)), axis=0)
-    denom = -t.reduce_sum(t.where(y < 0, y, t.zeros_like(y)), axis=0)
-    omega = t.where(denom == 0, t.zeros_like(denom) + math.inf,
-                    numer / t.where(denom == 0, 1 + denom, denom))
-    adj = r - required_return
-    down = t.sqrt(t.reduce_mean(t.square(t.minimum(adj, 0)), axis=0)) * t.sqrt(ann)
-    sortino = t.where(down == 0, t.zeros_like(down) + math.inf,
-                      t.reduce_mean(adj, axis=0) * ann / t.where(down == 0, 1 + down, down))
-    return {"sharpe_ratio": sharpe, "calmar_ratio": calmar, "omega_ratio": omega,
-            "sortino_ratio": sortino}
+    omega = _inf_if_zero(out["acc_omega_pos"], -out["acc_omega_neg"])
+    down = t.sqrt(out["acc_down2"] / n) * t.sqrt(ann)
+    sortino = _inf_if_zero((mean - required_return) * ann, down)
+    short = n < 2
+    return {"sharpe_ratio": _nan_if(short, sharpe), "calmar_ratio": calmar,
+            "omega_ratio": omega, "sortino_ratio": _nan_if(short, sortino)}
 
 
-def _cummax(x):
-    """Running maximum over axis 0 by doubling (log2(n) maxima of shifted copies)."""
-    t = tf()
-    n = int(x.shape[0]) if x.shape[0] is not None else None
-    k = 1
-    while n is not None and k < n:
-        shifted = t.concat([t.fill([k, t.shape(x)[1]], t.constant(-math.inf, x.dtype)),
-                            x[:-k]], axis=0)
-        x = t.maximum(x, shifted)
-        k *= 2
-    return x
+def rates(ann_factor, risk_free=0.0, required_return=0.0):
+    """(risk-free, Omega's per-bar threshold, required return) for the loop's sums."""
+    if ann_factor == 1:
+        thresh = required_return
+    else:
+        thresh = (1 + required_return) ** (1.0 / ann_factor) - 1
+    return (float(risk_free), float(thresh), float(required_return))
 
 
 def stats_tensors(out, close, init_cash, ann_factor, risk_free=0.0, required_return=0.0):
     """The :data:`STATS` metrics ``{name: [c]}`` of a :func:`simulate_signals` run."""
-    t = tf()
-    value = out["value"]
-    r = _returns(value, init_cash)
-    stats = {"start_value": init_cash, "end_value": value[-1],
-             "total_return": (value[-1] - init_cash) / init_cash,
-             "benchmark_return": close[-1] / close[0] - 1,
-             "total_fees_paid": t.reduce_sum(out["order_fees"], axis=0),
+    end = out["acc_end_value"] if "acc_end_value" in out else None
+    stats = {"start_value": init_cash,
+             "benchmark_return": close[-1] / close[0] - 1, "total_fees_paid": out["acc_fees"],
              "max_drawdown": _nan_if(~out["has_dd"], out["max_dd"]),
              "max_drawdown_duration": _nan_if(~out["has_dd"], out["max_dd_duration"])}
+    end = out["prev_value"] if end is None else end
+    stats["end_value"] = end
+    stats["total_return"] = (end - init_cash) / init_cash
     stats.update(_trade_metrics(out, close))
-    stats.update(_return_metrics(r, ann_factor, risk_free, required_return))
+    stats.update(_return_metrics(out, ann_factor, risk_free, required_return))
     return {k: stats[k] for k in STATS}
 
 
@@ -333,18 +300,25 @@ def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0
 _COMPILED = {}
 
 
-def run_tensors(bars, signals, params, dtype):
-    """Cast to ``dtype`` and run :func:`simulate_signals` (XLA-compiled, cached per dtype)."""
-    t = tf()
+def compiled_simulate():
+    """:func:`simulate_signals` as one ``tf.function(jit_compile=True)`` (made once)."""
     fn = _COMPILED.get("fn")
     if fn is None:
-        fn = _COMPILED["fn"] = t.function(simulate_signals, jit_compile=True, autograph=False)
+        fn = _COMPILED["fn"] = tf().function(simulate_signals, jit_compile=True,
+                                             autograph=False)
+    return fn
+
+
+def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0)):
+    """Cast to ``dtype`` and run :func:`simulate_signals` (XLA-compiled, cached per dtype)."""
+    t = tf()
+    fn = compiled_simulate()
     dt = t.as_dtype(dtype)
     b = {k: t.constant(v, dt) for k, v in bars.items()}
     s = tuple(t.constant(x) for x in signals)
     p = {k: (t.constant(params[k] != 0) if k == "sl_trail" else t.constant(params[k], dt))
          for k in COLUMN_PARAMS}
-    return fn(b, s, p)
+    return fn(b, s, p, True, loop_rates)
 
 
 class Portfolio:
@@ -496,7 +470,7 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
             raise ValueError(f"{name} must be a finite number (a per-bar rate), got {v!r}")
     ann = ann_factor(freq, year_freq)
-    out = run_tensors(bars, signals, params, dtype)
+    out = run_tensors(bars, signals, params, dtype, rates(ann, risk_free, required_return))
     if index is None:
         index = pd.RangeIndex(bars["close"].shape[0])
     p64 = {k: np.asarray(v, dtype=np.dtype(dtype)) for k, v in params.items()}

@@ -56,6 +56,11 @@ def _add(a, b):
     return t.where(zero, t.zeros_like(s), s)
 
 
+def add_tolerant(a, b):
+    """vectorbt's ``add_nb`` (public name of :func:`_add` for the metrics)."""
+    return _add(a, b)
+
+
 def _snap(x):
     t = tf()
     return t.where(_is_close(x, t.zeros_like(x)), t.zeros_like(x), x)
@@ -189,14 +194,17 @@ def _trade_update(fill, i, is_buy, s, p, f, tr):
     return (in_pos, tdir, eidx, new_size, new_gross, new_fees), rec
 
 
-def simulate_signals(bars, signals, params):
+def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0)):
     """Run the portfolio over ``bars`` (dict of ``open, high, low, close`` ``[n, c]``).
 
     ``signals``: ``(long_entries, long_exits, short_entries, short_exits)`` bool
     ``[n, c]``; ``params``: dict of :data:`COLUMN_PARAMS` ``[c]`` tensors (stops NaN
     when off, ``sl_trail`` bool).  Returns a dict of :data:`BAR_OUTPUTS` ``[n, c]``
-    plus the end-of-run drawdown summary ``max_dd``, ``max_dd_duration``, ``has_dd``
-    and the open trade ``open_*`` ``[c]``.
+    (only with ``keep_bars``) plus the end-of-run drawdown summary ``max_dd``,
+    ``max_dd_duration``, ``has_dd``, the open trade ``open_*`` ``[c]`` and the
+    running sums ``acc_*`` of :func:`accumulate` (``rates``: risk-free rate,
+    Omega's per-bar threshold, required return) that :func:`stats_from_sums` turns
+    into the metrics without any ``[n, c]`` array.
     """
     t = tf()
     close = bars["close"]
@@ -215,7 +223,9 @@ def simulate_signals(bars, signals, params):
     trade = (t.zeros_like(close[0], dtype=t.bool), zero, t.zeros_like(close[0], dtype=t.int32),
              zero, zero, zero)
     arrays = {k: t.TensorArray(dtype if not k == "trade_closed" else t.bool, size=n)
-              for k in BAR_OUTPUTS}
+              for k in (BAR_OUTPUTS if keep_bars else ())}
+    state.update(_zero_sums(zero))
+    state["prev_value"] = init
 
     def body(i, s, tr, arrays):
         c, o, lo, hi = (bars[k][i] for k in ("close", "open", "low", "high"))
@@ -267,12 +277,16 @@ def simulate_signals(bars, signals, params):
         rec["trade_closed"] = rec["trade_closed"] & fill
         rec.update(value=value, order_size=signed, order_price=t.where(fill, oprice, nan),
                    order_fees=t.where(fill, ofees, zero))
-        arrays = {k: arrays[k].write(i, rec[k]) for k in BAR_OUTPUTS}
+        new.update(accumulate(s, rec, value, s["prev_value"], rates))
+        arrays = {k: arrays[k].write(i, rec[k]) for k in arrays}
         return i + 1, new, tr, arrays
 
     _, state, trade, arrays = t.while_loop(lambda i, *_: i < n, body,
                                            [t.constant(0), state, trade, arrays])
     out = {k: v.stack() for k, v in arrays.items()}
+    out.update({k: v for k, v in state.items() if k.startswith("acc_")})
+    out["n_bars"] = n
+    out["prev_value"] = state["prev_value"]
     in_pos, tdir, eidx, esize, egross, efees = trade
     open_ = in_pos & _is_less(-esize, zero)
     safe = t.where(esize > 0, esize, t.ones_like(esize))
@@ -280,6 +294,65 @@ def simulate_signals(bars, signals, params):
                open_trade=open_, open_size=esize, open_entry_idx=t.cast(eidx, dtype),
                open_entry_price=egross / safe, open_entry_fees=efees, open_direction=tdir)
     return out
+
+
+_SUM_NAMES = ("fees", "closed", "win", "lose", "even", "win_pnl", "lose_pnl", "win_ret",
+              "lose_ret", "r", "r2", "omega_pos", "omega_neg", "down2")
+
+
+def _zero_sums(zero):
+    sums = {f"acc_{k}": zero for k in _SUM_NAMES}
+    sums.update(acc_best=zero - math.inf, acc_worst=zero + math.inf, acc_cum=zero + 100.0,
+                acc_cum_high=zero - math.inf, acc_cum_dd=zero, prev_value=None)
+    return sums
+
+
+def accumulate(s, rec, value, prev, rates):
+    """Running sums of one bar: fees, closed-trade statistics, return moments.
+
+    The trades' PnL and return are ``get_trade_stats_nb``'s; bar returns are
+    ``get_return_nb``'s; ``rates`` = (risk-free, Omega threshold, required return).
+    """
+    t = tf()
+    rf, thresh, req = rates
+    zero = t.zeros_like(value)
+    closed = rec["trade_closed"]
+    size = rec["trade_size"]
+    entry_val = size * rec["trade_entry_price"]
+    diff = _add(size * rec["trade_exit_price"], -entry_val)
+    diff = t.where(rec["trade_direction"] < 0, -diff, diff)
+    pnl = diff - rec["trade_entry_fees"] - rec["trade_exit_fees"]
+    ret = pnl / t.where(closed, entry_val, t.ones_like(entry_val))
+    win, lose = closed & (pnl > 0), closed & (pnl < 0)
+
+    def add(name, mask, x):
+        return s[name] + t.where(mask, x, zero)
+
+    one = t.ones_like(value)
+    safe = t.where(prev == 0, one, prev)
+    r = (value - prev) / safe
+    r = t.where(prev < 0, -r, r)
+    r = t.where(prev == 0, t.where(value == 0, zero, t.sign(value) * math.inf), r)
+    y = r - rf - thresh
+    adj = t.minimum(r - req, 0)
+    cum = s["acc_cum"] * (1 + r)
+    high = t.maximum(s["acc_cum_high"], cum)
+    return {"acc_fees": s["acc_fees"] + rec["order_fees"],
+            "acc_closed": add("acc_closed", closed, one), "acc_win": add("acc_win", win, one),
+            "acc_lose": add("acc_lose", lose, one),
+            "acc_even": add("acc_even", closed & (pnl == 0), one),
+            "acc_win_pnl": add("acc_win_pnl", win, pnl),
+            "acc_lose_pnl": add("acc_lose_pnl", lose, pnl),
+            "acc_win_ret": add("acc_win_ret", win, ret),
+            "acc_lose_ret": add("acc_lose_ret", lose, ret),
+            "acc_best": t.where(closed, t.maximum(s["acc_best"], ret), s["acc_best"]),
+            "acc_worst": t.where(closed, t.minimum(s["acc_worst"], ret), s["acc_worst"]),
+            "acc_r": s["acc_r"] + r, "acc_r2": s["acc_r2"] + r * r,
+            "acc_omega_pos": add("acc_omega_pos", y > 0, y),
+            "acc_omega_neg": add("acc_omega_neg", y < 0, y),
+            "acc_down2": s["acc_down2"] + adj * adj,
+            "acc_cum": cum, "acc_cum_high": high,
+            "acc_cum_dd": t.minimum(s["acc_cum_dd"], cum / high - 1), "prev_value": value}
 
 
 def _drawdown_step(i, value, s, n):
