@@ -104,7 +104,14 @@ def save_new():
     np.savez_compressed(os.path.join(DATA, "vectorbt_indicators.npz"),
                         **{f"input/{k}": v for k, v in x.items()},
                         **{f"output/{k}": v for k, v in vc.run_indicators(x).items()})
-    print(f"wrote tests/data/vectorbt_portfolio_cases.npz and vectorbt_indicators.npz "
+    close = vc.sweep_close()
+    sweeps = {"close": close}
+    for name, strategy, grid, kw in vc.sweep_cases():
+        for k, v in vc.run_vectorbt_sweep(strategy, close, grid, kw).items():
+            sweeps[f"{name}/{k}"] = v
+    np.savez_compressed(os.path.join(DATA, "vectorbt_sweeps.npz"), **sweeps)
+    print(f"wrote tests/data/vectorbt_portfolio_cases.npz, vectorbt_sweeps.npz and "
+          f"vectorbt_indicators.npz "
           f"({time.perf_counter() - start:.1f} s)")
 
 

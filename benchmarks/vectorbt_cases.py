@@ -209,3 +209,77 @@ def run_indicators(x):
     out["rsi_crossed_below_30"] = r.rsi_crossed_below(30).astype(float)
     out["rsi_crossed_above_70"] = r.rsi_crossed_above(70).astype(float)
     return {k: np.asarray(v, dtype=float) for k, v in out.items()}
+
+
+# -- strategy sweeps ---------------------------------------------------------------------------
+def sweep_cases():
+    """Grids for flowsim.finance.signal_sweep: (name, strategy name, grid dict, keywords)."""
+    import itertools
+    rsi = list(itertools.product([6, 14], [25.0, 35.0], [65.0, 75.0], [0.03, 0.08]))
+    return [
+        ("rsi_stops", "rsi_thresholds",
+         dict(zip(("window", "lower", "upper", "sl_stop"), map(list, zip(*rsi)))),
+         dict(fees=0.001, fixed_fees=0.01, slippage=0.0005, freq="1D")),
+        ("ma_both", "ma_crossover", {"fast": [3, 5, 10], "slow": [20, 30, 40]},
+         dict(direction="both", fees=0.001, tp_stop=0.1, freq="1D")),
+        ("macd", "macd_cross", {"fast_window": [5, 12], "slow_window": [15, 26],
+                                "signal_window": [4, 9]}, dict(fees=0.002, freq="1D")),
+        ("bbands", "bbands_reversion", {"window": [10, 20, 30], "alpha": [1.5, 2.0, 2.5]},
+         dict(direction="shortonly", sl_stop=0.05, sl_trail=True, fees=0.001, freq="1D")),
+    ]
+
+
+def sweep_close(seed=99, n=400, c=2):
+    return market(seed, n, c)[0]
+
+
+def _vbt_signals(strategy, close, grid):
+    """vectorbt's signals [bars, combos * assets] (combination-major) for a strategy grid."""
+    import pandas as pd
+    import vectorbt as vbt
+    n, c = close.shape
+    C = pd.DataFrame(close)
+    ents, exs = [], []
+    rows = list(zip(*grid.values()))
+    for row in rows:
+        p = dict(zip(grid.keys(), row))
+        if strategy == "rsi_thresholds":
+            r = vbt.RSI.run(C, int(p["window"]))
+            e, x = r.rsi_crossed_below(p["lower"]), r.rsi_crossed_above(p["upper"])
+        elif strategy == "ma_crossover":
+            f, s = vbt.MA.run(C, int(p["fast"])), vbt.MA.run(C, int(p["slow"]))
+            e, x = f.ma_crossed_above(s), f.ma_crossed_below(s)
+        elif strategy == "macd_cross":
+            m = vbt.MACD.run(C, int(p["fast_window"]), int(p["slow_window"]),
+                             int(p["signal_window"]))
+            e, x = m.macd_crossed_above(m.signal), m.macd_crossed_below(m.signal)
+        else:
+            b = vbt.BBANDS.run(C, int(p["window"]), alpha=float(p["alpha"]))
+            e, x = b.close_crossed_below(b.lower), b.close_crossed_above(b.upper)
+        ents.append(np.asarray(e, dtype=bool).reshape(n, c))
+        exs.append(np.asarray(x, dtype=bool).reshape(n, c))
+    return np.concatenate(ents, axis=1), np.concatenate(exs, axis=1), len(rows)
+
+
+def run_vectorbt_sweep(strategy, close, grid, kw):
+    """vectorbt's metrics for every (combination, asset), combination-major."""
+    import pandas as pd
+    import vectorbt as vbt
+    kw = dict(kw)
+    freq = kw.pop("freq")
+    ent, ex, n_rows = _vbt_signals(strategy, close, grid)
+    c = close.shape[1]
+    idx = pd.date_range("2021-01-01", periods=close.shape[0], freq=freq)
+    per_row = {k: np.repeat(np.asarray(v, dtype=float), c) for k, v in grid.items()
+               if k in ("sl_stop", "tp_stop", "fees")}
+    pf = vbt.Portfolio.from_signals(pd.DataFrame(np.tile(close, (1, n_rows)), index=idx),
+                                    pd.DataFrame(ent, index=idx), pd.DataFrame(ex, index=idx),
+                                    freq=freq, **kw, **per_row)
+    st = pf.stats(agg_func=None)
+    out = {}
+    for ours, (title, scale) in STAT_COLUMNS.items():
+        col = st[title]
+        out[ours] = ((col / pd.Timedelta(freq)).to_numpy(dtype=float) if scale is None
+                     else col.to_numpy(dtype=float) * scale)
+    out["max_drawdown"] = pf.drawdowns.max_drawdown().to_numpy(dtype=float)
+    return out

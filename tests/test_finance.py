@@ -484,3 +484,104 @@ def test_from_signals_refuses_bad_inputs():
         args.update(kw)
         with pytest.raises((ValueError, TypeError), match=msg):
             from_signals(**args)
+
+
+# -- signal sweeps ------------------------------------------------------------------------------
+def _grid_frame(grid):
+    return pd.DataFrame(grid)
+
+
+@pytest.mark.parametrize("case", vectorbt_cases.sweep_cases(), ids=lambda c: c[0])
+def test_signal_sweep_matches_vectorbt(case):
+    from flowsim.finance import signal_sweep, strategies
+    name, strategy, grid, kw = case
+    data = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_sweeps.npz"))
+    table = signal_sweep(getattr(strategies, strategy), data["close"], _grid_frame(grid), **kw)
+    n_rows = len(next(iter(grid.values())))
+    assert len(table) == n_rows * data["close"].shape[1]
+    assert list(table.columns[:len(grid)]) == list(grid)
+    assert table["total_trades"].min() >= 1
+    for k in vectorbt_cases.STAT_COLUMNS:
+        _assert_close(table[k].to_numpy(), data[f"{name}/{k}"], f"{name}: {k}")
+
+
+def test_signal_sweep_same_bits_for_block_size_events_limit_backend():
+    import cases_finance
+    from flowsim.finance import signal_sweep, strategies
+    close, grid = cases_finance.rsi_prices(), cases_finance.rsi_stop_grid()
+    kw = dict(fees=0.001, slippage=0.0005, freq="1D")
+    base = signal_sweep(strategies.rsi_thresholds, close, grid, block_size=128, **kw)
+    assert base["total_trades"].sum() > 0
+    for extra in ({"block_size": 64, "events_limit": 64}, {"block_size": 64, "backend": "threads"}):
+        other = signal_sweep(strategies.rsi_thresholds, close, grid, **extra, **kw)
+        for col in base.columns:                 # exact, NaN where NaN
+            assert base[col].equals(other[col]), (extra, col)
+    # one row through from_signals: the same numbers (within rounding of another layout)
+    row = grid.iloc[37]
+    rsi = indicators.rsi(close, row.window)
+    ent = np.asarray(indicators.crossed_above(float(row.lower), rsi))[:, 0, :]
+    ext = np.asarray(indicators.crossed_above(rsi, float(row.upper)))[:, 0, :]
+    pf = from_signals(close, ent, ext, sl_stop=row.sl_stop, **kw).stats()
+    for k in vectorbt_cases.STAT_COLUMNS:
+        _assert_close(base[k].to_numpy()[74:76], pf[k].to_numpy(), k, rtol=1e-12)
+
+
+def test_signal_sweep_refuses_bad_inputs():
+    from flowsim.finance import signal_sweep, strategies
+    close = np.linspace(100, 120, 50)
+    grid = pd.DataFrame({"window": [5], "lower": [30.0], "upper": [70.0]})
+    cases = [
+        (dict(params=grid.rename(columns={"lower": "low_"})), "missing \\['lower'\\]"),
+        (dict(params=grid.assign(sl_stop=[-0.1])), "sl_stop must be > 0"),
+        (dict(params=grid.values), "params must be a pandas DataFrame"),
+        (dict(fees=-1.0), "fees must be >= 0"),
+        (dict(direction="up"), "direction must be"),
+        (dict(params=grid.assign(fees=[0.1]), fees=0.1), "given both as params columns"),
+    ]
+    for kw, msg in cases:
+        args = dict(strategy=strategies.rsi_thresholds, close=close, params=grid)
+        args.update(kw)
+        with pytest.raises((ValueError, TypeError), match=msg):
+            signal_sweep(**args)
+
+
+def test_backtrader_port_matches_stored_backtrader():
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import backtest_backtrader_port as port
+    table = port.sweep()
+    values = np.loadtxt(os.path.join(ROOT, "tests", "data", "backtrader_sma_cross_values.csv"),
+                        delimiter=",", skiprows=1)
+    bt_trades = np.loadtxt(os.path.join(ROOT, "tests", "data",
+                                        "backtrader_sma_cross_trades.csv"), delimiter=",",
+                           skiprows=1)
+    ours = table.set_index(["fast", "slow"])
+    for fast, slow, value in values:
+        key = (int(fast), int(slow))
+        _assert_close(ours.loc[key, "end_value"], value, f"final value {key}", rtol=1e-12)
+        ref = bt_trades[(bt_trades[:, 0] == fast) & (bt_trades[:, 1] == slow)]
+        tr = port.trades(*key)
+        tr = tr[tr["status"] == "closed"]
+        assert ours.loc[key, "total_closed_trades"] == len(ref) == len(tr)
+        assert np.array_equal(tr["entry_idx"].to_numpy(), ref[:, 2].astype(int)), key
+        assert np.array_equal(tr["exit_idx"].to_numpy(), ref[:, 3].astype(int)), key
+        _assert_close(tr["entry_price"].to_numpy(), ref[:, 4], f"entry price {key}", 1e-12)
+        _assert_close(tr["pnl"].to_numpy(), ref[:, 5], f"pnl {key}", 1e-9)
+
+
+def test_plots_draw_equity_and_heatmap(vectorbt_portfolio_cases):
+    import matplotlib
+    matplotlib.use("Agg")
+    from flowsim.finance import plots
+    case = vectorbt_portfolio_cases[9][0]                 # both directions, stops, ohlc
+    pf = _run_case(case)
+    fig = plots.equity(pf, column=1)
+    top, bottom = fig.axes[:2]
+    assert len(top.lines) == 1 and len(top.collections) >= 2      # value + trade markers
+    assert np.allclose(top.lines[0].get_ydata(), pf.value().iloc[:, 1])
+    table = pd.DataFrame({"window": [5, 5, 9, 9], "sl_stop": [0.1, 0.2, 0.1, 0.2],
+                          "sharpe_ratio": [1.0, 2.0, 3.0, np.nan]})
+    fig = plots.heatmap(table, "window", "sl_stop", "sharpe_ratio")
+    data = fig.axes[0].images[0].get_array()
+    assert data.shape == (2, 2) and data[0, 1] == 3.0 and np.ma.is_masked(data[1, 1])
+    with pytest.raises(ValueError, match="'calmar' is not a column"):
+        plots.heatmap(table, "window", "sl_stop", "calmar")

@@ -202,7 +202,7 @@ def _signal(x, name, shape):
     return np.broadcast_to(arr, shape)
 
 
-def _bars(close, open, high, low, others):
+def _bars(close, open, high, low, others, price=None):
     """close and open/high/low as float64 ``[bars, columns]`` (vectorbt's fills for gaps)."""
     close_a, cols = _frame(close, "close")
     if not np.issubdtype(close_a.dtype, np.number):
@@ -234,15 +234,22 @@ def _bars(close, open, high, low, others):
     floor, top = np.minimum(o, close_a), np.maximum(o, close_a)
     lo = floor if lo is None else np.where(np.isnan(lo), floor, lo)
     hi = top if hi is None else np.where(np.isnan(hi), top, hi)
-    return {"close": close_a, "open": o, "low": lo, "high": hi}, cols
+    out = {"close": close_a, "open": o, "low": lo, "high": hi}
+    if price is not None:
+        pr = given(price, "price")
+        if not np.all(np.isfinite(pr)) or np.any(pr <= 0):
+            raise ValueError("price must be finite and > 0 on every bar (it is where orders "
+                             "fill); leave it None to fill at the close")
+        out["price"] = pr
+    return out, cols
 
 
 def prepare(close, entries, exits, short_entries, short_exits, direction, open, high, low,
-            **kw):
+            price=None, **kw):
     """Checked numpy inputs of :func:`from_signals`: (bars, signals, params, labels)."""
     named = {"entries": entries, "exits": exits, "short_entries": short_entries,
              "short_exits": short_exits}
-    bars, cols = _bars(close, open, high, low, named)
+    bars, cols = _bars(close, open, high, low, named, price)
     shape = bars["close"].shape
     c = shape[1]
     ent, ext = _signal(entries, "entries", shape), _signal(exits, "exits", shape)
@@ -410,7 +417,7 @@ class Portfolio:
 def from_signals(close, entries=None, exits=None, *, short_entries=None, short_exits=None,
                  direction="longonly", init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0.0,
                  slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, open=None, high=None,
-                 low=None, freq=None, year_freq="365 days", risk_free=0.0, required_return=0.0,
+                 low=None, price=None, freq=None, year_freq="365 days", risk_free=0.0, required_return=0.0,
                  min_size=1e-8, dtype="float64"):
     """Backtest entry/exit signals the way vectorbt's ``Portfolio.from_signals`` does.
 
@@ -445,6 +452,10 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
         (NaN in a column turns it off there).  sl_trail : bool, default False.
     open, high, low : like ``close`` or None
         Bars for the stop checks (without them the close is used).
+    price : like ``close`` or None
+        Where signal orders fill instead of the close (vectorbt's ``price``); e.g.
+        the next bar's open with signals shifted by one bar, as backtrader fills
+        market orders.  The value is still marked at the close.
     freq : pandas timedelta string, default "1D"
         Bar length; the annualisation factor is ``year_freq / freq``
         (``year_freq`` default "365 days", vectorbt's).  Use ``freq="1D",
@@ -461,7 +472,7 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     import pandas as pd
     index = close.index if hasattr(close, "index") else None
     bars, signals, params, labels = prepare(
-        close, entries, exits, short_entries, short_exits, direction, open, high, low,
+        close, entries, exits, short_entries, short_exits, direction, open, high, low, price,
         init_cash=init_cash, size=size, fees=fees, fixed_fees=fixed_fees, slippage=slippage,
         sl_stop=sl_stop, sl_trail=sl_trail, tp_stop=tp_stop, min_size=min_size)
     if dtype not in ("float32", "float64"):

@@ -87,7 +87,8 @@ class SignalKernel:
         assets = int(close.shape[1])
         cols = rows * assets
         signals = self._signals(params, data, cols)
-        bars = {k: t.tile(data[k], [1, rows]) for k in ("close", "open", "high", "low")}
+        bars = {k: t.tile(data[k], [1, rows]) for k in ("close", "open", "high", "low", "price")
+                if k in data}
         p = {}
         for k in COLUMN_PARAMS:
             if k in self.row_keywords:
@@ -185,7 +186,7 @@ def _check_rows(kw, arr, k0):
 
 
 def signal_simulation(strategy, close, params, *, direction="longonly", open=None, high=None,
-                      low=None, volume=None, freq=None, year_freq="365 days", risk_free=0.0,
+                      low=None, volume=None, price=None, freq=None, year_freq="365 days", risk_free=0.0,
                       required_return=0.0, block_size=None, **portfolio_kw):
     """The :class:`flowsim.Sweep` that :func:`signal_sweep` runs, and its table's layout.
 
@@ -200,7 +201,8 @@ def signal_simulation(strategy, close, params, *, direction="longonly", open=Non
         raise ValueError("close must be finite and > 0 (no NaN): drop or fill missing bars first")
     n = c.shape[0]
     data = {"close": c}
-    for name, x in (("open", open), ("high", high), ("low", low), ("volume", volume)):
+    for name, x in (("open", open), ("high", high), ("low", low), ("volume", volume),
+                    ("price", price)):
         if x is not None:
             data[name] = np.broadcast_to(_asset_frame(x, name, n)[0], c.shape).copy()
     o = np.where(np.isnan(data.get("open", c)), c, data.get("open", c))
@@ -230,7 +232,7 @@ def signal_simulation(strategy, close, params, *, direction="longonly", open=Non
 
 
 def signal_sweep(strategy, close, params, *, direction="longonly", open=None, high=None,
-                 low=None, volume=None, freq=None, year_freq="365 days", risk_free=0.0,
+                 low=None, volume=None, price=None, freq=None, year_freq="365 days", risk_free=0.0,
                  required_return=0.0, dtype="float64", backend=None, block_size=None,
                  events_limit=None, flow_kwargs=None, **portfolio_kw):
     """Backtest a signal strategy for every row of ``params`` on every asset at once.
@@ -249,15 +251,19 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
         (``sl_stop``, ``tp_stop``, ``sl_trail``, ``fees``, ``fixed_fees``,
         ``slippage``, ``size``, ``init_cash``) set that keyword per row; the
         others are the strategy's parameters (its ``params`` names).
-    direction, freq, year_freq, risk_free, required_return, open, high, low :
+    direction, freq, year_freq, risk_free, required_return, open, high, low, price :
         As in :func:`flowsim.finance.from_signals` (``volume`` reaches the
         strategy's ``data`` only).
     dtype : "float64" (default) or "float32" (see the precision table in the docs).
     backend : None (one device), "threads", "mpi", "spark".
-    block_size : parameter rows per block (default: at most 1024 / assets);
-        memory grows with ``block_size x assets x bars``.
+    block_size : parameter rows per block (a multiple of 64; default: at most
+        1024 / assets); memory grows with ``block_size x assets x bars``.
     events_limit : rows per device call (default all); never changes the bits.
-    flow_kwargs : dict of other :class:`flowsim.Flow` options.
+    flow_kwargs : dict of other :class:`flowsim.Flow` options.  The portfolio loop
+        is always XLA-compiled; ``{"jit_compile": True}`` compiles the whole block
+        (indicators, signals, metrics too): several times faster once compiled,
+        but XLA then fuses differently for another block size, so the last bits
+        may change with ``block_size`` (not with ``events_limit`` or backend).
     **portfolio_kw : the other from_signals keywords, scalar or per asset.
 
     Returns a :class:`pandas.DataFrame`, one row per (combination, asset) in
@@ -269,11 +275,11 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
     from ..algorithms.sweep import run_rows
     sim, names, assets = signal_simulation(
         strategy, close, params, direction=direction, open=open, high=high, low=low,
-        volume=volume, freq=freq, year_freq=year_freq, risk_free=risk_free,
+        volume=volume, price=price, freq=freq, year_freq=year_freq, risk_free=risk_free,
         required_return=required_return, block_size=block_size, **portfolio_kw)
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
-    kwargs = {"jit_compile": True, **(flow_kwargs or {})}
+    kwargs = {"jit_compile": False, **(flow_kwargs or {})}
     cached, lock = _cached(sim)
     with lock:
         out = run_rows(cached, backend, dtype, events_limit, **kwargs)

@@ -198,7 +198,8 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
     """Run the portfolio over ``bars`` (dict of ``open, high, low, close`` ``[n, c]``).
 
     ``signals``: ``(long_entries, long_exits, short_entries, short_exits)`` bool
-    ``[n, c]``; ``params``: dict of :data:`COLUMN_PARAMS` ``[c]`` tensors (stops NaN
+    ``[n, c]`` (an optional ``price`` entry: where orders fill instead of the close);
+    ``params``: dict of :data:`COLUMN_PARAMS` ``[c]`` tensors (stops NaN
     when off, ``sl_trail`` bool).  Returns a dict of :data:`BAR_OUTPUTS` ``[n, c]``
     (only with ``keep_bars``) plus the end-of-run drawdown summary ``max_dd``,
     ``max_dd_duration``, ``has_dd``, the open trade ``open_*`` ``[c]`` and the
@@ -242,7 +243,7 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
         le, se = le & ~hit, se & ~hit
         lx = t.where(hit, pos > 0, lx)
         sx = t.where(hit, pos < 0, sx)
-        price = t.where(hit, stop, c)
+        price = t.where(hit, stop, bars["price"][i] if "price" in bars else c)
         slip = t.where(hit, zero, p["slippage"])
         size, long_only, short_only = _order_size(pos, le, lx, se, sx, p["size"])
         cash, cpos, debt, free = (_snap(s[k]) for k in ("cash", "pos", "debt", "free"))
