@@ -417,7 +417,8 @@ class Portfolio:
 def from_signals(close, entries=None, exits=None, *, short_entries=None, short_exits=None,
                  direction="longonly", init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0.0,
                  slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, open=None, high=None,
-                 low=None, price=None, freq=None, year_freq="365 days", risk_free=0.0, required_return=0.0,
+                 low=None, price=None, freq=None,
+                 year_freq="365 days", risk_free=0.0, required_return=0.0,
                  min_size=1e-8, dtype="float64"):
     """Backtest entry/exit signals the way vectorbt's ``Portfolio.from_signals`` does.
 

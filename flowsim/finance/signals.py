@@ -154,6 +154,20 @@ def _asset_frame(x, name, n_bars=None):
     return a, cols
 
 
+def _strategy_columns(strategy, rest):
+    """The strategy's parameter columns in its order, checked against ``strategy.params``."""
+    wanted = getattr(strategy, "params", None)
+    if wanted is None:
+        return rest
+    missing = [c for c in wanted if c not in rest]
+    extra = [c for c in rest if c not in wanted]
+    if missing or extra:
+        raise ValueError(f"params columns must be the strategy's {list(wanted)} plus "
+                         f"from_signals keywords {list(ROW_KEYWORDS)}; missing {missing}, "
+                         f"unknown {extra}")
+    return list(wanted)
+
+
 def _split_params(strategy, params):
     """(strategy names, row-keyword names, float64 array [rows, k]) from a DataFrame."""
     if not hasattr(params, "columns"):
@@ -163,16 +177,7 @@ def _split_params(strategy, params):
         raise ValueError("params must have at least one row")
     names = [str(c) for c in params.columns]
     kw = [c for c in names if c in ROW_KEYWORDS]
-    rest = [c for c in names if c not in ROW_KEYWORDS]
-    wanted = getattr(strategy, "params", None)
-    if wanted is not None:
-        missing = [c for c in wanted if c not in rest]
-        extra = [c for c in rest if c not in wanted]
-        if missing or extra:
-            raise ValueError(f"params columns must be the strategy's {list(wanted)} plus "
-                             f"from_signals keywords {list(ROW_KEYWORDS)}; missing {missing}, "
-                             f"unknown {extra}")
-        rest = list(wanted)
+    rest = _strategy_columns(strategy, [c for c in names if c not in ROW_KEYWORDS])
     arr = params[rest + kw].to_numpy(dtype=np.float64)
     if np.isnan(arr[:, :len(rest)]).any():
         raise ValueError("params: strategy parameters must not be NaN")
@@ -186,7 +191,8 @@ def _check_rows(kw, arr, k0):
 
 
 def signal_simulation(strategy, close, params, *, direction="longonly", open=None, high=None,
-                      low=None, volume=None, price=None, freq=None, year_freq="365 days", risk_free=0.0,
+                      low=None, volume=None, price=None, freq=None, year_freq="365 days",
+                      risk_free=0.0,
                       required_return=0.0, block_size=None, **portfolio_kw):
     """The :class:`flowsim.Sweep` that :func:`signal_sweep` runs, and its table's layout.
 
@@ -232,7 +238,8 @@ def signal_simulation(strategy, close, params, *, direction="longonly", open=Non
 
 
 def signal_sweep(strategy, close, params, *, direction="longonly", open=None, high=None,
-                 low=None, volume=None, price=None, freq=None, year_freq="365 days", risk_free=0.0,
+                 low=None, volume=None, price=None, freq=None, year_freq="365 days",
+                 risk_free=0.0,
                  required_return=0.0, dtype="float64", backend=None, block_size=None,
                  events_limit=None, flow_kwargs=None, **portfolio_kw):
     """Backtest a signal strategy for every row of ``params`` on every asset at once.
