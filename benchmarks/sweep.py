@@ -110,7 +110,7 @@ def vectorbt_rsi(close, grid):
     idx = pd.date_range("2000-01-03", periods=len(close), freq="D")
     c = pd.Series(close, index=idx)
     windows = np.unique(grid["window"].to_numpy())
-    rsi = vbt.RSI.run(c, window=list(windows)).rsi.to_numpy()
+    rsi = vbt.RSI.run(c, window=list(windows)).rsi.to_numpy().reshape(len(close), -1)
     r = rsi[:, np.searchsorted(windows, grid["window"].to_numpy())]
     lower = np.broadcast_to(grid["lower"].to_numpy()[None, :], r.shape).copy()
     upper = np.broadcast_to(grid["upper"].to_numpy()[None, :], r.shape).copy()

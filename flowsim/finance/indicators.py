@@ -81,8 +81,25 @@ def rolling_mean(x, window):
     return t.where(ok, wsum / t.where(ok, wlen, t.ones_like(wlen)), _nan(wsum))
 
 
+_JIT = {}
+
+
+def _compiled(fn):
+    """``fn`` as a ``tf.function(jit_compile=True)``: XLA runs its loop over bars natively."""
+    out = _JIT.get(fn.__name__)
+    if out is None:
+        out = _JIT[fn.__name__] = tf().function(fn, jit_compile=True, autograph=False)
+    return out
+
+
 def _ewm_loop(x, window, adjust, with_std=False, ddof=0):
     """vectorbt's ``ewm_mean_nb`` / ``ewm_std_nb`` (span = window, minp = window)."""
+    t = tf()
+    return _compiled(_ewm_impl)(x, t.convert_to_tensor(_rows(window)), bool(adjust),
+                                bool(with_std), int(ddof))
+
+
+def _ewm_impl(x, window, adjust, with_std, ddof):
     t = tf()
     dtype = x.dtype
     w = t.cast(_rows(window), dtype)
@@ -282,6 +299,11 @@ def crossed_above(a, b):
         a = t.constant(a, b.dtype)
     if not isinstance(b, t.Tensor):
         b = t.constant(b, a.dtype)
+    return _compiled(_crossed_above_impl)(a, b)
+
+
+def _crossed_above_impl(a, b):
+    t = tf()
     shape = t.shape(a + b)
     a, b = t.broadcast_to(a, shape), t.broadcast_to(b, shape)
     n = t.shape(a)[0]
