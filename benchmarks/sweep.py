@@ -124,17 +124,20 @@ def vectorbt_rsi(close, grid):
             "total_trades": pf.trades.count().to_numpy()}
 
 
-def backtrader_rsi_rate(close, grid):
-    """Combinations per second of backtrader's optstrategy (maxcpus=2) over ``grid`` rows."""
+try:
     import backtrader as bt
-    import pandas as pd
+except ImportError:            # the bench extra
+    bt = None
 
+if bt is not None:
     class RsiStop(bt.Strategy):
+        """RSI thresholds with a stop-loss order after each entry (module level: pickles)."""
+
         params = (("rows", None), ("i", 0))
 
         def __init__(self):
-            w, self.lower, self.upper, self.stop = self.p.rows[self.p.i]
-            self.rsi = bt.ind.RSI_SMA(period=int(w))
+            w, self.lower, self.upper, self.stop_frac = self.p.rows[self.p.i]
+            self.rsi = bt.ind.RSI_SMA(period=int(w), safediv=True)
 
         def next(self):
             if not self.position and self.rsi[0] < self.lower <= self.rsi[-1]:
@@ -144,9 +147,13 @@ def backtrader_rsi_rate(close, grid):
 
         def notify_order(self, order):
             if order.status == order.Completed and order.isbuy():
-                self.sell(exectype=bt.Order.Stop, price=order.executed.price * (1 - self.stop),
-                          size=order.executed.size)
+                level = order.executed.price * (1 - self.stop_frac)
+                self.sell(exectype=bt.Order.Stop, price=level, size=order.executed.size)
 
+
+def backtrader_rsi_rate(close, grid):
+    """Combinations per second of backtrader's optstrategy (maxcpus=2) over ``grid`` rows."""
+    import pandas as pd
     idx = pd.date_range("2000-01-03", periods=len(close), freq="D")
     frame = pd.DataFrame({"open": close, "high": close, "low": close, "close": close,
                           "volume": 1.0}, index=idx)
@@ -191,7 +198,6 @@ def rsi_benchmark(close, rounds, bt_rows):
             elif name == "vectorbt":
                 ref = out
     med = {k: float(np.median(v)) for k, v in times.items()}
-    bt_rate = backtrader_rsi_rate(close, grid.iloc[np.linspace(0, n - 1, bt_rows).astype(int)])
     print(f"RSI thresholds x stop-loss sweep: {n:,} combinations x {len(close):,} bars, fees "
           f"0.1 % (median of {rounds} interleaved rounds, warm)")
     print(f"  flowsim float64     {med['flowsim']:8.2f} s  {n / med['flowsim']:10,.0f} combos/s"
@@ -200,16 +206,17 @@ def rsi_benchmark(close, rounds, bt_rows):
           f" combos/s  (first call {first[True]:.1f} s)")
     print(f"  vectorbt            {med['vectorbt']:8.2f} s  {n / med['vectorbt']:10,.0f} combos/s"
           f"  (first run {vbt_first:.1f} s on 64 rows; 4 metrics)")
-    print(f"  backtrader          {bt_rows / bt_rate:8.2f} s  {bt_rate:10,.1f} combos/s  "
-          f"({bt_rows} combinations, optstrategy maxcpus=2)")
     print(f"  ratio flowsim/vectorbt: {med['vectorbt'] / med['flowsim']:.1f}x, whole XLA "
-          f"{med['vectorbt'] / med['flowsim_xla']:.1f}x (target >= 10x); flowsim/backtrader "
-          f"{n / med['flowsim'] / bt_rate:,.0f}x")
+          f"{med['vectorbt'] / med['flowsim_xla']:.1f}x (target >= 10x)", flush=True)
     for k, v in ref.items():
         ours_v = table[k].to_numpy(np.float64)
         with np.errstate(invalid="ignore"):
             d = np.nanmax(np.abs(ours_v - v) / np.maximum(np.abs(v), 1e-12))
-        print(f"  max relative |flowsim - vectorbt| {k:<13} {d:.2e}")
+        print(f"  max relative |flowsim - vectorbt| {k:<13} {d:.2e}", flush=True)
+    bt_rate = backtrader_rsi_rate(close, grid.iloc[np.linspace(0, n - 1, bt_rows).astype(int)])
+    print(f"  backtrader          {bt_rows / bt_rate:8.2f} s  {bt_rate:10,.1f} combos/s  "
+          f"({bt_rows} combinations, optstrategy maxcpus=2); flowsim/backtrader "
+          f"{n / med['flowsim'] / bt_rate:,.0f}x")
 
 
 def main(argv=None):
