@@ -14,6 +14,11 @@ Needs the ``bench`` extra (vectorbt).  Run from the repository root::
     .venv/bin/python benchmarks/make_vectorbt_reference.py
 
 It also prints how far flowsim.finance.ma_crossover_sweep is from the values.
+
+Then the from_signals cases and the indicators of ``vectorbt_cases.py``:
+``tests/data/vectorbt_portfolio_cases.npz`` (14 backtests: metrics, trade records,
+value curves) and ``tests/data/vectorbt_indicators.npz``; ``--only-new`` skips the
+crossover grid.
 """
 import os
 import sys
@@ -89,8 +94,32 @@ def load_reference(root=ROOT, name="vectorbt_ma"):
     return close, table[:, :2].astype(np.int64), dict(zip(COLUMNS, table[:, 2:].T))
 
 
+def save_new():
+    """The from_signals cases and the indicator outputs (``vectorbt_cases.py``)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import vectorbt_cases as vc
+    start = time.perf_counter()
+    vc.save_cases(os.path.join(DATA, "vectorbt_portfolio_cases.npz"), vc.portfolio_cases())
+    x = vc.indicator_inputs()
+    np.savez_compressed(os.path.join(DATA, "vectorbt_indicators.npz"),
+                        **{f"input/{k}": v for k, v in x.items()},
+                        **{f"output/{k}": v for k, v in vc.run_indicators(x).items()})
+    close = vc.sweep_close()
+    sweeps = {"close": close}
+    for name, strategy, grid, kw in vc.sweep_cases():
+        for k, v in vc.run_vectorbt_sweep(strategy, close, grid, kw).items():
+            sweeps[f"{name}/{k}"] = v
+    np.savez_compressed(os.path.join(DATA, "vectorbt_sweeps.npz"), **sweeps)
+    print(f"wrote tests/data/vectorbt_portfolio_cases.npz, vectorbt_sweeps.npz and "
+          f"vectorbt_indicators.npz "
+          f"({time.perf_counter() - start:.1f} s)")
+
+
 def main():
     import vectorbt
+    save_new()
+    if "--only-new" in sys.argv:
+        return
     close, pairs = gbm_close(), grid()
     start = time.perf_counter()
     ref = vectorbt_metrics(close, pairs)

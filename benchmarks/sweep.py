@@ -16,6 +16,20 @@ and checks flowsim against vectorbt on the whole grid (max |difference| per metr
 
     .venv/bin/python benchmarks/sweep.py [--repeat 3] [--backtrader-pairs 20]
 
+Then (or alone with ``--only-rsi``) the signal sweep of issue 22: RSI thresholds x
+stop-loss, >= 10**4 combinations over the same 2,520 bars with fees 0.1 %:
+
+- flowsim: ``signal_sweep(strategies.rsi_thresholds, ...)`` (all 22 stats metrics
+  per combination), float64, warm, whole kernel XLA-compiled and not;
+- vectorbt: ``RSI.run`` over the windows, the threshold signals broadcast to every
+  combination with its numba ``crossed_above_nb``, one ``Portfolio.from_signals``
+  with a per-column ``sl_stop``, then total return, Sharpe, max drawdown and the
+  trade count (its documented broadcast-parameters way, numba), warm;
+- backtrader: ``optstrategy`` over a few RSI x stop combinations (``maxcpus=2``),
+  market orders on the next open, stop orders for the stop-loss, 0.1 % commission.
+
+Rounds are interleaved (flowsim, vectorbt, flowsim, ...) and the medians compared.
+
 Needs the ``bench`` extra (vectorbt, backtrader), installed in the same venv
 (they leave numpy/TensorFlow unchanged).
 """
@@ -78,11 +92,144 @@ def backtrader_rate(close, pairs):
     return len(pairs) / (time.perf_counter() - start)
 
 
+def rsi_grid(n_windows=25):
+    """window 5.., lower 20..35 step 5, upper 65..80 step 5, sl_stop 0.02..0.2: 25 x 400."""
+    import itertools
+
+    import pandas as pd
+    rows = itertools.product(range(5, 5 + n_windows), (20.0, 25.0, 30.0, 35.0),
+                             (65.0, 70.0, 75.0, 80.0), np.linspace(0.02, 0.2, 25))
+    return pd.DataFrame(list(rows), columns=["window", "lower", "upper", "sl_stop"])
+
+
+def vectorbt_rsi(close, grid):
+    """vectorbt: RSI over the windows, broadcast thresholds, one from_signals, 4 metrics."""
+    import pandas as pd
+    import vectorbt as vbt
+    from vectorbt.generic.nb import crossed_above_nb
+    idx = pd.date_range("2000-01-03", periods=len(close), freq="D")
+    c = pd.Series(close, index=idx)
+    windows = np.unique(grid["window"].to_numpy())
+    rsi = vbt.RSI.run(c, window=list(windows)).rsi.to_numpy().reshape(len(close), -1)
+    r = rsi[:, np.searchsorted(windows, grid["window"].to_numpy())]
+    lower = np.broadcast_to(grid["lower"].to_numpy()[None, :], r.shape).copy()
+    upper = np.broadcast_to(grid["upper"].to_numpy()[None, :], r.shape).copy()
+    entries = pd.DataFrame(crossed_above_nb(lower, r), index=idx)
+    exits = pd.DataFrame(crossed_above_nb(r, upper), index=idx)
+    pf = vbt.Portfolio.from_signals(c, entries, exits, sl_stop=grid["sl_stop"].to_numpy(),
+                                    fees=0.001, freq="1D")
+    return {"total_return": pf.total_return().to_numpy(),
+            "sharpe_ratio": pf.sharpe_ratio().to_numpy(),
+            "max_drawdown": pf.max_drawdown().to_numpy(),
+            "total_trades": pf.trades.count().to_numpy()}
+
+
+try:
+    import backtrader as bt
+except ImportError:            # the bench extra
+    bt = None
+
+if bt is not None:
+    class RsiStop(bt.Strategy):
+        """RSI thresholds with a stop-loss order after each entry (module level: pickles)."""
+
+        params = (("rows", None), ("i", 0))
+
+        def __init__(self):
+            w, self.lower, self.upper, self.stop_frac = self.p.rows[self.p.i]
+            self.rsi = bt.ind.RSI_SMA(period=int(w), safediv=True)
+
+        def next(self):
+            if not self.position and self.rsi[0] < self.lower <= self.rsi[-1]:
+                self.buy(size=int(self.broker.getcash() * 0.99 / self.data.close[0]))
+            elif self.position and self.rsi[0] > self.upper >= self.rsi[-1]:
+                self.close()
+
+        def notify_order(self, order):
+            if order.status == order.Completed and order.isbuy():
+                level = order.executed.price * (1 - self.stop_frac)
+                self.sell(exectype=bt.Order.Stop, price=level, size=order.executed.size)
+
+
+def backtrader_rsi_rate(close, grid):
+    """Combinations per second of backtrader's optstrategy (maxcpus=2) over ``grid`` rows."""
+    import pandas as pd
+    idx = pd.date_range("2000-01-03", periods=len(close), freq="D")
+    frame = pd.DataFrame({"open": close, "high": close, "low": close, "close": close,
+                          "volume": 1.0}, index=idx)
+    cerebro = bt.Cerebro(optreturn=True, maxcpus=2, stdstats=False)
+    cerebro.adddata(bt.feeds.PandasData(dataname=frame))
+    cerebro.broker.setcommission(commission=0.001)
+    rows = [tuple(r) for r in grid.to_numpy()]
+    cerebro.optstrategy(RsiStop, rows=[rows], i=range(len(rows)))
+    start = time.perf_counter()
+    cerebro.run()
+    return len(rows) / (time.perf_counter() - start)
+
+
+def rsi_benchmark(close, rounds, bt_rows):
+    """Interleaved rounds of flowsim and vectorbt on the RSI x stop grid; medians."""
+    from flowsim.finance import signal_sweep, strategies
+    grid = rsi_grid()
+    n = len(grid)
+
+    def ours(jit):
+        return signal_sweep(strategies.rsi_thresholds, close, grid, fees=0.001, freq="1D",
+                            flow_kwargs={"jit_compile": jit})
+
+    first = {}
+    for jit in (False, True):
+        start = time.perf_counter()
+        ours(jit)
+        first[jit] = time.perf_counter() - start
+    start = time.perf_counter()
+    vectorbt_rsi(close, grid.iloc[:64])
+    vbt_first = time.perf_counter() - start
+    times = {"flowsim": [], "flowsim_xla": [], "vectorbt": []}
+    table = ref = None
+    for _ in range(rounds):
+        for name, fn in (("flowsim", lambda: ours(False)), ("vectorbt", lambda: vectorbt_rsi(
+                close, grid)), ("flowsim_xla", lambda: ours(True))):
+            start = time.perf_counter()
+            out = fn()
+            times[name].append(time.perf_counter() - start)
+            if name == "flowsim":
+                table = out
+            elif name == "vectorbt":
+                ref = out
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    print(f"RSI thresholds x stop-loss sweep: {n:,} combinations x {len(close):,} bars, fees "
+          f"0.1 % (median of {rounds} interleaved rounds, warm)")
+    print(f"  flowsim float64     {med['flowsim']:8.2f} s  {n / med['flowsim']:10,.0f} combos/s"
+          f"  (first call {first[False]:.1f} s; all 22 stats metrics)")
+    print(f"  flowsim, whole XLA  {med['flowsim_xla']:8.2f} s  {n / med['flowsim_xla']:10,.0f}"
+          f" combos/s  (first call {first[True]:.1f} s)")
+    print(f"  vectorbt            {med['vectorbt']:8.2f} s  {n / med['vectorbt']:10,.0f} combos/s"
+          f"  (first run {vbt_first:.1f} s on 64 rows; 4 metrics)")
+    print(f"  ratio flowsim/vectorbt: {med['vectorbt'] / med['flowsim']:.1f}x, whole XLA "
+          f"{med['vectorbt'] / med['flowsim_xla']:.1f}x (target >= 10x)", flush=True)
+    for k, v in ref.items():
+        ours_v = table[k].to_numpy(np.float64)
+        with np.errstate(invalid="ignore"):
+            d = np.nanmax(np.abs(ours_v - v) / np.maximum(np.abs(v), 1e-12))
+        print(f"  max relative |flowsim - vectorbt| {k:<13} {d:.2e}", flush=True)
+    bt_rate = backtrader_rsi_rate(close, grid.iloc[np.linspace(0, n - 1, bt_rows).astype(int)])
+    print(f"  backtrader          {bt_rows / bt_rate:8.2f} s  {bt_rate:10,.1f} combos/s  "
+          f"({bt_rows} combinations, optstrategy maxcpus=2); flowsim/backtrader "
+          f"{n / med['flowsim'] / bt_rate:,.0f}x")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--backtrader-pairs", type=int, default=20)
+    p.add_argument("--only-rsi", action="store_true", help="only the RSI x stop sweep")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (RSI sweep)")
+    p.add_argument("--backtrader-rows", type=int, default=8)
     args = p.parse_args(argv)
+    if args.only_rsi:
+        rsi_benchmark(gbm_close(), args.rounds, args.backtrader_rows)
+        return 0
     from flowsim.finance import ma_crossover_sweep
 
     close, pairs = gbm_close(), grid()
@@ -129,6 +276,7 @@ def main(argv=None):
         d64 = np.max(np.abs(ours[col].to_numpy(np.float64) - ref[col]))
         d32 = np.max(np.abs(ours32[col].to_numpy(np.float64) - ref[col]))
         print(f"  max |flowsim - vectorbt| {col:<13} float64 {d64:.2e}   float32 {d32:.2e}")
+    rsi_benchmark(close, args.rounds, args.backtrader_rows)
     return 0
 
 

@@ -16,6 +16,8 @@ from flowsim.finance import (
     GeometricAsianCall,
     Heston,
     UpAndOutCall,
+    from_signals,
+    indicators,
     ma_crossover_sweep,
     price,
     strategy_sweep,
@@ -24,6 +26,7 @@ from flowsim.finance.sweep import ma_crossover_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import vectorbt_cases  # noqa: E402
 from make_vectorbt_reference import COLUMNS, load_reference  # noqa: E402
 
 #: float32 vs float64 on the 1,590-pair grid (documented in ma_crossover_sweep).
@@ -366,3 +369,220 @@ def test_fast_log_accuracy():
                         1 + rng.uniform(-1e-6, 1e-6, 10_000), [1.0, 2.0, 0.5, 1e-300, 1e300]])
     got, ref = log(tf().constant(x)).numpy(), np.log(x)
     assert np.all(np.abs(got - ref) <= 3 * np.spacing(np.abs(ref)) + 1e-300)
+
+
+# -- from_signals and indicators against stored vectorbt results ---------------------------
+
+
+def _assert_close(ours, ref, what, rtol=1e-9):
+    ours, ref = np.asarray(ours, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    assert ours.shape == ref.shape, (what, ours.shape, ref.shape)
+    assert np.array_equal(np.isnan(ours), np.isnan(ref)), (what, ours, ref)
+    fin = np.isfinite(ref)
+    assert np.array_equal(ours[~fin & ~np.isnan(ref)], ref[~fin & ~np.isnan(ref)]), what
+    err = np.abs(ours[fin] - ref[fin]) / np.maximum(np.abs(ref[fin]), 1e-12)
+    assert err.size == 0 or err.max() <= rtol, (what, err.max())
+
+
+@pytest.fixture(scope="module")
+def vectorbt_portfolio_cases():
+    return vectorbt_cases.load_cases(os.path.join(ROOT, "tests", "data",
+                                                  "vectorbt_portfolio_cases.npz"))
+
+
+def _run_case(case, **extra):
+    close, bars, signals, kw = vectorbt_cases.case_inputs(case)
+    kw = dict(kw)
+    kw.setdefault("freq", "1D")
+    return from_signals(close, **signals, **bars, **kw, **extra)
+
+
+@pytest.mark.parametrize("name", [c["name"] for c in vectorbt_cases.portfolio_cases()])
+def test_from_signals_matches_vectorbt(vectorbt_portfolio_cases, name):
+    case, metrics, trades, value = next(c for c in vectorbt_portfolio_cases
+                                        if c[0]["name"] == name)
+    pf = _run_case(case)
+    stats = pf.stats()
+    assert list(stats.columns) == list(vectorbt_cases.STAT_COLUMNS)
+    for k, ref in metrics.items():
+        _assert_close(stats[k].to_numpy(), ref, f"{name}: {k}")
+    _assert_close(pf.value().to_numpy(), value, f"{name}: value")
+    ours = pf.trades
+    assert len(ours) == len(trades["col"]), (name, len(ours), len(trades["col"]))
+    assert np.array_equal(ours["column"].to_numpy(), trades["col"])
+    for f in ("entry_idx", "exit_idx"):
+        assert np.array_equal(ours[f].to_numpy(), trades[f]), (name, f)
+    assert np.array_equal(ours["direction"].to_numpy() == "short", trades["direction"] == 1)
+    assert np.array_equal(ours["status"].to_numpy() == "open", trades["status"] == 0)
+    for f in ("size", "entry_price", "entry_fees", "exit_price", "exit_fees", "pnl", "return"):
+        _assert_close(ours[f].to_numpy(), trades[f], f"{name}: trade {f}")
+
+
+def test_stored_cases_cover_the_issue(vectorbt_portfolio_cases):
+    # each direction, costs, every stop kind, with and without bars, stops meeting signals
+    kws = [c[0]["kwargs"] for c in vectorbt_portfolio_cases]
+    assert len(kws) >= 12
+    assert {k.get("direction", "longonly") for k in kws} == {"longonly", "shortonly", "both"}
+    assert any("short_entries" in c[0]["signals"] for c in vectorbt_portfolio_cases)
+    assert any(k.get("sl_trail") for k in kws) and any("tp_stop" in k for k in kws)
+    assert any(c[0]["ohlc"] for c in vectorbt_portfolio_cases)
+    assert any(not c[0]["ohlc"] and "sl_stop" in c[0]["kwargs"] for c in vectorbt_portfolio_cases)
+    assert all(c[3].shape[1] >= 3 for c in vectorbt_portfolio_cases)
+
+
+def test_indicators_match_vectorbt():
+    data = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_indicators.npz"))
+    x = {k[len("input/"):]: data[k] for k in data.files if k.startswith("input/")}
+    ref = {k[len("output/"):]: data[k] for k in data.files if k.startswith("output/")}
+    P = vectorbt_cases.INDICATOR_PARAMS
+    c, h, lo = x["close"], x["high"], x["low"]
+    n = c.shape[0]
+
+    def flat(v):
+        return np.asarray(v).reshape(n, -1)
+
+    up, mid, low = indicators.bbands(c, **P["bbands"])
+    k, d = indicators.stoch(h, lo, c, **P["stoch"])
+    m, s = indicators.macd(c, **P["macd"])
+    em, es = indicators.macd(c, **P["emacd"], macd_ewm=True, signal_ewm=True)
+    rsi14 = indicators.rsi(c, 14)
+    ours = {"ma": indicators.ma(c, **P["ma"]), "ema": indicators.ma(c, **P["ema"], ewm=True),
+            "mstd": indicators.mstd(c, **P["mstd"]),
+            "emstd": indicators.mstd(c, **P["emstd"], ewm=True),
+            "rsi": indicators.rsi(c, **P["rsi"]), "ersi": indicators.rsi(c, **P["ersi"], ewm=True),
+            "bbands_upper": up, "bbands_middle": mid, "bbands_lower": low,
+            "stoch_k": k, "stoch_d": d, "macd": m, "macd_signal": s, "emacd": em,
+            "emacd_signal": es, "atr": indicators.atr(h, lo, c, **P["atr"])[1],
+            "obv": indicators.obv(x["close_int"], x["volume"]),
+            "rsi_crossed_below_30": indicators.crossed_above(30.0, rsi14),
+            "rsi_crossed_above_70": indicators.crossed_above(rsi14, 70.0)}
+    assert set(ours) == set(ref)
+    for name, v in ours.items():
+        # MSTD: running sums instead of vectorbt's Welford updates (<= 1.5e-10 seen)
+        _assert_close(flat(v), ref[name], name, rtol=1e-9)
+    assert ref["rsi_crossed_below_30"].sum() >= 3 and ref["rsi_crossed_above_70"].sum() >= 3
+
+
+def test_from_signals_refuses_bad_inputs():
+    close = np.linspace(100, 110, 20)
+    sig = np.zeros(20, dtype=bool)
+    bad_close = close.copy()
+    bad_close[3] = np.nan
+    cases = [
+        (dict(close=bad_close), "close must be finite"),
+        (dict(entries=np.zeros(19, dtype=bool)), "entries has 19 bars"),
+        (dict(exits=np.zeros((20, 3, 1), dtype=bool)), "exits must be a 1-d series"),
+        (dict(fees=-0.01), "fees must be >= 0"),
+        (dict(sl_stop=0.0), "sl_stop must be > 0"),
+        (dict(tp_stop=-1.0), "tp_stop must be > 0"),
+        (dict(direction="sideways"), "direction must be 'longonly'"),
+        (dict(slippage=[0.1, 0.2]), "slippage must be a scalar or one value per column"),
+        (dict(freq="fortnight"), "freq and year_freq must be pandas timedeltas"),
+    ]
+    for kw, msg in cases:
+        args = dict(close=close, entries=sig, exits=sig)
+        args.update(kw)
+        with pytest.raises((ValueError, TypeError), match=msg):
+            from_signals(**args)
+
+
+# -- signal sweeps ------------------------------------------------------------------------------
+def _grid_frame(grid):
+    return pd.DataFrame(grid)
+
+
+@pytest.mark.parametrize("case", vectorbt_cases.sweep_cases(), ids=lambda c: c[0])
+def test_signal_sweep_matches_vectorbt(case):
+    from flowsim.finance import signal_sweep, strategies
+    name, strategy, grid, kw = case
+    data = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_sweeps.npz"))
+    table = signal_sweep(getattr(strategies, strategy), data["close"], _grid_frame(grid), **kw)
+    n_rows = len(next(iter(grid.values())))
+    assert len(table) == n_rows * data["close"].shape[1]
+    assert list(table.columns[:len(grid)]) == list(grid)
+    assert table["total_trades"].min() >= 1
+    for k in vectorbt_cases.STAT_COLUMNS:
+        _assert_close(table[k].to_numpy(), data[f"{name}/{k}"], f"{name}: {k}")
+
+
+def test_signal_sweep_same_bits_for_block_size_events_limit_backend():
+    import cases_finance
+
+    from flowsim.finance import signal_sweep, strategies
+    close, grid = cases_finance.rsi_prices(), cases_finance.rsi_stop_grid()
+    kw = dict(fees=0.001, slippage=0.0005, freq="1D")
+    base = signal_sweep(strategies.rsi_thresholds, close, grid, block_size=128, **kw)
+    assert base["total_trades"].sum() > 0
+    for extra in ({"block_size": 64, "events_limit": 64}, {"block_size": 64, "backend": "threads"}):
+        other = signal_sweep(strategies.rsi_thresholds, close, grid, **extra, **kw)
+        for col in base.columns:                 # exact, NaN where NaN
+            assert base[col].equals(other[col]), (extra, col)
+    # one row through from_signals: the same numbers (within rounding of another layout)
+    row = grid.iloc[37]
+    rsi = indicators.rsi(close, row.window)
+    ent = np.asarray(indicators.crossed_above(float(row.lower), rsi))[:, 0, :]
+    ext = np.asarray(indicators.crossed_above(rsi, float(row.upper)))[:, 0, :]
+    pf = from_signals(close, ent, ext, sl_stop=row.sl_stop, **kw).stats()
+    for k in vectorbt_cases.STAT_COLUMNS:
+        _assert_close(base[k].to_numpy()[74:76], pf[k].to_numpy(), k, rtol=1e-12)
+
+
+def test_signal_sweep_refuses_bad_inputs():
+    from flowsim.finance import signal_sweep, strategies
+    close = np.linspace(100, 120, 50)
+    grid = pd.DataFrame({"window": [5], "lower": [30.0], "upper": [70.0]})
+    cases = [
+        (dict(params=grid.rename(columns={"lower": "low_"})), "missing \\['lower'\\]"),
+        (dict(params=grid.assign(sl_stop=[-0.1])), "sl_stop must be > 0"),
+        (dict(params=grid.values), "params must be a pandas DataFrame"),
+        (dict(fees=-1.0), "fees must be >= 0"),
+        (dict(direction="up"), "direction must be"),
+        (dict(params=grid.assign(fees=[0.1]), fees=0.1), "given both as params columns"),
+    ]
+    for kw, msg in cases:
+        args = dict(strategy=strategies.rsi_thresholds, close=close, params=grid)
+        args.update(kw)
+        with pytest.raises((ValueError, TypeError), match=msg):
+            signal_sweep(**args)
+
+
+def test_backtrader_port_matches_stored_backtrader():
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import backtest_backtrader_port as port
+    table = port.sweep()
+    values = np.loadtxt(os.path.join(ROOT, "tests", "data", "backtrader_sma_cross_values.csv"),
+                        delimiter=",", skiprows=1)
+    bt_trades = np.loadtxt(os.path.join(ROOT, "tests", "data",
+                                        "backtrader_sma_cross_trades.csv"), delimiter=",",
+                           skiprows=1)
+    ours = table.set_index(["fast", "slow"])
+    for fast, slow, value in values:
+        key = (int(fast), int(slow))
+        _assert_close(ours.loc[key, "end_value"], value, f"final value {key}", rtol=1e-12)
+        ref = bt_trades[(bt_trades[:, 0] == fast) & (bt_trades[:, 1] == slow)]
+        tr = port.trades(*key)
+        tr = tr[tr["status"] == "closed"]
+        assert ours.loc[key, "total_closed_trades"] == len(ref) == len(tr)
+        assert np.array_equal(tr["entry_idx"].to_numpy(), ref[:, 2].astype(int)), key
+        assert np.array_equal(tr["exit_idx"].to_numpy(), ref[:, 3].astype(int)), key
+        _assert_close(tr["entry_price"].to_numpy(), ref[:, 4], f"entry price {key}", 1e-12)
+        _assert_close(tr["pnl"].to_numpy(), ref[:, 5], f"pnl {key}", 1e-9)
+
+
+def test_plots_draw_equity_and_heatmap(vectorbt_portfolio_cases):
+    import matplotlib
+    matplotlib.use("Agg")
+    from flowsim.finance import plots
+    case = vectorbt_portfolio_cases[9][0]                 # both directions, stops, ohlc
+    pf = _run_case(case)
+    fig = plots.equity(pf, column=1)
+    top, bottom = fig.axes[:2]
+    assert len(top.lines) == 1 and len(top.collections) >= 2      # value + trade markers
+    assert np.allclose(top.lines[0].get_ydata(), pf.value().iloc[:, 1])
+    table = pd.DataFrame({"window": [5, 5, 9, 9], "sl_stop": [0.1, 0.2, 0.1, 0.2],
+                          "sharpe_ratio": [1.0, 2.0, 3.0, np.nan]})
+    fig = plots.heatmap(table, "window", "sl_stop", "sharpe_ratio")
+    data = fig.axes[0].images[0].get_array()
+    assert data.shape == (2, 2) and data[0, 1] == 3.0 and np.ma.is_masked(data[1, 1])
+    with pytest.raises(ValueError, match="'calmar' is not a column"):
+        plots.heatmap(table, "window", "sl_stop", "calmar")

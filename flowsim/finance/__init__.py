@@ -3,6 +3,11 @@
 - :func:`ma_crossover_sweep` / :func:`strategy_sweep`: backtest every parameter
   row of a strategy at once (one vectorized TF kernel per block of rows, run by
   :func:`flowsim.sweep` on any backend).
+- :func:`from_signals`: vectorbt's ``Portfolio.from_signals`` (fees, slippage,
+  stops, shorts) with its ``stats()``, equity curve and trade records;
+  :mod:`flowsim.finance.indicators`: MA, MSTD, BBANDS, RSI, STOCH, MACD, ATR, OBV.
+- :func:`signal_sweep`: a signal strategy (:mod:`flowsim.finance.strategies`) over a
+  grid of parameter rows and assets, through the same portfolio, on any backend.
 - :func:`price` with a model (:class:`GBM`, :class:`Heston`) and a payoff
   (:class:`EuropeanCall`, :class:`EuropeanPut`, :class:`AsianCall`,
   :class:`GeometricAsianCall`, :class:`UpAndOutCall`): Monte Carlo prices where
@@ -11,6 +16,7 @@
 
 Needs pandas (``pip install 'flowsim[finance]'``) for the sweep tables.
 """
+from . import indicators, strategies
 from .backtest import (
     METRICS,
     backtest_metrics,
@@ -22,9 +28,12 @@ from .backtest import (
 )
 from .models import GBM, Heston
 from .payoffs import AsianCall, EuropeanCall, EuropeanPut, GeometricAsianCall, Payoff, UpAndOutCall
+from .portfolio import STATS, Portfolio, from_signals
 from .pricing import PathSimulation, price
+from .signals import signal_simulation, signal_sweep
 
 __all__ = ["GBM", "Heston", "AsianCall", "EuropeanCall", "EuropeanPut", "GeometricAsianCall",
            "Payoff", "UpAndOutCall", "PathSimulation", "price", "METRICS", "backtest_metrics",
            "crossover_positions", "ma_crossover_positions", "ma_crossover_sweep",
-           "rolling_means", "strategy_sweep"]
+           "rolling_means", "strategy_sweep", "STATS", "Portfolio", "from_signals",
+           "indicators", "strategies", "signal_simulation", "signal_sweep"]

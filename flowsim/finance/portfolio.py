@@ -1,0 +1,490 @@
+"""``from_signals``: vectorbt's ``Portfolio.from_signals`` on TensorFlow, with its ``stats()``.
+
+    >>> pf = from_signals(close, entries, exits, fees=0.001, sl_stop=0.05, freq="1D")
+    >>> pf.stats()          # one row per column: vectorbt's metrics, snake_case
+    >>> pf.value()          # equity curve [bars, columns]
+    >>> pf.trades           # exit-trade records, as vectorbt's pf.trades.records_readable
+
+The loop over bars (:func:`flowsim.finance.simulate.simulate_signals`) is one
+XLA-compiled ``tf.while_loop`` updating every column at once, so it runs on any
+TF device; :func:`stats_tensors` reduces its outputs to the metrics in the same
+graph (what :func:`flowsim.finance.signal_sweep` runs per block of rows).
+"""
+import math
+import numbers
+
+import numpy as np
+
+from ..core.lazy_tf import tf
+from .simulate import COLUMN_PARAMS, simulate_signals
+
+#: Columns of :meth:`Portfolio.stats`, in order (vectorbt's ``stats()`` metrics).
+STATS = ("start_value", "end_value", "total_return", "benchmark_return", "total_fees_paid",
+         "max_drawdown", "max_drawdown_duration", "total_trades", "total_closed_trades",
+         "total_open_trades", "open_trade_pnl", "win_rate", "best_trade", "worst_trade",
+         "avg_winning_trade", "avg_losing_trade", "profit_factor", "expectancy",
+         "sharpe_ratio", "calmar_ratio", "omega_ratio", "sortino_ratio")
+
+DIRECTIONS = {"longonly": 0, "shortonly": 1, "both": 2}
+
+
+# -- metrics (TF) -----------------------------------------------------------------------
+def _returns(value, init_cash):
+    """``returns_nb``: bar returns of ``value`` [n, c] starting from ``init_cash``."""
+    t = tf()
+    prev = t.concat([init_cash[None, :], value[:-1]], axis=0)
+    safe = t.where(prev == 0, t.ones_like(prev), prev)
+    r = (value - prev) / safe
+    r = t.where(prev < 0, -r, r)
+    inf = t.sign(value) * math.inf
+    return t.where(prev == 0, t.where(value == 0, t.zeros_like(r), inf), r)
+
+
+def _nan_if(cond, x):
+    t = tf()
+    return t.where(cond, t.zeros_like(x) + math.nan, x)
+
+
+def _div(a, b):
+    """IEEE ``a / b`` (x/0 = +-inf, 0/0 = NaN) without TF's division warnings."""
+    t = tf()
+    safe = t.where(b == 0, t.ones_like(b), b)
+    at_zero = t.where(a == 0, t.zeros_like(a) + math.nan, t.sign(a) * math.inf)
+    return t.where(b == 0, at_zero, a / safe)
+
+
+def _inf_if_zero(num, den):
+    t = tf()
+    return t.where(den == 0, t.zeros_like(den) + math.inf, num / t.where(den == 0, 1 + den, den))
+
+
+def _trade_metrics(out, close):
+    """Trade counts and statistics (vectorbt's: closed trades; the open one counted)."""
+    t = tf()
+    n_closed, n_win, n_lose = out["acc_closed"], out["acc_win"], out["acc_lose"]
+    none = n_closed == 0
+    one = t.ones_like(n_closed)
+    total = t.where(none, one, n_closed)
+    win_rate = _nan_if(none, n_win / total)
+    loss_rate = (n_closed - n_win - out["acc_even"]) / total
+    avg_win_pnl = out["acc_win_pnl"] / t.where(n_win > 0, n_win, one)
+    avg_lose_pnl = out["acc_lose_pnl"] / t.where(n_lose > 0, n_lose, one)
+    # The open trade at the end: valued at the last close, no exit fees.
+    osize, oep = out["open_size"], out["open_entry_price"]
+    from .simulate import add_tolerant
+    odiff = add_tolerant(osize * close[-1], -osize * oep)
+    odiff = t.where(out["open_direction"] < 0, -odiff, odiff)
+    open_pnl = t.where(out["open_trade"], odiff - out["open_entry_fees"], t.zeros_like(odiff))
+    n_open = t.cast(out["open_trade"], close.dtype)
+    return {
+        "total_trades": n_closed + n_open, "total_closed_trades": n_closed,
+        "total_open_trades": n_open, "open_trade_pnl": open_pnl, "win_rate": win_rate,
+        "best_trade": _nan_if(none, out["acc_best"]),
+        "worst_trade": _nan_if(none, out["acc_worst"]),
+        "avg_winning_trade": _nan_if(n_win == 0,
+                                     out["acc_win_ret"] / t.where(n_win > 0, n_win, one)),
+        "avg_losing_trade": _nan_if(n_lose == 0,
+                                    out["acc_lose_ret"] / t.where(n_lose > 0, n_lose, one)),
+        "profit_factor": _nan_if(none, _div(out["acc_win_pnl"], t.abs(out["acc_lose_pnl"]))),
+        "expectancy": _nan_if(none, win_rate * avg_win_pnl - loss_rate * t.abs(avg_lose_pnl)),
+    }
+
+
+def _return_metrics(out, ann_factor, risk_free, required_return):
+    """Sharpe (ddof 1), Calmar, Omega and Sortino from the loop's running sums."""
+    t = tf()
+    s1, s2 = out["acc_r"], out["acc_r2"]
+    n = t.cast(out["n_bars"], s1.dtype)
+    mean = s1 / n
+    var = t.maximum(s2 - s1 * mean, 0) / (n - 1)
+    ann = t.constant(ann_factor, s1.dtype)
+    sharpe = _inf_if_zero((mean - risk_free) * t.sqrt(ann), t.sqrt(var))
+    dd = out["acc_cum_dd"]
+    annual = (out["acc_cum"] / 100) ** (ann / n) - 1
+    calmar = _nan_if(dd == 0, annual / t.abs(t.where(dd == 0, 1 + dd, dd)))
+    omega = _inf_if_zero(out["acc_omega_pos"], -out["acc_omega_neg"])
+    down = t.sqrt(out["acc_down2"] / n) * t.sqrt(ann)
+    sortino = _inf_if_zero((mean - required_return) * ann, down)
+    short = n < 2
+    return {"sharpe_ratio": _nan_if(short, sharpe), "calmar_ratio": calmar,
+            "omega_ratio": omega, "sortino_ratio": _nan_if(short, sortino)}
+
+
+def rates(ann_factor, risk_free=0.0, required_return=0.0):
+    """(risk-free, Omega's per-bar threshold, required return) for the loop's sums."""
+    if ann_factor == 1:
+        thresh = required_return
+    else:
+        thresh = (1 + required_return) ** (1.0 / ann_factor) - 1
+    return (float(risk_free), float(thresh), float(required_return))
+
+
+def stats_tensors(out, close, init_cash, ann_factor, risk_free=0.0, required_return=0.0):
+    """The :data:`STATS` metrics ``{name: [c]}`` of a :func:`simulate_signals` run."""
+    end = out["acc_end_value"] if "acc_end_value" in out else None
+    stats = {"start_value": init_cash,
+             "benchmark_return": close[-1] / close[0] - 1, "total_fees_paid": out["acc_fees"],
+             "max_drawdown": _nan_if(~out["has_dd"], out["max_dd"]),
+             "max_drawdown_duration": _nan_if(~out["has_dd"], out["max_dd_duration"])}
+    end = out["prev_value"] if end is None else end
+    stats["end_value"] = end
+    stats["total_return"] = (end - init_cash) / init_cash
+    stats.update(_trade_metrics(out, close))
+    stats.update(_return_metrics(out, ann_factor, risk_free, required_return))
+    return {k: stats[k] for k in STATS}
+
+
+# -- inputs ----------------------------------------------------------------------------
+def ann_factor(freq, year_freq="365 days"):
+    """vectorbt's annualisation: ``year_freq / freq`` (periods per year)."""
+    import pandas as pd
+    try:
+        f = pd.Timedelta(freq if freq is not None else "1D")
+        y = pd.Timedelta(year_freq)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"freq and year_freq must be pandas timedeltas such as '1D' or "
+                         f"'365 days', got freq={freq!r}, year_freq={year_freq!r}") from exc
+    if f <= pd.Timedelta(0) or y <= pd.Timedelta(0):
+        raise ValueError(f"freq and year_freq must be positive, got {freq!r}, {year_freq!r}")
+    return y / f
+
+
+def _frame(x, name, n_bars=None):
+    """An input as a float64 / bool ``[bars, columns]`` array and its column labels."""
+    cols = None
+    if hasattr(x, "columns"):
+        cols = list(x.columns)
+        x = x.to_numpy()
+    elif hasattr(x, "to_numpy"):
+        cols = [x.name if x.name is not None else 0]
+        x = x.to_numpy()
+    x = np.asarray(x)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 1-d series or a [bars, columns] array, got shape "
+                         f"{list(x.shape)}")
+    if n_bars is not None and x.shape[0] != n_bars:
+        raise ValueError(f"{name} has {x.shape[0]} bars but close has {n_bars}: give one "
+                         f"value per bar")
+    return x, cols
+
+
+def _column_param(value, name, n_cols, lo=None, strict=False, allow_nan=False):
+    """A scalar or per-column keyword as a float64 ``[n_cols]`` array, checked."""
+    arr = np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value,
+                     dtype=np.float64).reshape(-1)
+    if arr.size == 1:
+        arr = np.repeat(arr, n_cols)
+    if arr.size != n_cols:
+        raise ValueError(f"{name} must be a scalar or one value per column ({n_cols}), got "
+                         f"{arr.size} values")
+    bad = ~np.isnan(arr) if allow_nan else np.ones(n_cols, dtype=bool)
+    if np.any(np.isnan(arr[bad])) or (lo is not None and np.any(
+            (arr[bad] <= lo) if strict else (arr[bad] < lo))):
+        cond = f"> {lo}" if strict else f">= {lo}"
+        raise ValueError(f"{name} must be {cond} (got {arr.tolist()[:5]}); "
+                         + ("use None to turn the stop off" if allow_nan else "fix the value"))
+    return arr
+
+
+def _signal(x, name, shape):
+    if x is None:
+        return np.zeros(shape, dtype=bool)
+    arr, _ = _frame(x, name)
+    if arr.dtype != bool:
+        if not np.all(np.isin(arr, (0, 1))):
+            raise TypeError(f"{name} must be boolean signals, got dtype {arr.dtype}")
+        arr = arr.astype(bool)
+    if arr.shape[0] != shape[0] or arr.shape[1] not in (1, shape[1]):
+        raise ValueError(f"{name} has shape {list(arr.shape)}, close has {list(shape)}: give "
+                         f"one signal per bar and column (or one column for all)")
+    return np.broadcast_to(arr, shape)
+
+
+def _bars(close, open, high, low, others, price=None):
+    """close and open/high/low as float64 ``[bars, columns]`` (vectorbt's fills for gaps)."""
+    close_a, cols = _frame(close, "close")
+    if not np.issubdtype(close_a.dtype, np.number):
+        raise TypeError(f"close must be numeric, got dtype {close_a.dtype}")
+    close_a = close_a.astype(np.float64)
+    bad = ~np.isfinite(close_a) | (close_a <= 0)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(f"close must be finite and > 0 (no NaN); bar {i}, column {j} is "
+                         f"{close_a[i, j]!r}: drop or fill missing bars first")
+    n, c = close_a.shape
+    for name, arr in list(others.items()) + [("open", open), ("high", high), ("low", low)]:
+        if arr is not None:
+            a, _ = _frame(arr, name, n)
+            if a.shape[1] > c:
+                if c != 1:
+                    raise ValueError(f"{name} has {a.shape[1]} columns, close has {c}")
+                c = a.shape[1]
+    close_a = np.broadcast_to(close_a, (n, c)).copy()
+
+    def given(arr, name):
+        if arr is None:
+            return None
+        return np.broadcast_to(_frame(arr, name, n)[0].astype(np.float64), (n, c))
+
+    o = given(open, "open")
+    o = close_a if o is None else np.where(np.isnan(o), close_a, o)
+    lo, hi = given(low, "low"), given(high, "high")
+    floor, top = np.minimum(o, close_a), np.maximum(o, close_a)
+    lo = floor if lo is None else np.where(np.isnan(lo), floor, lo)
+    hi = top if hi is None else np.where(np.isnan(hi), top, hi)
+    out = {"close": close_a, "open": o, "low": lo, "high": hi}
+    if price is not None:
+        pr = given(price, "price")
+        if not np.all(np.isfinite(pr)) or np.any(pr <= 0):
+            raise ValueError("price must be finite and > 0 on every bar (it is where orders "
+                             "fill); leave it None to fill at the close")
+        out["price"] = pr
+    return out, cols
+
+
+def prepare(close, entries, exits, short_entries, short_exits, direction, open, high, low,
+            price=None, **kw):
+    """Checked numpy inputs of :func:`from_signals`: (bars, signals, params, labels)."""
+    named = {"entries": entries, "exits": exits, "short_entries": short_entries,
+             "short_exits": short_exits}
+    bars, cols = _bars(close, open, high, low, named, price)
+    shape = bars["close"].shape
+    c = shape[1]
+    ent, ext = _signal(entries, "entries", shape), _signal(exits, "exits", shape)
+    if short_entries is not None or short_exits is not None:
+        signals = (ent, ext, _signal(short_entries, "short_entries", shape),
+                   _signal(short_exits, "short_exits", shape))
+    else:
+        d = direction_codes(direction, c)
+        none = np.zeros(shape, dtype=bool)
+        signals = (np.where(d != 1, ent, none), np.where(d == 0, ext, none),
+                   np.where(d == 1, ent, np.where(d == 2, ext, none)), np.where(d == 1, ext, none))
+    params = column_params(c, **kw)
+    labels = cols if cols is not None and len(cols) == c else list(range(c))
+    return bars, tuple(np.ascontiguousarray(s) for s in signals), params, labels
+
+
+def direction_codes(direction, n_cols):
+    """``"longonly" / "shortonly" / "both"`` (scalar or per column) -> int codes [n_cols]."""
+    vals = [direction] if isinstance(direction, str) else list(direction)
+    codes = []
+    for v in vals:
+        key = str(v).lower().replace("_", "")
+        if key not in DIRECTIONS:
+            raise ValueError(f"direction must be 'longonly', 'shortonly' or 'both', got {v!r}")
+        codes.append(DIRECTIONS[key])
+    codes = np.array(codes)
+    if codes.size == 1:
+        codes = np.repeat(codes, n_cols)
+    if codes.size != n_cols:
+        raise ValueError(f"direction must be one value or one per column ({n_cols}), got "
+                         f"{codes.size}")
+    return codes
+
+
+def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0.0,
+                  slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, min_size=1e-8):
+    """Per-column keywords of :func:`from_signals`, checked, as float64 arrays."""
+    p = {"init_cash": _column_param(init_cash, "init_cash", n_cols, 0, strict=True),
+         "size": _column_param(size, "size", n_cols, 0, strict=True),
+         "fees": _column_param(fees, "fees", n_cols, 0),
+         "fixed_fees": _column_param(fixed_fees, "fixed_fees", n_cols, 0),
+         "slippage": _column_param(slippage, "slippage", n_cols, 0),
+         "sl_stop": _column_param(math.nan if sl_stop is None else sl_stop, "sl_stop", n_cols,
+                                  0, strict=True, allow_nan=True),
+         "sl_trail": _column_param(sl_trail, "sl_trail", n_cols),
+         "tp_stop": _column_param(math.nan if tp_stop is None else tp_stop, "tp_stop", n_cols,
+                                  0, strict=True, allow_nan=True),
+         "min_size": _column_param(min_size, "min_size", n_cols, 0)}
+    if np.isinf(p["init_cash"]).any():
+        raise ValueError("init_cash must be finite")
+    return p
+
+
+# -- the compiled run ----------------------------------------------------------------------
+_COMPILED = {}
+
+
+def compiled_simulate():
+    """:func:`simulate_signals` as one ``tf.function(jit_compile=True)`` (made once)."""
+    fn = _COMPILED.get("fn")
+    if fn is None:
+        fn = _COMPILED["fn"] = tf().function(simulate_signals, jit_compile=True,
+                                             autograph=False)
+    return fn
+
+
+def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0)):
+    """Cast to ``dtype`` and run :func:`simulate_signals` (XLA-compiled, cached per dtype)."""
+    t = tf()
+    fn = compiled_simulate()
+    dt = t.as_dtype(dtype)
+    b = {k: t.constant(v, dt) for k, v in bars.items()}
+    s = tuple(t.constant(x) for x in signals)
+    p = {k: (t.constant(params[k] != 0) if k == "sl_trail" else t.constant(params[k], dt))
+         for k in COLUMN_PARAMS}
+    return fn(b, s, p, True, loop_rates)
+
+
+class Portfolio:
+    """Result of :func:`from_signals`: ``stats()``, ``value()``, ``returns()``, ``trades``."""
+
+    def __init__(self, out, close, params, labels, ann, risk_free, required_return, index):
+        self._out = {k: v.numpy() for k, v in out.items()}
+        self._close = close
+        self._params = params
+        self.columns = labels
+        self.index = index
+        self.ann_factor = ann
+        self.risk_free, self.required_return = risk_free, required_return
+        self._tensors = out
+
+    def _wrap(self, a):
+        import pandas as pd
+        return pd.DataFrame(a, index=self.index, columns=self.columns)
+
+    def value(self):
+        """Equity curve ``[bars, columns]`` (cash + position x close), a DataFrame."""
+        return self._wrap(self._out["value"])
+
+    def returns(self):
+        """Bar returns of :meth:`value` (the first against ``init_cash``)."""
+        t = tf()
+        v = t.constant(self._out["value"])
+        return self._wrap(_returns(v, t.constant(self._params["init_cash"])).numpy())
+
+    def stats(self):
+        """vectorbt's ``stats()`` metrics, one row per column (see :data:`STATS`)."""
+        import pandas as pd
+        t = tf()
+        out = {k: t.constant(v) for k, v in self._out.items()}
+        s = stats_tensors(out, t.constant(self._close), t.constant(self._params["init_cash"]),
+                          self.ann_factor, self.risk_free, self.required_return)
+        return pd.DataFrame({k: v.numpy() for k, v in s.items()}, index=self.columns)
+
+    @property
+    def orders(self):
+        """Filled orders: column, idx, size (> 0), price, fees, side ("buy"/"sell")."""
+        import pandas as pd
+        size = self._out["order_size"]
+        i, j = np.nonzero(size.T)[::-1][::-1]
+        j, i = np.nonzero(size.T)
+        return pd.DataFrame({"column": [self.columns[k] for k in j], "idx": i,
+                             "size": np.abs(size[i, j]), "price": self._out["order_price"][i, j],
+                             "fees": self._out["order_fees"][i, j],
+                             "side": np.where(size[i, j] > 0, "buy", "sell")})
+
+    @property
+    def trades(self):
+        """Exit trades (vectorbt's ``pf.trades``), closed then the open one, per column.
+
+        Columns: ``column, size, entry_idx, entry_price, entry_fees, exit_idx,
+        exit_price, exit_fees, pnl, return, direction ("long"/"short"), status
+        ("closed"/"open")``; ``pnl`` and ``return`` are net of fees, the return
+        relative to ``size * entry_price``.
+        """
+        import pandas as pd
+        o = self._out
+        rows = []
+        n = self._close.shape[0]
+        for j in range(len(self.columns)):
+            for i in np.flatnonzero(o["trade_closed"][:, j]):
+                rows.append((j, o["trade_size"][i, j], int(o["trade_entry_idx"][i, j]),
+                             o["trade_entry_price"][i, j], o["trade_entry_fees"][i, j], i,
+                             o["trade_exit_price"][i, j], o["trade_exit_fees"][i, j],
+                             o["trade_direction"][i, j], "closed"))
+            if o["open_trade"][j]:
+                rows.append((j, o["open_size"][j], int(o["open_entry_idx"][j]),
+                             o["open_entry_price"][j], o["open_entry_fees"][j], n - 1,
+                             self._close[-1, j], 0.0, o["open_direction"][j], "open"))
+        cols = ["col", "size", "entry_idx", "entry_price", "entry_fees", "exit_idx",
+                "exit_price", "exit_fees", "dir", "status"]
+        f = pd.DataFrame(rows, columns=cols)
+        entry_val = f["size"] * f["entry_price"]
+        diff = f["size"] * f["exit_price"] - entry_val
+        diff = np.where(f["dir"] < 0, -diff, diff)
+        f["pnl"] = diff - f["entry_fees"] - f["exit_fees"]
+        f["return"] = f["pnl"] / entry_val
+        f["direction"] = np.where(f["dir"] < 0, "short", "long")
+        f.insert(0, "column", [self.columns[k] for k in f["col"]])
+        f["exit_idx"] = f["exit_idx"].astype(np.int64)
+        return f[["column", "size", "entry_idx", "entry_price", "entry_fees", "exit_idx",
+                  "exit_price", "exit_fees", "pnl", "return", "direction", "status"]]
+
+
+def from_signals(close, entries=None, exits=None, *, short_entries=None, short_exits=None,
+                 direction="longonly", init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0.0,
+                 slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, open=None, high=None,
+                 low=None, price=None, freq=None,
+                 year_freq="365 days", risk_free=0.0, required_return=0.0,
+                 min_size=1e-8, dtype="float64"):
+    """Backtest entry/exit signals the way vectorbt's ``Portfolio.from_signals`` does.
+
+    Orders fill at the bar's close; ``slippage`` moves the fill against the
+    trade (buys at ``close * (1 + slippage)``, sells at ``close * (1 -
+    slippage)``); fees are ``fees * size * price + fixed_fees`` per order.  With
+    ``size=inf`` an entry spends all the cash (net of fees); an exit closes the
+    whole position; an entry in the opposite direction reverses it.  An entry
+    and an exit on one bar cancel (vectorbt's default "ignore").  Stops
+    (``sl_stop``, ``tp_stop``: fractions of the entry bar's close, checked from
+    the next bar, stop-loss first) fill at the stop level without slippage, or
+    at the open when the bar opens past it, on ``high`` / ``low`` when given
+    (else on the close); a stop replaces every other signal of its bar; a
+    trailing stop (``sl_trail=True``) raises its reference to the bar's high
+    after the bar's check.
+
+    Parameters
+    ----------
+    close : Series, DataFrame or array [bars] / [bars, columns]
+        Prices, finite and > 0 (fill or drop missing bars first).
+    entries, exits : bool, same shape (or one column for all)
+        Signals; in ``direction="shortonly"`` they open / close shorts; in
+        ``"both"`` entries go long and exits go short.
+    short_entries, short_exits : bool or None
+        Give them to trade both sides with four signals (then ``entries`` /
+        ``exits`` are the long ones and ``direction`` is ignored).
+    direction : "longonly" (default), "shortonly" or "both"; scalar or per column.
+    init_cash : float, default 100.  size : float, default inf (all cash), else
+        shares per order.  fees : fraction (0.001 = 0.1 %), default 0.
+        fixed_fees : cash per order, default 0.  slippage : fraction, default 0.
+    sl_stop, tp_stop : float in (0, inf) or None (off); scalar or per column
+        (NaN in a column turns it off there).  sl_trail : bool, default False.
+    open, high, low : like ``close`` or None
+        Bars for the stop checks (without them the close is used).
+    price : like ``close`` or None
+        Where signal orders fill instead of the close (vectorbt's ``price``); e.g.
+        the next bar's open with signals shifted by one bar, as backtrader fills
+        market orders.  The value is still marked at the close.
+    freq : pandas timedelta string, default "1D"
+        Bar length; the annualisation factor is ``year_freq / freq``
+        (``year_freq`` default "365 days", vectorbt's).  Use ``freq="1D",
+        year_freq="252 days"`` for trading days.
+    risk_free, required_return : float, default 0
+        Per-bar rates used by the Sharpe / Omega and Sortino / Omega ratios.
+    min_size : float, default 1e-8 (vectorbt's); smaller orders are rejected.
+    dtype : "float64" (default) or "float32".
+
+    Returns a :class:`Portfolio`.  Values are vectorbt's, as its accessor methods
+    return them: fractions (``stats()`` in vectorbt prints percentages), a
+    negative ``max_drawdown``, durations in bars.
+    """
+    import pandas as pd
+    index = close.index if hasattr(close, "index") else None
+    bars, signals, params, labels = prepare(
+        close, entries, exits, short_entries, short_exits, direction, open, high, low, price,
+        init_cash=init_cash, size=size, fees=fees, fixed_fees=fixed_fees, slippage=slippage,
+        sl_stop=sl_stop, sl_trail=sl_trail, tp_stop=tp_stop, min_size=min_size)
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    for name, v in (("risk_free", risk_free), ("required_return", required_return)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise ValueError(f"{name} must be a finite number (a per-bar rate), got {v!r}")
+    ann = ann_factor(freq, year_freq)
+    out = run_tensors(bars, signals, params, dtype, rates(ann, risk_free, required_return))
+    if index is None:
+        index = pd.RangeIndex(bars["close"].shape[0])
+    p64 = {k: np.asarray(v, dtype=np.dtype(dtype)) for k, v in params.items()}
+    return Portfolio(out, bars["close"].astype(dtype), p64, labels, ann, risk_free,
+                     required_return, index)

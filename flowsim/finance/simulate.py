@@ -1,0 +1,382 @@
+"""The from-signals portfolio loop in TensorFlow: vectorbt's order semantics, bar by bar.
+
+:func:`simulate_signals` runs one ``tf.while_loop`` over bars, each step updating
+every column at once (columns are independent: one asset, one parameter row, or
+both).  It reproduces ``vectorbt.portfolio.nb.simulate_from_signals_nb`` with
+vectorbt's defaults (no accumulation, ``upon_*_conflict="ignore"``,
+``upon_opposite_entry="reversereduce"``, stops entered at the close, exited as
+stop-limit orders, ``min_size=1e-8``), its order execution (``buy_nb`` /
+``sell_nb``, with its tolerant comparisons ``rel_tol=1e-9``, ``abs_tol=1e-12``),
+the exit-trade records it derives from the orders and the value series its
+``Portfolio`` computes from them.  The same step also keeps vectorbt's drawdown
+records (peak, valley, recovery) so nothing of size ``[bars, columns]`` but the
+returns leaves the loop.
+
+Users call :func:`flowsim.finance.from_signals` or
+:func:`flowsim.finance.signal_sweep`; this module is the kernel they share.
+"""
+import math
+
+from ..core.lazy_tf import tf
+
+REL_TOL = 1e-9
+ABS_TOL = 1e-12
+
+#: Per-column parameters the loop reads, in order.
+COLUMN_PARAMS = ("init_cash", "size", "fees", "fixed_fees", "slippage", "sl_stop", "sl_trail",
+                 "tp_stop", "min_size")
+
+#: Per-bar outputs of the loop, each ``[bars, columns]``.
+BAR_OUTPUTS = ("value", "order_size", "order_price", "order_fees", "trade_closed",
+               "trade_size", "trade_entry_idx", "trade_entry_price", "trade_entry_fees",
+               "trade_exit_price", "trade_exit_fees", "trade_direction")
+
+
+def _is_close(a, b):
+    t = tf()
+    finite = t.math.is_finite(a) & t.math.is_finite(b)
+    tol = t.maximum(REL_TOL * t.maximum(t.abs(a), t.abs(b)), ABS_TOL)
+    return (a == b) | (finite & (t.abs(a - b) <= tol))
+
+
+def _is_less(a, b):
+    return ~_is_close(a, b) & (a < b)
+
+
+def _close_or_less(a, b):
+    return _is_close(a, b) | (a < b)
+
+
+def _add(a, b):
+    """vectorbt's ``add_nb``: ``a + b``, snapped to 0 when it nearly cancels."""
+    t = tf()
+    s = a + b
+    opposite = t.sign(a) != t.sign(b)
+    zero = t.where(opposite, _is_close(t.abs(a), t.abs(b)), _is_close(s, t.zeros_like(s)))
+    return t.where(zero, t.zeros_like(s), s)
+
+
+def add_tolerant(a, b):
+    """vectorbt's ``add_nb`` (public name of :func:`_add` for the metrics)."""
+    return _add(a, b)
+
+
+def _snap(x):
+    t = tf()
+    return t.where(_is_close(x, t.zeros_like(x)), t.zeros_like(x), x)
+
+
+def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_size):
+    """``buy_nb`` (lock_cash=False): (filled, size, price, fees, cash, pos, debt, free)."""
+    t = tf()
+    zero = t.zeros_like(cash)
+    adj = price * (1 + slip)
+    ok = t.where(short_only, pos != 0, cash != 0)
+    adj_size = t.where(short_only, t.minimum(-pos, size), size)
+    ok &= adj_size != 0
+    req_cash = adj_size * adj
+    req_fees = req_cash * fees + fixed
+    total = req_cash + req_fees
+    enough = _close_or_less(total, cash)
+    max_req = _add(cash, -fixed) / (1 + fees)
+    ok &= enough | (max_req > 0)
+    final_size = t.where(enough, adj_size, max_req / adj)
+    fees_paid = t.where(enough, req_fees, cash - max_req)
+    final_req = t.where(enough, total, cash)
+    ok &= ~_is_close(adj_size, zero) & ~_is_less(final_size, min_size)
+    new_cash = _add(cash, -final_req)
+    new_pos = _add(pos, final_size)
+    was_short = pos < 0
+    safe_pos = t.where(was_short, t.abs(pos), t.ones_like(pos))
+    short_size = t.where(new_pos < 0, final_size, t.abs(pos))
+    debt_diff = short_size * (debt / safe_pos)
+    new_debt = t.where(was_short, _add(debt, -debt_diff), debt)
+    new_free = t.where(was_short, _add(free + 2 * debt_diff, -final_req), _add(free, -final_req))
+    return ok, final_size, adj, fees_paid, new_cash, new_pos, new_debt, new_free
+
+
+def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, slip, min_size):
+    """``sell_nb`` (lock_cash=False; ``all_in``: size=inf with percent=1)."""
+    t = tf()
+    zero = t.zeros_like(cash)
+    adj = price * (1 - slip)
+    long_size = t.maximum(pos, zero)
+    total_free = _add(free, long_size * adj * (1 - fees))
+    max_short = _add(total_free, -fixed) / (adj * (1 + fees))
+    max_limit = t.where(total_free <= 0, long_size, _add(long_size, max_short))
+    ok_all = t.where(total_free <= 0, pos > 0, max_limit > 0)
+    size_limit = t.where(long_only, t.minimum(pos, size), t.where(all_in, max_limit, size))
+    ok = t.where(long_only, pos != 0, t.where(all_in, ok_all, t.ones_like(ok_all)))
+    ok &= ~_is_close(size_limit, zero) & ~_is_less(size_limit, min_size)
+    acq = size_limit * adj
+    fees_paid = acq * fees + fixed
+    final_acq = _add(acq, -fees_paid)
+    ok &= final_acq >= 0
+    new_cash = cash + final_acq
+    new_pos = _add(pos, -size_limit)
+    short_size = t.where(pos < 0, size_limit, t.abs(new_pos))
+    short_value = short_size * adj
+    goes_short = new_pos < 0
+    new_debt = t.where(goes_short, debt + short_value, debt)
+    new_free = t.where(goes_short, _add(free, _add(final_acq, -2 * short_value)), free + final_acq)
+    return ok, size_limit, adj, fees_paid, new_cash, new_pos, new_debt, new_free
+
+
+def _stop_price(pos, ref, stop, o, lo, hi, below):
+    """``get_stop_price_nb``: fill price of a stop hit on this bar, NaN if none."""
+    t = tf()
+    nan = t.fill(t.shape(pos), t.constant(math.nan, pos.dtype))
+    down = (pos > 0) == below                       # the stop lies below the reference
+    level = t.where(down, ref * (1 - stop), ref * (1 + stop))
+    past_open = t.where(down, o <= level, level <= o)
+    inside = (lo <= level) & (level <= hi)
+    out = t.where(past_open, o, t.where(inside, level, nan))
+    return t.where((pos != 0) & ~t.math.is_nan(stop), out, nan)
+
+
+def _signals(pos, le, lx, se, sx):
+    """Default conflict resolution: an entry and an exit (or two entries) cancel."""
+    any_entry = le | se
+    long_clash = any_entry & le & lx
+    short_clash = any_entry & se & sx
+    le, lx = le & ~long_clash, lx & ~long_clash
+    se, sx = se & ~short_clash, sx & ~short_clash
+    both = any_entry & le & se
+    return le & ~both, lx, se & ~both, sx
+
+
+def _order_size(pos, le, lx, se, sx, size):
+    """``signals_to_size_nb`` with accumulation off: (signed size, long-only?, short-only?)."""
+    t = tf()
+    zero = t.zeros_like(pos)
+    absp = t.abs(pos)
+    long_ = t.where(se, -absp - size, t.where(lx, -absp, zero))
+    short_ = t.where(le, absp + size, t.where(sx, absp, zero))
+    flat = t.where(le, size, t.where(se, -size, zero))
+    out = t.where(pos > 0, long_, t.where(pos < 0, short_, flat))
+    long_only = (pos > 0) & ~se & lx
+    short_only = (pos < 0) & ~le & sx
+    return out, long_only, short_only
+
+
+def _trade_update(fill, i, is_buy, s, p, f, tr):
+    """Exit-trade bookkeeping of one filled order (``get_exit_trades_nb``)."""
+    t = tf()
+    in_pos, tdir, eidx, esize, egross, efees = tr
+    zero = t.zeros_like(s)
+    opening = fill & ~in_pos
+    tdir = t.where(opening, t.where(is_buy, t.ones_like(tdir), -t.ones_like(tdir)), tdir)
+    eidx = t.where(opening, t.fill(t.shape(eidx), i), eidx)
+    esize, egross, efees = (t.where(opening, zero, v) for v in (esize, egross, efees))
+    same = fill & ((tdir > 0) == is_buy)
+    reduce_ = fill & ~same
+    closes = reduce_ & _close_or_less(s, esize)
+    exact = closes & _is_close(s, esize)
+    reverse = reduce_ & ~closes
+    safe = t.where(esize > 0, esize, t.ones_like(esize))
+    exit_size = t.where(closes, t.where(exact, esize, s), esize)
+    exit_fees = t.where(closes, f, esize / t.where(s > 0, s, t.ones_like(s)) * f)
+    rec = {"trade_closed": reduce_, "trade_size": exit_size,
+           "trade_entry_idx": t.cast(eidx, s.dtype), "trade_entry_price": egross / safe,
+           "trade_entry_fees": exit_size / safe * efees, "trade_exit_price": p,
+           "trade_exit_fees": exit_fees, "trade_direction": tdir}
+    frac = (esize - s) / safe
+    part = closes & ~exact
+    new_size = t.where(same, esize + s, t.where(part, esize * frac, t.where(reverse, s - esize,
+                                                                           esize)))
+    new_gross = t.where(same, egross + s * p, t.where(part, egross * frac,
+                                                      t.where(reverse, (s - esize) * p, egross)))
+    new_fees = t.where(same, efees + f, t.where(part, efees * frac,
+                                                t.where(reverse, f - exit_fees, efees)))
+    in_pos = (in_pos | opening) & ~exact
+    tdir = t.where(reverse, -tdir, tdir)
+    eidx = t.where(reverse, t.fill(t.shape(eidx), i), eidx)
+    return (in_pos, tdir, eidx, new_size, new_gross, new_fees), rec
+
+
+def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0)):
+    """Run the portfolio over ``bars`` (dict of ``open, high, low, close`` ``[n, c]``).
+
+    ``signals``: ``(long_entries, long_exits, short_entries, short_exits)`` bool
+    ``[n, c]`` (an optional ``price`` entry: where orders fill instead of the close);
+    ``params``: dict of :data:`COLUMN_PARAMS` ``[c]`` tensors (stops NaN
+    when off, ``sl_trail`` bool).  Returns a dict of :data:`BAR_OUTPUTS` ``[n, c]``
+    (only with ``keep_bars``) plus the end-of-run drawdown summary ``max_dd``,
+    ``max_dd_duration``, ``has_dd``, the open trade ``open_*`` ``[c]`` and the
+    running sums ``acc_*`` of :func:`accumulate` (``rates``: risk-free rate,
+    Omega's per-bar threshold, required return) that :func:`stats_from_sums` turns
+    into the metrics without any ``[n, c]`` array.
+    """
+    t = tf()
+    close = bars["close"]
+    dtype = close.dtype
+    n = t.shape(close)[0]
+    le_a, lx_a, se_a, sx_a = signals
+    p = params
+    zero = t.zeros_like(close[0])
+    nan = zero + math.nan
+    init = p["init_cash"]
+    state = dict(cash=init, pos=zero, debt=zero, free=init, sl_ref=nan, sl_stop=nan,
+                 trail=t.zeros_like(close[0], dtype=t.bool), tp_ref=nan, tp_stop=nan,
+                 rcash=init, rpos=zero, peak=nan, peak_i=t.zeros_like(close[0], dtype=t.int32),
+                 dd_on=t.zeros_like(close[0], dtype=t.bool), valley=nan, max_dd=zero,
+                 max_dur=zero, has_dd=t.zeros_like(close[0], dtype=t.bool))
+    trade = (t.zeros_like(close[0], dtype=t.bool), zero, t.zeros_like(close[0], dtype=t.int32),
+             zero, zero, zero)
+    arrays = {k: t.TensorArray(dtype if not k == "trade_closed" else t.bool, size=n)
+              for k in (BAR_OUTPUTS if keep_bars else ())}
+    state.update(_zero_sums(zero))
+    state["prev_value"] = init
+
+    def body(i, s, tr, arrays):
+        c, o, lo, hi = (bars[k][i] for k in ("close", "open", "low", "high"))
+        pos = s["pos"]
+        sl_on = ~t.math.is_nan(s["sl_stop"])
+        stop = _stop_price(pos, s["sl_ref"], s["sl_stop"], o, lo, hi, True)
+        tp_hit = _stop_price(pos, s["tp_ref"], s["tp_stop"], o, lo, hi, False)
+        stop = t.where(t.math.is_nan(stop), tp_hit, stop)
+        trail = sl_on & s["trail"]
+        sl_ref = t.where(trail & (pos > 0) & (hi > s["sl_ref"]), hi, s["sl_ref"])
+        sl_ref = t.where(trail & (pos < 0) & (lo < sl_ref), lo, sl_ref)
+        hit = ~t.math.is_nan(stop)
+        le, lx, se, sx = _signals(pos, le_a[i], lx_a[i], se_a[i], sx_a[i])
+        le, se = le & ~hit, se & ~hit
+        lx = t.where(hit, pos > 0, lx)
+        sx = t.where(hit, pos < 0, sx)
+        price = t.where(hit, stop, bars["price"][i] if "price" in bars else c)
+        slip = t.where(hit, zero, p["slippage"])
+        size, long_only, short_only = _order_size(pos, le, lx, se, sx, p["size"])
+        cash, cpos, debt, free = (_snap(s[k]) for k in ("cash", "pos", "debt", "free"))
+        all_in = t.math.is_inf(size) & (size < 0)
+        b = _buy(cash, cpos, debt, free, size, price, short_only, p["fees"], p["fixed_fees"],
+                 slip, p["min_size"])
+        q = _sell(cash, cpos, debt, free, -size, price, long_only, all_in, p["fees"],
+                  p["fixed_fees"], slip, p["min_size"])
+        is_buy = size > 0
+        pick = [t.where(is_buy, x, y) for x, y in zip(b, q)]
+        fill = pick[0] & (size != 0)
+        osize, oprice, ofees = pick[1], pick[2], pick[3]
+        new = {k: t.where(fill, v, s[k]) for k, v in zip(("cash", "pos", "debt", "free"),
+                                                          pick[4:])}
+        npos = new["pos"]
+        flat = fill & (npos == 0)
+        opened = fill & (npos != 0) & ((pos == 0) | (t.sign(npos) != t.sign(pos)))
+        new["sl_ref"] = t.where(flat, nan, t.where(opened, c, sl_ref))
+        new["sl_stop"] = t.where(flat, nan, t.where(opened, p["sl_stop"], s["sl_stop"]))
+        new["trail"] = t.where(flat, t.zeros_like(trail), t.where(opened, p["sl_trail"],
+                                                                   s["trail"]))
+        new["tp_ref"] = t.where(flat, nan, t.where(opened, c, s["tp_ref"]))
+        new["tp_stop"] = t.where(flat, nan, t.where(opened, p["tp_stop"], s["tp_stop"]))
+        # Value from the order records, as Portfolio.value() computes it.
+        signed = t.where(fill, t.where(is_buy, osize, -osize), zero)
+        flow = t.where(fill, _add(zero, -signed * oprice - ofees), zero)
+        new["rcash"] = _add(s["rcash"], flow)
+        new["rpos"] = _add(s["rpos"], signed)
+        value = new["rcash"] + new["rpos"] * c
+        new.update(_drawdown_step(i, value, s, n))
+        tr, rec = _trade_update(fill, i, is_buy, osize, oprice, ofees, tr)
+        rec["trade_closed"] = rec["trade_closed"] & fill
+        rec.update(value=value, order_size=signed, order_price=t.where(fill, oprice, nan),
+                   order_fees=t.where(fill, ofees, zero))
+        new.update(accumulate(s, rec, value, s["prev_value"], rates))
+        arrays = {k: arrays[k].write(i, rec[k]) for k in arrays}
+        return i + 1, new, tr, arrays
+
+    _, state, trade, arrays = t.while_loop(lambda i, *_: i < n, body,
+                                           [t.constant(0), state, trade, arrays])
+    out = {k: v.stack() for k, v in arrays.items()}
+    out.update({k: v for k, v in state.items() if k.startswith("acc_")})
+    out["n_bars"] = n
+    out["prev_value"] = state["prev_value"]
+    in_pos, tdir, eidx, esize, egross, efees = trade
+    open_ = in_pos & _is_less(-esize, zero)
+    safe = t.where(esize > 0, esize, t.ones_like(esize))
+    out.update(max_dd=state["max_dd"], max_dd_duration=state["max_dur"], has_dd=state["has_dd"],
+               open_trade=open_, open_size=esize, open_entry_idx=t.cast(eidx, dtype),
+               open_entry_price=egross / safe, open_entry_fees=efees, open_direction=tdir)
+    return out
+
+
+_SUM_NAMES = ("fees", "closed", "win", "lose", "even", "win_pnl", "lose_pnl", "win_ret",
+              "lose_ret", "r", "r2", "omega_pos", "omega_neg", "down2")
+
+
+def _zero_sums(zero):
+    sums = {f"acc_{k}": zero for k in _SUM_NAMES}
+    sums.update(acc_best=zero - math.inf, acc_worst=zero + math.inf, acc_cum=zero + 100.0,
+                acc_cum_high=zero - math.inf, acc_cum_dd=zero, prev_value=None)
+    return sums
+
+
+def accumulate(s, rec, value, prev, rates):
+    """Running sums of one bar: fees, closed-trade statistics, return moments.
+
+    The trades' PnL and return are ``get_trade_stats_nb``'s; bar returns are
+    ``get_return_nb``'s; ``rates`` = (risk-free, Omega threshold, required return).
+    """
+    t = tf()
+    rf, thresh, req = rates
+    zero = t.zeros_like(value)
+    closed = rec["trade_closed"]
+    size = rec["trade_size"]
+    entry_val = size * rec["trade_entry_price"]
+    diff = _add(size * rec["trade_exit_price"], -entry_val)
+    diff = t.where(rec["trade_direction"] < 0, -diff, diff)
+    pnl = diff - rec["trade_entry_fees"] - rec["trade_exit_fees"]
+    ret = pnl / t.where(closed, entry_val, t.ones_like(entry_val))
+    win, lose = closed & (pnl > 0), closed & (pnl < 0)
+
+    def add(name, mask, x):
+        return s[name] + t.where(mask, x, zero)
+
+    one = t.ones_like(value)
+    safe = t.where(prev == 0, one, prev)
+    r = (value - prev) / safe
+    r = t.where(prev < 0, -r, r)
+    r = t.where(prev == 0, t.where(value == 0, zero, t.sign(value) * math.inf), r)
+    y = r - rf - thresh
+    adj = t.minimum(r - req, 0)
+    cum = s["acc_cum"] * (1 + r)
+    high = t.maximum(s["acc_cum_high"], cum)
+    return {"acc_fees": s["acc_fees"] + rec["order_fees"],
+            "acc_closed": add("acc_closed", closed, one), "acc_win": add("acc_win", win, one),
+            "acc_lose": add("acc_lose", lose, one),
+            "acc_even": add("acc_even", closed & (pnl == 0), one),
+            "acc_win_pnl": add("acc_win_pnl", win, pnl),
+            "acc_lose_pnl": add("acc_lose_pnl", lose, pnl),
+            "acc_win_ret": add("acc_win_ret", win, ret),
+            "acc_lose_ret": add("acc_lose_ret", lose, ret),
+            "acc_best": t.where(closed, t.maximum(s["acc_best"], ret), s["acc_best"]),
+            "acc_worst": t.where(closed, t.minimum(s["acc_worst"], ret), s["acc_worst"]),
+            "acc_r": s["acc_r"] + r, "acc_r2": s["acc_r2"] + r * r,
+            "acc_omega_pos": add("acc_omega_pos", y > 0, y),
+            "acc_omega_neg": add("acc_omega_neg", y < 0, y),
+            "acc_down2": s["acc_down2"] + adj * adj,
+            "acc_cum": cum, "acc_cum_high": high,
+            "acc_cum_dd": t.minimum(s["acc_cum_dd"], cum / high - 1), "prev_value": value}
+
+
+def _drawdown_step(i, value, s, n):
+    """One bar of ``get_drawdowns_nb`` on the value series: running worst and longest."""
+    t = tf()
+    peak, peak_i, dd_on, valley = s["peak"], s["peak_i"], s["dd_on"], s["valley"]
+    up = t.math.is_nan(peak) | (value >= peak)
+    recovered = up & dd_on
+    new_peak = up & ~dd_on
+    starts = ~up & ~dd_on
+    deeper = ~up & dd_on & (value < valley)
+    valley = t.where(starts | deeper, value, valley)
+    dd_on2 = (dd_on | starts) & ~recovered
+    last = i == n - 1
+    active = last & dd_on2
+    store = recovered | active
+    dur = t.cast(i - peak_i, value.dtype) - t.cast(recovered, value.dtype)
+    depth = (valley - peak) / peak
+    has = s["has_dd"] | store
+    max_dd = t.where(store & (~s["has_dd"] | (depth < s["max_dd"])), depth, s["max_dd"])
+    max_dur = t.where(store & (~s["has_dd"] | (dur > s["max_dur"])), dur, s["max_dur"])
+    peak = t.where(new_peak | store, value, peak)
+    peak_i = t.where(new_peak | store, t.fill(t.shape(peak_i), i), peak_i)
+    valley = t.where(store, value, valley)
+    return dict(peak=peak, peak_i=peak_i, dd_on=dd_on2 & ~active, valley=valley,
+                max_dd=max_dd, max_dur=max_dur, has_dd=has)
