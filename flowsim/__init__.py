@@ -22,13 +22,14 @@ _importlib.import_module(".core.compile_cache", __name__).configure()
 from .sweep import Sweep, sweep  # noqa: E402  (the old path: binds flowsim.sweep once)
 
 __all__ = ["Flow", "Histogram", "Plain", "Result", "Simulation", "Sweep", "integrate",
-           "logical_devices", "set_virtual_cpus", "sweep", "__version__"]
+           "logical_devices", "register_backend", "set_virtual_cpus", "sweep", "__version__"]
 
 # Public names and the submodule that defines each, imported on first use (PEP 562)
 # so that `flowsim --version`, `import flowsim.schedule` etc. load no TensorFlow.
 _LAZY = {"Flow": "core.flow", "Histogram": "algorithms.histogram", "Plain": "algorithms.plain",
          "Result": "core.result", "Simulation": "core.simulation", "integrate": "integrator",
-         "Vegas": "algorithms.vegas", "VegasPlus": "algorithms.vegasplus"}
+         "Vegas": "algorithms.vegas", "VegasPlus": "algorithms.vegasplus",
+         "register_backend": "distribution.registry"}
 
 # Submodules that `import flowsim` used to load, so `flowsim.flow.X` keeps working.
 _SUBMODULES = {"algorithms", "api", "backends", "blocks", "checkpoint", "domain", "flow",

@@ -387,7 +387,7 @@ def test_integrate_backend_spark_uses_the_active_session(local):
     assert_same_bits(res, flowsim.integrate(**kw))
     assert local.sparkContext._jsc is not None            # a given session is not stopped
     flow = SparkFlow(PLAIN, 1000, seed=1, spark="local[2]")   # the running context, as is
-    assert flow.sc is local.sparkContext and not flow.executor.owned
+    assert flow.executor.sc is local.sparkContext and not flow.executor.owned
     with pytest.raises(ValueError, match=r"already runs a SparkContext with master 'local\[2\]'"):
         SparkFlow(PLAIN, 1000, seed=1, spark="local[3]")
 
@@ -413,10 +413,10 @@ def _worker_facts(sc):
         import logging
         import time
 
-        from flowsim.distribution import spark as S
+        from flowsim.distribution import spark_worker as S
         from flowsim.kernel import trace_counts
         threads = None
-        if S._WORKER["ready"]:
+        if S.WORKER["ready"]:
             from flowsim._tf import tf
             threads = tf().config.threading.get_intra_op_parallelism_threads()
         start = time.perf_counter()
@@ -574,6 +574,7 @@ def test_worker_lost_for_good_fails_after_executor_timeout(on_cluster, cluster_s
     thread, killed = _kill_worker_mid_job(cluster_start, FAULTY.marker, restart=False)
     try:
         with caplog.at_level(logging.WARNING, logger="flowsim"), \
+                pytest.warns(UserWarning, match="no Spark executor is alive") as python_warned, \
                 pytest.raises(NoExecutorError) as info:
             flow.run(2)
         failed = time.monotonic()
@@ -589,6 +590,9 @@ def test_worker_lost_for_good_fails_after_executor_timeout(on_cluster, cluster_s
     warned = _warnings(caplog)
     assert any("no Spark executor is alive" in m and "fails after 5 s unless one comes back"
                in m for m in warned), warned
+    # also a Python warning (issue 23, item 3): seen without a logging handler
+    assert any("fails after 5 s unless one comes back" in str(w.message)
+               for w in python_warned), [str(w.message) for w in python_warned]
 
 
 def test_spark_submit_example_standalone_with_py_files(sessions, cluster, dist_zip, plain_ref):

@@ -35,7 +35,7 @@ import tensorflow as tf
 out = {"devices": flowsim.logical_devices(), "flow_devices": probe.devices(),
        "threads": [tf.config.threading.get_intra_op_parallelism_threads(),
                    tf.config.threading.get_inter_op_parallelism_threads()],
-       "chosen": list(probe.thread_settings or ()),
+       "chosen": list(probe.executor.thread_settings or ()),
        "cores": len(__import__("os").sched_getaffinity(0))}
 
 # Compiling per device dominates the test time: XLA (the default) with 2 devices,
@@ -123,8 +123,8 @@ class OOMOnceExecutor(ThreadExecutor):
             raise tf.errors.ResourceExhaustedError(None, None, f"injected OOM on {device}")
         return super().compute(task, first, n_blocks, device)
 
-class OOMOnce(ScheduledFlow):
-    executor_class = OOMOnceExecutor
+def OOMOnce(sim, schedule, **kw):
+    return flowsim.Flow(sim, executor=OOMOnceExecutor(schedule=schedule), **kw)
 
 sim, want = plain, plain_want                  # compiled already on every device
 oom = {}
@@ -151,8 +151,8 @@ class BuggyExecutor(ThreadExecutor):
             raise KernelBug(f"bug in block 40 on {device}")
         return super().compute(task, first, n_blocks, device)
 
-class Buggy(ScheduledFlow):
-    executor_class = BuggyExecutor
+def Buggy(sim, schedule, **kw):
+    return flowsim.Flow(sim, executor=BuggyExecutor(schedule=schedule), **kw)
 
 def catch(make):
     start = time.perf_counter()

@@ -29,6 +29,7 @@ while the state stays put), :class:`RemoteError` / :func:`describe` (an
 exception raised in another process, with its type, text, traceback and
 where), :func:`set_threads` (TensorFlow's thread pools, before it starts).
 """
+import contextlib
 import os
 import threading
 import time
@@ -60,10 +61,18 @@ __all__ = [
 class Processes:
     """How the processes of a run agree; this default is a single process.
 
-    SPMD backends (every process runs the same script, like MPI) override the
-    three methods so that every process uses root's seed and checkpoint, and
-    only root writes checkpoints, logs and shows progress.
+    SPMD backends (every process runs the same script, like MPI) override
+    these hooks so that every process uses root's seed, checkpoint and
+    timings, every process builds the same run, a failure on one process
+    raises on all, and only root writes checkpoints, logs and shows progress.
+    :class:`~flowsim.Flow` calls them in this order: :meth:`agree` (the seed)
+    and :meth:`agree_run` at the end of its constructor; per ``run()``:
+    :meth:`running` around it, :meth:`load_checkpoint`, :meth:`finish` with
+    the records; :meth:`failed` whenever the constructor or ``run()`` raises.
     """
+
+    #: This process's number and the number of processes of the run.
+    rank, size = 0, 1
 
     def is_root(self):
         """Whether this process writes checkpoints and shows progress."""
@@ -73,10 +82,30 @@ class Processes:
         """The value every process uses: root's ``value``."""
         return value
 
+    def agree_run(self, flow):
+        """Check that every process built the same ``flow`` (its
+        :meth:`~flowsim.Flow.config`); raise on every process if not.  Nothing
+        to check in one process."""
+
     def load_checkpoint(self, path):
         """The checkpoint at ``path`` (:func:`flowsim.core.checkpoint.load`), read by root
         and shared with every process; None when there is none."""
         return ckpt.load(path)
+
+    def running(self):
+        """A context manager around every ``Flow.run`` (SPMD: mutes flowsim's logs
+        on the processes other than root)."""
+        return contextlib.nullcontext()
+
+    def finish(self, records, wall_time):
+        """Root's ``(records, wall_time)`` at the end of a run, so that every process
+        returns the same timings (one process: the ones given)."""
+        return records, wall_time
+
+    def failed(self, exc):
+        """``exc`` was raised on this process (in Flow's constructor or ``run``):
+        let the other processes know, so that none waits forever.  May raise the
+        exception every process raises instead; returns None to re-raise ``exc``."""
 
 
 #: The single-process :class:`Processes`.
