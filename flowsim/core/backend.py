@@ -45,6 +45,7 @@ from .log import logger
 __all__ = [
     "SINGLE",
     "Executor",
+    "check_start_method",
     "Iteration",
     "LocalExecutor",
     "Processes",
@@ -336,6 +337,34 @@ def rebuild(info, where=""):
                 error.remote_traceback = info.get("traceback", "")
                 return error
     return RemoteError(info, f"{info['module']}.{info['type']}: {message}{tail}")
+
+
+# -- worker processes -----------------------------------------------------------------
+def tensorflow_started():
+    """Whether TensorFlow is loaded in this process (then its runtime may hold locks)."""
+    import sys
+    return "tensorflow" in sys.modules
+
+
+def check_start_method(method):
+    """Refuse a ``fork`` start method for worker processes once TensorFlow is loaded.
+
+    A forked child inherits TensorFlow's runtime with its locks in whatever state
+    other threads held them: the child aborts in its first TensorFlow call (absl
+    mutex) and a process pool breaks with no hint.  ``"spawn"`` and
+    ``"forkserver"`` start clean interpreters.  Raises ``RuntimeError`` naming the
+    fix; returns ``method``.
+    """
+    if method is None:
+        import multiprocessing
+        method = multiprocessing.get_start_method()
+    if method == "fork" and tensorflow_started():
+        raise RuntimeError(
+            "start_method='fork' after TensorFlow has started: forked workers abort in "
+            "their first TensorFlow call (absl mutex) and the pool breaks; use "
+            "start_method='spawn' (or 'forkserver'), e.g. "
+            "multiprocessing.get_context('spawn')")
+    return method
 
 
 # -- TensorFlow threads ---------------------------------------------------------------

@@ -204,26 +204,23 @@ class Prototypes:
 def _run(name, spec, make_flow, prototypes, tmpdir, label):
     sim = prototypes.fresh(name)
     if spec.pop("sweep", False):
-        with make_flow(sim, n_events=sim.n_rows, seed=0, block_size=sim.block_rows,
-                       events_limit=4 * sim.block_rows) as flow:
-            outputs = run_sweep(flow)
-            return {"outputs": {k: hexbits(v) for k, v in sorted(outputs.items())},
-                    "timeline_faults": coverage_faults(flow.timeline, flow.grid.n_blocks)}
+        flow = make_flow(sim, n_events=sim.n_rows, seed=0, block_size=sim.block_rows,
+                         events_limit=4 * sim.block_rows)
+        outputs = run_sweep(flow)
+        return {"outputs": {k: hexbits(v) for k, v in sorted(outputs.items())},
+                "timeline_faults": coverage_faults(flow.timeline, flow.grid.n_blocks)}
     if spec.pop("rows", False):
-        with make_flow(sim, **spec) as flow:
-            rows = flow.run_blocks(0)
-            return {"rows": [hexbits(r) for r in rows], "shape": list(np.shape(rows)),
-                    "timeline_faults": coverage_faults(flow.timeline, flow.grid.n_blocks)}
+        flow = make_flow(sim, **spec)
+        rows = flow.run_blocks(0)
+        return {"rows": [hexbits(r) for r in rows], "shape": list(np.shape(rows)),
+                "timeline_faults": coverage_faults(flow.timeline, flow.grid.n_blocks)}
     n_iters, resume = spec.pop("n_iters"), spec.pop("resume", False)
     if resume:
         path = os.path.join(tmpdir, f"{name}-{label}.ckpt.npz")
-        with make_flow(sim, **spec) as flow:
-            flow.run(n_iters - 1, checkpoint=path)
+        make_flow(sim, **spec).run(n_iters - 1, checkpoint=path)
         sim = prototypes.fresh(name)
-        with make_flow(sim, **spec) as flow:
-            return summary(flow.run(n_iters, checkpoint=path), sim, flow)
-    with make_flow(sim, **spec) as flow:
-        return summary(flow.run(n_iters), sim, flow)
+    flow = make_flow(sim, **spec)
+    return summary(flow.run(n_iters, checkpoint=path if resume else None), sim, flow)
 
 
 def run_case(name, make_flow, prototypes, tmpdir, label="flow"):
@@ -330,8 +327,10 @@ def check_executor(factory, cases=None, *, names=None, reference=None, label=Non
     Parameters
     ----------
     factory : callable
-        ``factory()`` returns a new :class:`flowsim.core.backend.Executor`; one is
-        made per Flow (several per case) and closed after it.
+        ``factory()`` returns a :class:`flowsim.core.backend.Executor`; it is
+        called for every Flow (several per case) and may return the same
+        executor each time (one pool for every case).  Each distinct executor is
+        closed at the end.
     cases : dict or None
         ``{name: (simulation factory, settings)}``; default :data:`CASES` (add a
         workload's own with :func:`cases_from`).
@@ -360,11 +359,20 @@ def check_executor(factory, cases=None, *, names=None, reference=None, label=Non
     if raised:
         raise RuntimeError(f"check_executor: Flow itself fails on {sorted(raised)}: {raised}")
 
-    def make_flow(sim, **kw):
-        return Flow(sim, quiet=True, executor=factory(), **kw)
+    made = []
 
-    with tempfile.TemporaryDirectory(dir=tmpdir) as where:
-        got = run_all(make_flow, where, names or list(reference), cases, label)
+    def make_flow(sim, **kw):
+        executor = factory()
+        if not any(executor is e for e in made):
+            made.append(executor)
+        return Flow(sim, quiet=True, executor=executor, **kw)
+
+    try:
+        with tempfile.TemporaryDirectory(dir=tmpdir) as where:
+            got = run_all(make_flow, where, names or list(reference), cases, label)
+    finally:
+        for executor in made:
+            executor.close()
     problems = compare(got, reference, label, names or list(reference), cases)
     if problems:
         raise AssertionError("\n".join(problems))
