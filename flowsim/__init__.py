@@ -17,9 +17,11 @@ _quiet_import()
 # Also before TensorFlow loads: its persistent XLA cache (FLOWSIM_CACHE_DIR; off with "off").
 _importlib.import_module(".core.compile_cache", __name__).configure()
 
-# sweep.py loads no TensorFlow: imported now, so that `flowsim.sweep` is the function
-# (importing a submodule binds its name on the package; here the function rebinds it).
-from .sweep import Sweep, sweep  # noqa: E402  (the old path: binds flowsim.sweep once)
+# Old module paths (flowsim.flow, flowsim.vegas, ...) import as their new modules, with a
+# DeprecationWarning: flowsim._moved.
+_importlib.import_module("._moved", __name__).install()
+
+from .algorithms.sweep import Sweep, sweep  # noqa: E402  (loads no TensorFlow)
 
 __all__ = ["Flow", "Histogram", "Plain", "Result", "Simulation", "Sweep", "integrate",
            "logical_devices", "register_backend", "set_virtual_cpus", "sweep", "__version__"]
@@ -31,7 +33,8 @@ _LAZY = {"Flow": "core.flow", "Histogram": "algorithms.histogram", "Plain": "alg
          "Vegas": "algorithms.vegas", "VegasPlus": "algorithms.vegasplus",
          "register_backend": "distribution.registry"}
 
-# Submodules that `import flowsim` used to load, so `flowsim.flow.X` keeps working.
+# Submodules that `import flowsim` used to load, so `flowsim.flow.X` keeps working (the
+# moved ones with a DeprecationWarning).
 _SUBMODULES = {"algorithms", "api", "backends", "blocks", "checkpoint", "domain", "flow",
                "histogram", "kernel", "log", "math", "plain", "reduce", "result", "rng",
                "simulation", "stats"}
@@ -49,3 +52,18 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+
+
+class _Package(type(_importlib)):
+    """flowsim's module type: ``import flowsim.sweep`` (the old module path) does not
+    rebind ``flowsim.sweep``, the function."""
+
+    def __setattr__(self, name, value):
+        if name == "sweep" and not callable(value):
+            return
+        super().__setattr__(name, value)
+
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__].__class__ = _Package

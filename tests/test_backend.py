@@ -1,4 +1,4 @@
-"""The backend interface (flowsim.backend): a custom executor gives Flow's bits,
+"""The backend interface (flowsim.core.backend): a custom executor gives Flow's bits,
 backends reach no private state of Flow, and the shared pieces (RunAhead,
 describe/rebuild) behave as documented."""
 import ast
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import flowsim
-from flowsim.backend import Executor, RemoteError, RunAhead, describe, rebuild
-from flowsim.examples import double_gaussian
-from flowsim.kernel import IterationTask, KernelSpec
+from flowsim.core.backend import Executor, RemoteError, RunAhead, describe, rebuild
+from flowsim.core.kernel import IterationTask, KernelSpec
+from flowsim.targets import double_gaussian
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KW = {"n_events": 30_000, "seed": 5, "block_size": 1024, "events_limit": 4096, "quiet": True}

@@ -12,7 +12,7 @@ import pytest
 
 import flowsim
 from flowsim.distribution import JoblibFlow
-from flowsim.examples import double_gaussian
+from flowsim.targets import double_gaussian
 
 # Simulations defined here travel by value (workers cannot import this module);
 # loky and Dask both pickle with cloudpickle.

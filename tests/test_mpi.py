@@ -40,7 +40,7 @@ spec = json.loads(sys.argv[1])
 import flowsim
 from flowsim.algorithms import algorithm_class
 from flowsim.distribution import MPIFlow
-from flowsim.examples import double_gaussian
+from flowsim.targets import double_gaussian
 
 def bits(a):
     return np.ascontiguousarray(np.asarray(a, dtype=np.float64)).tobytes().hex()

@@ -36,7 +36,7 @@ from pyspark import cloudpickle  # noqa: E402
 import flowsim  # noqa: E402
 from flowsim.distribution import SparkFlow  # noqa: E402
 from flowsim.distribution.spark import NoExecutorError, task_device  # noqa: E402
-from flowsim.examples import double_gaussian  # noqa: E402
+from flowsim.targets import double_gaussian  # noqa: E402
 
 # Classes below travel to executors by value (executors cannot import tests/).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -311,6 +311,11 @@ def spark_submit(master, *args, py_files=None):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT,
                           env=dict(os.environ, **SPARK_ENV))
     assert proc.returncode == 0, proc.stderr[-4000:]
+    # Quiet (issue 23, item 9): Spark's JVM at WARN once the driver starts (spark-submit
+    # logged ~150 INFO lines), no pandas FutureWarning from pyspark's imports.
+    info = [line for line in proc.stderr.splitlines() if " INFO " in line]
+    assert len(info) <= 5, "\n".join(info[:20])
+    assert "FutureWarning" not in proc.stdout + proc.stderr, proc.stderr[-2000:]
     return proc.stdout
 
 
@@ -413,11 +418,11 @@ def _worker_facts(sc):
         import logging
         import time
 
+        from flowsim.core.kernel import trace_counts
         from flowsim.distribution import spark_worker as S
-        from flowsim.kernel import trace_counts
         threads = None
         if S.WORKER["ready"]:
-            from flowsim._tf import tf
+            from flowsim.core.lazy_tf import tf
             threads = tf().config.threading.get_intra_op_parallelism_threads()
         start = time.perf_counter()
         gc.collect()

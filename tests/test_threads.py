@@ -27,7 +27,7 @@ n = int(sys.argv[1])
 flowsim.set_virtual_cpus(n)
 from flowsim import schedule
 from flowsim.distribution import ScheduledFlow, ThreadPoolFlow
-from flowsim.examples import double_gaussian
+from flowsim.targets import double_gaussian
 
 # Before TF initialises: the thread settings ThreadPoolFlow chooses (or the env's).
 probe = ThreadPoolFlow(flowsim.Plain(double_gaussian, 8), 1000, seed=1)
@@ -60,7 +60,7 @@ def fresh(sim0):
     set_state; the compiled kernels take the state as tensors, so sharing them
     is what one Flow does across iterations anyway (and it saves compiling
     per flow and device).  A pickled copy keeps ``sim0``'s trace key, so the
-    kernel cache of :mod:`flowsim.kernel` serves it ``sim0``'s functions.
+    kernel cache of :mod:`flowsim.core.kernel` serves it ``sim0``'s functions.
     """
     sim0.trace_key()                    # drawn before the copy: the copy shares it
     return pickle.loads(pickle.dumps(sim0))
@@ -319,8 +319,8 @@ def test_cli_writes_timeline_png(runs):
 
 
 def test_timeline_plot_in_process(tmp_path):
+    from flowsim.core.result import Result
     from flowsim.plot import save_timeline, timeline
-    from flowsim.result import Result
     chunks = [{"iteration": 0, "device": d, "first_block": i * 4, "blocks": 4,
                "start": 0.1 * i, "end": 0.1 * i + 0.3} for i, d in
               enumerate(["CPU:0", "GPU:1", "GPU:0", "CPU:0"])]

@@ -20,7 +20,7 @@ from .backend import Executor, Iteration, LocalExecutor
 from .blocks import BlockGrid, check_count, check_memory, default_block_size
 from .kernel import IterationTask, KernelSpec, check_seed, layout, same_state, unpack
 from .log import logger
-from .result import Result, _jsonable, warn_if_inconsistent
+from .result import Result, jsonable, warn_if_inconsistent
 
 NONFINITE = ("raise", "drop")
 DEFAULT_EVENTS_LIMIT = 1_000_000
@@ -274,7 +274,7 @@ class Flow:
         """What determines the bits of a run (checked when resuming): the
         simulation's :meth:`~flowsim.Simulation.config` (with its fingerprint,
         :mod:`flowsim.core.fingerprint`) and the Flow settings that change the bits."""
-        return {"simulation": _jsonable(self.simulation.config()),
+        return {"simulation": jsonable(self.simulation.config()),
                 "n_events": self.n_events, "seed": self.seed,
                 "block_size": self.grid.block_size, "dtype": self.spec.dtype,
                 "jit_compile": self.spec.jit_compile, "rng": self.spec.rng}
@@ -355,7 +355,7 @@ class Flow:
                 records.append(self._iterate(iteration))
                 self._next_iteration = iteration + 1
                 if checkpoint is not None and self.is_root():
-                    ckpt.save(checkpoint, config, _jsonable(records),
+                    ckpt.save(checkpoint, config, jsonable(records),
                               elapsed + time.perf_counter() - self._t0,
                               self.simulation.get_state())
         except KeyboardInterrupt as exc:

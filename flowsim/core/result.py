@@ -186,3 +186,7 @@ def warn_if_inconsistent(result):
                    "99.9%% point for honest errors): the error may be underestimated; %s",
                    name, kept, worst, limit, advice)
     return True
+
+
+#: Public for core.flow (checkpoint records and configurations as JSON).
+jsonable = _jsonable

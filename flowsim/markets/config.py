@@ -438,3 +438,7 @@ def _positive(value, where):
     if value <= 0:
         raise ValueError(f"{where} must be > 0, got {value!r}")
     return value
+
+
+#: Public for markets.learned.
+check_group = _check_group

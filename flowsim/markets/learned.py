@@ -10,7 +10,7 @@ import uuid
 import numpy as np
 
 from ..core.lazy_tf import tf
-from .config import FCN_PARAMS, Dist, FCNGroup, _check_group
+from .config import FCN_PARAMS, Dist, FCNGroup, check_group
 
 
 class LearnedAgents:
@@ -70,7 +70,7 @@ class LearnedAgents:
                   "order_margin": Dist.parse(om, f"{name}.order_margin"),
                   "mean_reversion_time": Dist("const", (1.0,))}
         self.group = FCNGroup(name, n_agents, tuple((a, params[a]) for a in FCN_PARAMS.values()))
-        _check_group(self.group)
+        check_group(self.group)
         self._token = uuid.uuid4().hex
 
     @property

@@ -13,13 +13,13 @@ import math
 
 import numpy as np
 
-from ..plot.convergence import _figure
+from ..plot.convergence import figure
 
 
 def _axes(ax, width=8.0, height=4.0):
     if ax is not None:
         return ax.figure, ax
-    fig = _figure(width, height)
+    fig = figure(width, height)
     return fig, fig.add_subplot()
 
 
@@ -82,7 +82,7 @@ def abs_autocorrelation(result, t0, ax=None, max_lag=20):
 
 def save(result, path, t0):
     """The three plots in one PNG at ``path``."""
-    fig = _figure(8.0, 10.0)
+    fig = figure(8.0, 10.0)
     axes = fig.subplots(3, 1)
     paths(result, axes[0])
     returns(result, t0, axes[1])

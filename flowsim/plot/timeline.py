@@ -3,7 +3,7 @@
 Uses matplotlib's object API with the Agg canvas (no pyplot state, no display
 needed), so it works headless, in threads and in notebooks alike.
 """
-from .convergence import _figure
+from .convergence import figure
 
 
 def _order(device):
@@ -33,7 +33,7 @@ def timeline(result, ax=None, title=None):
     chunks = list(getattr(result, "timeline", result))
     devices = sorted({c["device"] for c in chunks}, key=_order)
     if ax is None:
-        fig = _figure(width=9.0, height=1.2 + 0.45 * max(len(devices), 1))
+        fig = figure(width=9.0, height=1.2 + 0.45 * max(len(devices), 1))
         ax = fig.add_subplot()
     else:
         fig = ax.figure
