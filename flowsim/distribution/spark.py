@@ -126,6 +126,13 @@ def SparkFlow(simulation, n_events, seed=None, spark=None, partitions=None, quie
     travel by value (cloudpickle); integrands in other modules by reference.
     The Python of the executors is ``PYSPARK_PYTHON``; for a local master
     SparkFlow sets it to the driver's Python when it is unset.
+
+    A session SparkFlow starts logs at Spark's WARN level (``spark.log.level``;
+    set it, or ``FLOWSIM_SPARK_VERBOSE=1``, for Spark's INFO lines), and on a
+    local or loopback master (``local[...]``, ``spark://127.0.0.1:...``) binds
+    the driver and its UI to 127.0.0.1 (``SPARK_LOCAL_IP`` unless set).  Under
+    ``spark-submit`` the JVM starts before Python: export
+    ``SPARK_LOCAL_IP=127.0.0.1`` there to keep the UI on loopback.
     """
     return backend_flow("SparkFlow", lambda: SparkExecutor(
         spark, partitions=partitions, show_progress=not quiet, run_ahead=run_ahead,

@@ -59,7 +59,6 @@ def _start(spark, show_progress):
     if os.environ.get("PYSPARK_GATEWAY_PORT"):
         # Under spark-submit: the JVM exists and holds --master, --conf, ...
         SparkContext._ensure_initialized()
-        quiet_jvm_logs(SparkContext._jvm)
     conf = SparkConf()
     master = spark or conf.get("spark.master", "local[*]")
     loopback = master.startswith(LOOPBACK)
@@ -69,6 +68,10 @@ def _start(spark, show_progress):
         os.environ["PYSPARK_PYTHON"] = sys.executable
     settings = {"spark.app.name": "flowsim",
                 "spark.ui.showConsoleProgress": "true" if show_progress else "false"}
+    if os.environ.get("FLOWSIM_SPARK_VERBOSE", "") in ("", "0"):
+        # spark-submit logs INFO: over a hundred lines per run.  Spark's own
+        # spark.log.level (or FLOWSIM_SPARK_VERBOSE=1) keeps another level.
+        settings["spark.log.level"] = "WARN"
     if loopback:
         settings.update({"spark.driver.host": "127.0.0.1",
                          "spark.driver.bindAddress": "127.0.0.1"})
@@ -76,22 +79,7 @@ def _start(spark, show_progress):
     for key, value in settings.items():
         if not conf.contains(key):
             builder = builder.config(key, value)
-    made = builder.getOrCreate()
-    quiet_jvm_logs(made.sparkContext._jvm)
-    return made
-
-
-def quiet_jvm_logs(jvm):
-    """Spark's JVM logs warnings and errors only (``spark-submit`` logs INFO: a hundred
-    lines and more per run); ``FLOWSIM_SPARK_VERBOSE=1`` keeps Spark's own level."""
-    if os.environ.get("FLOWSIM_SPARK_VERBOSE", "") not in ("", "0") or jvm is None:
-        return
-    try:
-        log4j = jvm.org.apache.logging.log4j
-        if log4j.LogManager.getRootLogger().getLevel().isLessSpecificThan(log4j.Level.WARN):
-            log4j.core.config.Configurator.setRootLevel(log4j.Level.WARN)
-    except Exception:  # noqa: BLE001, S110 - another logging backend: leave it as it is
-        pass
+    return builder.getOrCreate()
 
 
 def check_timeout(value):

@@ -262,23 +262,32 @@ def _float(hexed):
     return values[0] if len(values) == 1 else list(values)
 
 
+def _first_iteration(mine, ref):
+    if len(mine) != len(ref):
+        return f"{len(mine)} iterations, Flow {len(ref)}"
+    for i, (got, want) in enumerate(zip(mine, ref)):
+        for what, g, w in zip(("value", "error"), got, want):
+            if g != w:
+                return f"iteration {i + 1} {what} {_float(g)!r}, Flow {_float(w)!r}"
+    return None
+
+
+def _first_key(mine, ref):
+    k = next(k for k in sorted(set(ref) | set(mine)) if mine.get(k) != ref.get(k))
+    got, want = mine.get(k), ref.get(k)
+    return (f"{k!r} {_float(got) if got else got!r}, "
+            f"Flow {_float(want) if want else want!r}")[:600]
+
+
 def _difference(key, mine, ref):
     """One readable line: where ``mine`` (a summary's ``key``) first differs from ``ref``."""
-    if key == "iterations":
-        if len(mine) != len(ref):
-            return f"{len(mine)} iterations, Flow {len(ref)}"
-        for i, (got, want) in enumerate(zip(mine, ref)):
-            for what, g, w in zip(("value", "error"), got, want):
-                if g != w:
-                    return f"iteration {i + 1} {what} {_float(g)!r}, Flow {_float(w)!r}"
+    if key == "iterations" and isinstance(mine, list):
+        return _first_iteration(mine, ref)
     if key == "rows" and isinstance(mine, list) and len(mine) == len(ref):
         b = next(i for i, (g, w) in enumerate(zip(mine, ref)) if g != w)
         return f"block {b}'s row {_float(mine[b])!r}, Flow {_float(ref[b])!r}"
     if isinstance(ref, dict) and isinstance(mine, dict):
-        k = next(k for k in sorted(set(ref) | set(mine)) if mine.get(k) != ref.get(k))
-        got, want = mine.get(k), ref.get(k)
-        return (f"{k!r} {_float(got) if got else got!r}, "
-                f"Flow {_float(want) if want else want!r}")[:600]
+        return _first_key(mine, ref)
     if isinstance(ref, str) and isinstance(mine, str):
         return f"{_float(mine)!r}, Flow {_float(ref)!r}"
     return f"{mine!r}, Flow {ref!r}"[:600]
