@@ -23,6 +23,13 @@ _importlib.import_module("._moved", __name__).install()
 
 from .algorithms.sweep import Sweep, sweep  # noqa: E402  (loads no TensorFlow)
 
+# `flowsim.sweep` is the function and also an old module path: the path is bound in
+# sys.modules now (without the warning the other old paths give), so that a later
+# `import flowsim.sweep` finds it there and does not rebind the package's name.
+_importlib.import_module("sys").modules.setdefault(f"{__name__}.sweep",
+                                                    _importlib.import_module(".algorithms.sweep",
+                                                                             __name__))
+
 __all__ = ["Flow", "Histogram", "Plain", "Result", "Simulation", "Sweep", "integrate",
            "logical_devices", "register_backend", "set_virtual_cpus", "sweep", "__version__"]
 
@@ -52,18 +59,3 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
-
-
-class _Package(type(_importlib)):
-    """flowsim's module type: ``import flowsim.sweep`` (the old module path) does not
-    rebind ``flowsim.sweep``, the function."""
-
-    def __setattr__(self, name, value):
-        if name == "sweep" and not callable(value):
-            return
-        super().__setattr__(name, value)
-
-
-import sys as _sys  # noqa: E402
-
-_sys.modules[__name__].__class__ = _Package

@@ -4,7 +4,8 @@
 object of :mod:`flowsim.core.flow` itself, so patching an old path patches the
 running code, with a :class:`DeprecationWarning` naming the new path.
 ``flowsim.sweep`` stays the function :func:`flowsim.sweep` on the package even
-after ``import flowsim.sweep``.
+after ``import flowsim.sweep``: that one path is bound in ``sys.modules`` when
+flowsim loads, so it gives no warning.
 """
 import importlib
 import importlib.abc
