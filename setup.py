@@ -30,7 +30,7 @@ setup(
                  "scipy>=1.11,<2", "matplotlib>=3.8,<4", "pandas>=2.1,<4",
                  "dask[distributed]>=2024.8,<2027", "cloudpickle>=3,<4",
                  "gymnasium>=1.1,<2", "gym-anytrading>=2.0,<3",
-                 "gym-trading-env>=0.3.5,<0.4", "radon>=6,<7"],
+                 "gym-trading-env>=0.3.5,<0.4", "radon>=6,<7", "ray>=2.9,<3"],
         "docs": ["sphinx>=7.2,<10"],
         "bench": ["vegasflow>=1.3,<2", "vegas>=6.0,<7", "vectorbt>=0.26,<2",
                   "backtrader>=1.9.78,<2", "QuantLib>=1.33,<2", "pandas>=2.1,<4",
@@ -39,5 +39,7 @@ setup(
         # own (.venv-pams) so that the tested environment keeps its numpy.
         "pams": ["pams>=0.3,<0.4"],
     },
+    # Third-party backends register in group "flowsim.backends" of their own package
+    # (name = "module:ExecutorFactory"): flowsim.distribution.registry.
     entry_points={"console_scripts": ["flowsim=flowsim.cli:main"]},
 )

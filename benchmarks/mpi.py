@@ -46,9 +46,9 @@ def worker(args):
     result = flow.run(args.iters)
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    cpus = flow.comm.gather(cpu, root=0)
+    cpus = flow.executor.comm.gather(cpu, root=0)
     if flow.is_root():
-        print(json.dumps({"ranks": flow.size, "threads": flow.threads,
+        print(json.dumps({"ranks": flow.executor.size, "threads": flow.executor.threads,
                           "events_per_second": result.events_per_second,
                           "wall": result.wall_time, "cores_used": sum(cpus) / result.wall_time,
                           "bits": np.asarray(result.value).tobytes().hex()}), flush=True)

@@ -64,7 +64,7 @@ def compare(args, events):
     order = ["ThreadPoolFlow, 2 logical CPUs", "ThreadPoolFlow, 1 device", "Flow (CPU:0)"]
     made = {name: variants[name]() for name in order}
     flows = {name: made[name] for name in variants}
-    intra, inter = made[order[0]].thread_settings
+    intra, inter = made[order[0]].executor.thread_settings
     for flow in flows.values():        # trace on every device; learn speeds
         flow.run(1)
     rates = {name: [] for name in flows}

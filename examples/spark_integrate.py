@@ -55,9 +55,9 @@ def main(argv=None):
         result = flow.run(args.iters, checkpoint=args.checkpoint)
         print(result)
         print(f"exact = {double_gaussian_exact(args.dim):.12g}")
-        print(f"spark master: {flow.sc.master}; tasks ran on: {result.meta['devices']}")
+        print(f"spark master: {flow.executor.sc.master}; tasks ran on: {result.meta['devices']}")
         print("executors import flowsim from:",
-              ", ".join(_where_executors_import_flowsim(flow.sc)))
+              ", ".join(_where_executors_import_flowsim(flow.executor.sc)))
     print("bits:", " ".join(float(r[k]).hex() for r in result.iterations
                             for k in ("value", "error")))
 

@@ -18,22 +18,33 @@ _quiet_import()
 # Also before TensorFlow loads: its persistent XLA cache (FLOWSIM_CACHE_DIR; off with "off").
 _importlib.import_module(".core.compile_cache", __name__).configure()
 
-# sweep.py loads no TensorFlow: imported now, so that `flowsim.sweep` is the function
-# (importing a submodule binds its name on the package; here the function rebinds it).
-from .sweep import Sweep, sweep  # noqa: E402  (the old path: binds flowsim.sweep once)
+# Old module paths (flowsim.flow, flowsim.vegas, ...) import as their new modules, with a
+# DeprecationWarning: flowsim._moved.
+_importlib.import_module("._moved", __name__).install()
+
+from .algorithms.sweep import Sweep, sweep  # noqa: E402  (loads no TensorFlow)
+
+# `flowsim.sweep` is the function and also an old module path: the path is bound in
+# sys.modules now (without the warning the other old paths give), so that a later
+# `import flowsim.sweep` finds it there and does not rebind the package's name.
+_importlib.import_module("sys").modules.setdefault(f"{__name__}.sweep",
+                                                    _importlib.import_module(".algorithms.sweep",
+                                                                             __name__))
 
 __all__ = ["Flow", "FlowsimWarning", "Histogram", "Plain", "Result", "Simulation", "Sweep",
-           "integrate", "logical_devices", "numpy_integrand", "scan", "set_virtual_cpus", "sweep",
-           "tf_integral", "__version__"]
+           "integrate", "logical_devices", "numpy_integrand", "register_backend", "scan",
+           "set_virtual_cpus", "sweep", "tf_integral", "__version__"]
 
 # Public names and the submodule that defines each, imported on first use (PEP 562)
 # so that `flowsim --version`, `import flowsim.schedule` etc. load no TensorFlow.
 _LAZY = {"Flow": "core.flow", "Histogram": "algorithms.histogram", "Plain": "algorithms.plain",
          "Result": "core.result", "Simulation": "core.simulation", "integrate": "integrator",
          "Vegas": "algorithms.vegas", "VegasPlus": "algorithms.vegasplus",
-         "scan": "scans", "tf_integral": "gradients", "numpy_integrand": "numpy_integrands"}
+         "scan": "scans", "tf_integral": "gradients", "numpy_integrand": "numpy_integrands",
+         "register_backend": "distribution.registry"}
 
-# Submodules that `import flowsim` used to load, so `flowsim.flow.X` keeps working.
+# Submodules that `import flowsim` used to load, so `flowsim.flow.X` keeps working (the
+# moved ones with a DeprecationWarning).
 _SUBMODULES = {"algorithms", "api", "backends", "blocks", "checkpoint", "domain", "flow",
                "histogram", "kernel", "log", "math", "plain", "reduce", "result", "rng",
                "simulation", "stats"}

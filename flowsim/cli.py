@@ -214,7 +214,7 @@ def _check_output(option, path):
 
 
 def _run(args):
-    from .distribution.registry import SCHEDULE_BACKENDS, flow_class
+    from .distribution.registry import flow_class, takes_schedule
     given = _given(args)
     sim = _simulation(args, given)
     if _is_job(sim):
@@ -224,7 +224,7 @@ def _run(args):
     for dest in ("config", "markets", "classes"):
         if dest in given:
             raise _refuse([dest], "only the target 'markets' takes it")
-    if args.schedule is not None and args.backend not in SCHEDULE_BACKENDS:
+    if args.schedule is not None and not takes_schedule(args.backend):
         backend = (f"backend {args.backend!r}" if args.backend
                    else "the default backend (one device)")
         raise _refuse(["schedule"], f"{backend} has no schedule; add --backend threads (or "
@@ -317,7 +317,9 @@ def parser():
                    help="TARGET is a bare integrand f(x) of x [n, DIM]")
     r.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     r.add_argument("--backend", default=None,
-                   help="threads, mpi, spark or joblib (default one device)")
+                   help="threads, scheduled, mpi, spark, joblib, a registered or installed "
+                   "backend (flowsim.register_backend, entry points 'flowsim.backends'), "
+                   "or module:factory (an Executor factory); default one device")
     r.add_argument("--schedule", default=None, help="static, dynamic, guided or weighted "
                    "(with --backend threads, scheduled or mpi)")
     r.add_argument("--checkpoint", default=None)

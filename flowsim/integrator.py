@@ -24,8 +24,12 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
         Monte Carlo algorithm.
     limits : array of shape (dim, 2) or None
         Integration box (default unit cube).
-    backend : None or {"threads", "mpi", "spark", "joblib"}
-        Where chunks run (None: one device).
+    backend : None, str or callable
+        Where chunks run: None (default, one device), ``"threads"``,
+        ``"scheduled"``, ``"mpi"``, ``"spark"``, ``"joblib"``, a name given to
+        :func:`flowsim.register_backend` or an installed package's entry point
+        (group ``flowsim.backends``), or ``"module:factory"``
+        (:mod:`flowsim.distribution.registry`).
     checkpoint : path or None
         Resume from / write to this checkpoint.
     algorithm_options : dict or None
@@ -46,7 +50,9 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
         complex integrands, whose value is then complex with
         ``Result.correlation`` of its parts.
     **flow_kwargs
-        Passed to the Flow (``events_limit``, ``device``, ``dtype``, ...).
+        Passed to the Flow (``events_limit``, ``device``, ``dtype``, ...) and
+        the backend (``devices``, ``schedule``, ``n_jobs``... or a registered
+        backend's own keywords).
     """
     from .integrands import Plan
     plan = Plan(f, algorithm, params=params, numpy=numpy, covariance=covariance)

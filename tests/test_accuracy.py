@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import flowsim
-from flowsim._tf import tf
+from flowsim.core.lazy_tf import tf
 from flowsim.testing import GENZ, check_pulls, pulls
 
 SEEDS = 40

@@ -1,4 +1,4 @@
-"""The backend interface (flowsim.backend): a custom executor gives Flow's bits,
+"""The backend interface (flowsim.core.backend): a custom executor gives Flow's bits,
 backends reach no private state of Flow, and the shared pieces (RunAhead,
 describe/rebuild) behave as documented."""
 import ast
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import flowsim
-from flowsim.backend import Executor, RemoteError, RunAhead, describe, rebuild
-from flowsim.examples import double_gaussian
-from flowsim.kernel import IterationTask, KernelSpec
+from flowsim.core.backend import Executor, RemoteError, RunAhead, describe, rebuild
+from flowsim.core.kernel import IterationTask, KernelSpec
+from flowsim.targets import double_gaussian
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KW = {"n_events": 30_000, "seed": 5, "block_size": 1024, "events_limit": 4096, "quiet": True}
@@ -167,3 +167,111 @@ def test_remote_errors_keep_builtin_types_and_name_others():
     again = rebuild(info, "[there]")
     assert isinstance(again, RemoteError) and "Custom: odd [there]" in str(again)
     assert again.remote_traceback == info["traceback"]
+
+
+# -- the open registry -----------------------------------------------------------------
+THIRD_PARTY = '''
+"""A third party's backend: blocks in reverse order of chunks, on CPU:0."""
+from flowsim.core.backend import Executor
+
+
+class ReversedExecutor(Executor):
+    name = "reversed"
+    device = "CPU:0"
+
+    def __init__(self, stride=1):
+        self.stride = stride
+
+    def execute(self, it):
+        rows = it.rows()
+        for first, n in reversed(it.cut()):
+            start = it.now()
+            rows.add(first, self.compute(it.task, first, n, self.device))
+            it.chunk(self.device, first, n, start, it.now())
+        return rows.result()
+
+
+def make(stride=1):
+    return ReversedExecutor(stride)
+'''
+
+
+@pytest.fixture
+def third_party(tmp_path, monkeypatch):
+    """An installed package ``revbackend`` whose entry point (group flowsim.backends)
+    names its executor factory: a module and a .dist-info on the path."""
+    (tmp_path / "revbackend.py").write_text(THIRD_PARTY)
+    info = tmp_path / "revbackend-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: revbackend\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[flowsim.backends]\nrev = revbackend:make\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_registered_backend_runs_through_integrate(third_party):
+    import revbackend
+
+    from flowsim.distribution.registry import REGISTERED
+    want = flowsim.integrate(double_gaussian, 3, n_iter=2, **KW)
+    flowsim.register_backend("reversed-test", revbackend.ReversedExecutor)
+    try:
+        got = flowsim.integrate(double_gaussian, 3, n_iter=2, backend="reversed-test",
+                                stride=2, **KW)
+        installed = flowsim.integrate(double_gaussian, 3, n_iter=2, backend="rev", **KW)
+        dotted = flowsim.integrate(double_gaussian, 3, n_iter=2, backend="revbackend:make",
+                                   **KW)
+    finally:
+        REGISTERED.pop("reversed-test", None)
+        REGISTERED.pop("rev", None)
+    for result in (got, installed, dotted):
+        assert bits(result) == bits(want)
+        assert result.meta["backend"] == "reversed"
+    with pytest.raises(TypeError, match=r"backend 'revbackend:make' does not take devices"):
+        flowsim.integrate(double_gaussian, 3, n_iter=1, backend="revbackend:make",
+                          devices=2, **KW)
+    with pytest.raises(ValueError, match=r"unknown backend 'nope'; choose None, one of "
+                                         r"'flow', 'threads'.*'rev'.*module:factory"):
+        flowsim.integrate(double_gaussian, 3, n_iter=1, backend="nope", **KW)
+
+
+def test_register_backend_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="'threads' is a built-in backend"):
+        flowsim.register_backend("threads", PoolExecutor)
+    with pytest.raises(ValueError, match="name must be a non-empty string without ':'"):
+        flowsim.register_backend("a:b", PoolExecutor)
+    with pytest.raises(TypeError, match="factory must be callable"):
+        flowsim.register_backend("x", 3)
+    flowsim.register_backend("not-an-executor", lambda: object())
+    try:
+        with pytest.raises(TypeError, match="its factory returned object, not a flowsim"):
+            flowsim.integrate(double_gaussian, 3, n_iter=1, backend="not-an-executor", **KW)
+    finally:
+        flowsim.distribution.registry.REGISTERED.pop("not-an-executor")
+
+
+def test_cli_runs_an_installed_backend_by_name_and_module_factory(third_party):
+    """flowsim run --backend NAME (an entry point) and --backend module:factory, in a
+    fresh process; same bits as the default backend."""
+    import json
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=f"{third_party}{os.pathsep}{ROOT}")
+    out = {}
+    for backend in (None, "rev", "revbackend:make"):
+        args = [sys.executable, "-m", "flowsim", "run", "gaussian8", "--events", "20000",
+                "--iters", "2", "--seed", "3", "--json"]
+        args += ["--backend", backend] if backend else []
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env,
+                              cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out[backend] = json.loads(proc.stdout)
+    want = out.pop(None)
+    for backend, got in out.items():
+        assert got["meta"]["backend"] == "reversed", backend
+        assert [(r["value"], r["error"]) for r in got["iterations"]] == [
+            (r["value"], r["error"]) for r in want["iterations"]], backend
+    proc = subprocess.run([sys.executable, "-m", "flowsim", "run", "gaussian8", "--events",
+                           "20000", "--backend", "rev", "--schedule", "static"],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    assert proc.returncode != 0 and "backend 'rev' has no schedule" in proc.stderr

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import flowsim
-from flowsim._tf import tf
+from flowsim.core.lazy_tf import tf
 from flowsim.testing import GENZ
 
 f = GENZ["gaussian"].f
@@ -305,8 +305,8 @@ def test_bad_histograms():
 
 
 def test_histogram_too_big_for_memory_is_refused_before_compiling():
-    from flowsim.histogram import available_memory, check_memory
-    from flowsim.kernel import trace_counts
+    from flowsim.algorithms.histogram import available_memory, check_memory
+    from flowsim.core.kernel import trace_counts
     h = flowsim.Histogram(GENZ["polynomial"].f, 10**9, (0, 1), name="h")
     flow = flowsim.Flow(flowsim.Plain(f, 2, histograms=[h]), 1000, seed=1, block_size=128,
                         quiet=True)

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowsim.backend import Iteration
-from flowsim.blocks import (
+from flowsim.core.backend import Iteration
+from flowsim.core.blocks import (
     BLOCK_QUANTUM,
     MAX_BLOCK,
     BlockGrid,

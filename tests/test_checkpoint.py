@@ -17,7 +17,7 @@ from conftest import ROOT
 import flowsim
 from flowsim import checkpoint as ckpt
 from flowsim import fingerprint
-from flowsim._tf import tf
+from flowsim.core.lazy_tf import tf
 
 N, BS, DIM = 4096, 1024, 2
 
@@ -211,7 +211,7 @@ def test_sweep_and_path_configs_name_what_defines_them():
 
 OTHER_PROCESS = """
 import json, flowsim
-from flowsim.examples import double_gaussian
+from flowsim.targets import double_gaussian
 def obs(x):
     return x[:, 0] * 2
 sim = flowsim.Plain(double_gaussian, 4, limits=(-1, 2),

@@ -15,7 +15,7 @@ from conftest import ROOT
 
 import flowsim
 from flowsim import cli
-from flowsim.examples import double_gaussian_exact
+from flowsim.targets import double_gaussian_exact
 
 ENTRY = os.path.join(os.path.dirname(sys.executable), "flowsim")
 
@@ -56,7 +56,7 @@ def test_run_gaussian8_json(capsys):
     assert d["meta"]["simulation"] == "Plain" and d["n_events"] == 3 * 4096
     assert len(d["iterations"]) == 3 and all(r["events"] == 4096 for r in d["iterations"])
     # the same run through the API gives the same bits; events_limit does not matter
-    r = flowsim.Flow(flowsim.examples.gaussian8(), 4096, seed=5, events_limit=10**6,
+    r = flowsim.Flow(flowsim.targets.gaussian8(), 4096, seed=5, events_limit=10**6,
                      quiet=True).run(3)
     assert d["value"] == r.value and d["error"] == r.error
     # text output: the table
@@ -66,7 +66,7 @@ def test_run_gaussian8_json(capsys):
 
 
 def test_run_module_callable_with_dim(capsys):
-    rc, out, err = main(capsys, "run", "flowsim.examples:double_gaussian", "--dim", "2",
+    rc, out, err = main(capsys, "run", "flowsim.targets:double_gaussian", "--dim", "2",
                         "--events", "20000", "--iters", "2", "--seed", "1", "--json")
     assert rc == 0, err
     d = json.loads(out)
@@ -113,7 +113,7 @@ def test_errors_exit_nonzero_with_a_message(capsys, argv, code, message):
     ("nosuch", "flowsim run: unknown target 'nosuch'; give module:callable or one of the "
                "bundled examples: "),
     ("nosuch_module_xyz:f", "flowsim run: cannot load 'nosuch_module_xyz:f': No module named"),
-    ("flowsim.examples:nothing", "flowsim run: cannot load 'flowsim.examples:nothing'"),
+    ("flowsim.targets:nothing", "flowsim run: cannot load 'flowsim.targets:nothing'"),
     ("flowsim:logical_devices", "flowsim run: 'flowsim:logical_devices' returned list, not a "
                                 "Simulation; for a bare integrand pass --dim N"),
 ])
@@ -139,7 +139,7 @@ def test_real_processes():
     assert p.returncode == 0, p.stderr[-2000:]
     d = json.loads(p.stdout)          # nothing but the JSON on stdout
     assert d["meta"]["seed"] == 9 and len(d["iterations"]) == 2
-    r = flowsim.Flow(flowsim.examples.gaussian8(), 2048, seed=9, quiet=True).run(2)
+    r = flowsim.Flow(flowsim.targets.gaussian8(), 2048, seed=9, quiet=True).run(2)
     assert d["value"] == r.value      # same bits in another process
     # no TensorFlow start-up noise on stderr
     assert "absl" not in p.stderr and "cuda" not in p.stderr.lower(), p.stderr[-2000:]
@@ -180,13 +180,13 @@ def test_ctrl_c_ends_with_one_line_saying_what_the_checkpoint_holds(capsys, tmp_
     # the same command resumes from it (asked for one more iteration: it runs just that one)
     rc, out, err = main(capsys, *argv, "--iters", str(saved + 1), "--json")
     assert rc == 0, err
-    whole = flowsim.Flow(flowsim.examples.gaussian8(), 20000, seed=3, quiet=True).run(saved + 1)
+    whole = flowsim.Flow(flowsim.targets.gaussian8(), 20000, seed=3, quiet=True).run(saved + 1)
     assert json.loads(out)["value"] == whole.value
 
 
 def test_ctrl_c_without_checkpoint_says_how_to_make_runs_resumable(tmp_path):
     """Also: a long run's estimated duration reaches stderr without a terminal."""
-    code = ("import sys, flowsim.flow; flowsim.flow.LONG_RUN_EVENTS = 1; "
+    code = ("import sys, flowsim.core.flow; flowsim.core.flow.LONG_RUN_EVENTS = 1; "
             "from flowsim.cli import main; sys.exit(main(sys.argv[1:]))")
     argv = ["run", "gaussian8", "--events", "4096", "--block-size", "1024", "--events-limit",
             "1024", "--iters", "10000000", "--seed", "1"]
@@ -210,7 +210,7 @@ def test_ctrl_c_without_checkpoint_says_how_to_make_runs_resumable(tmp_path):
 
 def test_flow_run_reraises_ctrl_c_with_a_note(tmp_path):
     def interrupted(checkpoint):
-        flow = flowsim.Flow(flowsim.examples.gaussian8(), 1024, seed=1, quiet=True)
+        flow = flowsim.Flow(flowsim.targets.gaussian8(), 1024, seed=1, quiet=True)
         iterate = flow._iterate
 
         def stop_at_third(iteration):
@@ -231,11 +231,11 @@ def test_flow_run_reraises_ctrl_c_with_a_note(tmp_path):
 
 
 def test_long_runs_log_their_estimated_duration(monkeypatch, caplog):
-    assert flowsim.flow.LONG_RUN_EVENTS == 10**11
-    sim = flowsim.examples.gaussian8()
+    assert flowsim.core.flow.LONG_RUN_EVENTS == 10**11
+    sim = flowsim.targets.gaussian8()
 
     def logged(threshold):
-        monkeypatch.setattr(flowsim.flow, "LONG_RUN_EVENTS", threshold)
+        monkeypatch.setattr(flowsim.core.flow, "LONG_RUN_EVENTS", threshold)
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="flowsim"):
             flowsim.Flow(sim, 4096, seed=1, block_size=1024, events_limit=1024,
@@ -251,7 +251,7 @@ def test_long_runs_log_their_estimated_duration(monkeypatch, caplog):
 
 def test_duration_is_estimated_from_chunks_reported_without_progress(monkeypatch, caplog):
     """MPI's root reports other ranks' chunks with progress=False: they still time the run."""
-    from flowsim.backend import LocalExecutor
+    from flowsim.core.backend import LocalExecutor
 
     class Quiet(LocalExecutor):
         def execute(self, it):
@@ -262,15 +262,15 @@ def test_duration_is_estimated_from_chunks_reported_without_progress(monkeypatch
                 it.chunk(self.device, first, n, start, it.now(), progress=False)
             return rows.result()
 
-    monkeypatch.setattr(flowsim.flow, "LONG_RUN_EVENTS", 2 * 4096)
+    monkeypatch.setattr(flowsim.core.flow, "LONG_RUN_EVENTS", 2 * 4096)
     with caplog.at_level(logging.WARNING, logger="flowsim"):
-        flowsim.Flow(flowsim.examples.gaussian8(), 4096, seed=1, block_size=1024,
+        flowsim.Flow(flowsim.targets.gaussian8(), 4096, seed=1, block_size=1024,
                      events_limit=1024, quiet=True, executor=Quiet("CPU:0")).run(2)
     assert sum("estimated duration" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_run_help_lists_the_bundled_targets(capsys):
-    from flowsim.examples import EXAMPLES
+    from flowsim.targets import EXAMPLES
     rc, out, _ = main(capsys, "run", "--help")
     assert rc == 0
     for name, f in EXAMPLES.items():
@@ -283,7 +283,7 @@ def test_run_help_lists_the_bundled_targets(capsys):
 
 
 MODULE = """import flowsim
-from flowsim._tf import tf
+from flowsim.core.lazy_tf import tf
 
 
 def f(x):
@@ -447,7 +447,7 @@ for name in names:
 from flowsim import *                                   # every name of __all__
 import flowsim.sweep                                    # binds the submodule on the package...
 assert callable(flowsim.sweep) and flowsim.sweep is sys.modules["flowsim.sweep"].sweep
-assert flowsim.flow.Flow is flowsim.Flow and flowsim.kernel.run_chunk   # ...as before
+assert flowsim.core.flow.Flow is flowsim.Flow and flowsim.core.kernel.run_chunk   # ...as before
 assert set(flowsim.__all__) <= set(dir(flowsim))
 print("tensorflow" in sys.modules)
 '''

@@ -1,4 +1,5 @@
-"""One conformance suite for every backend (cases and checks: ``tests/conformance.py``).
+"""One conformance suite for every backend: :func:`flowsim.testing.check_executor`'s
+cases (plus ``tests/cases_*.py``, through ``tests/conformance.py``).
 
 Flow in this process is the reference.  Against it, bit for bit: ThreadPoolFlow /
 ScheduledFlow on 1, 2 and 4 logical CPUs with every schedule, MPIFlow on 1, 2
@@ -11,27 +12,32 @@ own cases (tests/cases_*.py: market ensembles, policy rollouts) run on one
 configuration of each backend.
 
 The processes for threads and MPI start together when the module starts and
-run while the in-process backends are checked.
+run while the in-process backends are checked.  Last, check_executor must fail
+on executors that drop, repeat or reorder a block, or sum a chunk's rows.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 
 import cloudpickle
 import conformance
+import numpy as np
 import pytest
 from conftest import MPIRUN, ROOT, mpi_env
 
 import flowsim
+from flowsim.core.backend import Executor, LocalExecutor
+from flowsim.testing import check_executor
 
 #: Seconds for the background processes (measured: 2-4 min on 2 cores at load 2;
 #: over 10 min at load 20).
 TIMEOUT = 1500
 HARNESS = os.path.join(ROOT, "tests", "conformance.py")
 
-# The cases' classes travel to loky, Dask and Spark workers by value
+# Cases of tests/cases_*.py travel to loky, Dask and Spark workers by value
 # (workers cannot import tests/).
 cloudpickle.register_pickle_by_value(conformance)
 
@@ -110,6 +116,7 @@ def check(got, reference, label, names=None):
 
 def test_reference_is_complete(reference):
     assert set(reference) == set(conformance.CASES)
+    assert {"markets_small", "rollout_coin"} <= set(reference)
     assert reference["resume"]["iterations"] == reference["plain"]["iterations"]
     for name in ("plain", "vegas", "vegasplus"):
         assert reference[name]["timeline_iterations"] == [0, 1, 2]
@@ -147,35 +154,88 @@ def test_mpi_every_rank(background, reference, n):
               None if n == 2 else conformance.CORE)
 
 
+def check_backend(factory, reference, label, names=None):
+    """flowsim.testing.check_executor on ``factory``, with the shared reference."""
+    check_executor(factory, conformance.CASES, names=names, reference=reference, label=label)
+
+
 @pytest.mark.spark
-def test_spark_local(spark_sessions, reference, tmp_path):
+def test_spark_local(spark_sessions, reference):
     from pyspark import cloudpickle as spark_cloudpickle
 
-    from flowsim.distribution import SparkFlow
+    from flowsim.distribution.spark import SparkExecutor
     spark_cloudpickle.register_pickle_by_value(conformance)
     spark = spark_sessions.get("local[2]")
-    got = conformance.run_all(lambda sim, **kw: SparkFlow(sim, spark=spark, quiet=True, **kw),
-                              str(tmp_path))
-    check(got, reference, "spark local[2]")
+    check_backend(lambda: SparkExecutor(spark, show_progress=False), reference,
+                  "spark local[2]")
 
 
 @pytest.mark.timeout(900)
-def test_joblib_loky(reference, tmp_path):
-    from flowsim.distribution import JoblibFlow
-    got = conformance.run_all(lambda sim, **kw: JoblibFlow(sim, n_jobs=2, quiet=True, **kw),
-                              str(tmp_path))
-    check(got, reference, "joblib loky")
+def test_joblib_loky(reference):
+    from flowsim.distribution.joblib import JoblibExecutor
+    check_backend(lambda: JoblibExecutor(n_jobs=2), reference, "joblib loky")
 
 
 @pytest.mark.timeout(900)
-def test_joblib_dask(reference, tmp_path):
+def test_joblib_dask(reference):
     import joblib
     from dask.distributed import Client, LocalCluster
 
-    from flowsim.distribution import JoblibFlow
+    from flowsim.distribution.joblib import JoblibExecutor
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster, Client(cluster):
         with joblib.parallel_config(backend="dask"):
-            got = conformance.run_all(lambda sim, **kw: JoblibFlow(sim, quiet=True, **kw),
-                                      str(tmp_path), conformance.CORE)
-    check(got, reference, "joblib dask", conformance.CORE)
+            check_backend(JoblibExecutor, reference, "joblib dask", conformance.CORE)
+
+
+# -- check_executor fails on broken executors ------------------------------------------
+class Broken(Executor):
+    """Runs every chunk on CPU:0 like Flow, then spoils the rows as ``how`` says."""
+
+    device = "CPU:0"
+
+    def __init__(self, how):
+        self.how, self.name = how, f"broken-{how}"
+
+    def execute(self, it):
+        chunks = [(first, n, self.compute(it.task, first, n, self.device))
+                  for first, n in it.cut()]
+        for first, n in it.cut():
+            it.chunk(self.device, first, n, 0.0, 0.0)
+        if self.how == "reorder":                 # the rows of the first two chunks swapped
+            (f0, n0, r0), (f1, n1, r1) = chunks[:2]
+            chunks[:2] = [(f0, n1, r1), (f0 + n1, n0, r0)]
+        rows = np.concatenate([r for _, _, r in chunks])
+        if self.how == "drop":                    # the last block never ran
+            rows[-1] = 0.0
+        elif self.how == "repeat":                # block 1 ran twice, block 2 never
+            rows[2] = rows[1]
+        elif self.how == "sum":                   # one sum per chunk, not a row per block
+            for first, n, _ in chunks:
+                rows[first] = rows[first:first + n].sum(axis=0)
+                rows[first + 1:first + n] = 0.0
+        return rows
+
+
+@pytest.mark.parametrize("how, found", [
+    ("drop", r"broken-drop plain: iterations differs from Flow: iteration 1 value"),
+    ("repeat", r"broken-repeat plain: iterations differs from Flow: iteration 1 value"),
+    ("reorder", r"broken-reorder rows: rows differs from Flow: block 0's row"),
+    ("sum", r"broken-sum rows: rows differs from Flow: block 0's row"),
+])
+def test_check_executor_fails_on_a_broken_executor(reference, how, found):
+    """The first line names the first case that differs and the value; each broken
+    executor is caught (a reordered block may even keep plain's value bits: the
+    rows case catches it)."""
+    with pytest.raises(AssertionError) as info:
+        check_executor(lambda: Broken(how), conformance.CASES, names=["plain", "rows"],
+                       reference=reference, label=f"broken-{how}")
+    text = str(info.value)
+    assert re.match(rf"broken-{how} (plain|rows): \w+ differs from Flow: ", text), text
+    assert re.search(found, text), text
+
+
+def test_check_executor_passes_on_flows_own_executor(reference):
+    got = check_executor(lambda: LocalExecutor("CPU:0"), conformance.CASES,
+                         names=["plain", "rows", "error"], reference=reference)
+    assert set(got) == {"plain", "rows", "error"}

@@ -11,7 +11,7 @@ from conftest import ROOT, Points, run_python
 
 import flowsim
 from flowsim import kernel
-from flowsim._tf import tf
+from flowsim.core.lazy_tf import tf
 from flowsim.testing import GENZ
 
 BS = 256                 # block size of most tests: 3000 events = 12 blocks, the last partial
@@ -30,7 +30,7 @@ def mix64(z):
 
 
 def splitmix_bits(key, n, stream=0):
-    """The ``n`` 64-bit outputs of block ``key`` = (seed, word), per flowsim.rng's docs."""
+    """The ``n`` 64-bit outputs of block ``key`` = (seed, word), per flowsim.core.rng's docs."""
     with np.errstate(over="ignore"):
         k0, k1 = (np.array([v], dtype=np.int64).view(np.uint64) for v in key)
         h = mix64(k0 + G)
@@ -131,7 +131,7 @@ print("RESULT" + json.dumps(out))
 
 
 def test_bits_identical_with_1_and_2_intra_op_threads():
-    """flowsim.reduce.block_sum's claim: the bits do not depend on TF's thread count."""
+    """flowsim.core.sums.block_sum's claim: the bits do not depend on TF's thread count."""
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(lambda n: run_python(THREADS_CODE, timeout=240, args=[str(n)]),
                              [1, 2]))
@@ -150,7 +150,7 @@ def test_bits_identical_with_1_and_2_intra_op_threads():
                                              ("splitmix", "float32", True),
                                              ("philox", "float64", False)])
 def test_block_inputs_are_the_documented_counter_based_stream(rng, dtype, jit):
-    """Block b of iteration i draws from key [seed, (i << 32) + b] only (flowsim.rng)."""
+    """Block b of iteration i draws from key [seed, (i << 32) + b] only (flowsim.core.rng)."""
     bs, dim, n, seed = 64, 3, 3 * 64 - 10, 2**40 + 3
     flow = flowsim.Flow(Points(dim, bs), n, seed=seed, block_size=bs, rng=rng, dtype=dtype,
                         jit_compile=jit, quiet=True)
@@ -745,7 +745,7 @@ def test_plain_combination_is_not_pulled_to_iterations_that_missed_the_peak():
     """The trial's case: 3 iterations of 2e5 on the 8-d double Gaussian, seed 7,
     whose third iteration missed a peak.  Inverse-variance weights gave
     0.5488 +/- 0.0977 (-4.6 sigma); pooled, the result covers the exact value."""
-    from flowsim.examples import double_gaussian, double_gaussian_exact
+    from flowsim.targets import double_gaussian, double_gaussian_exact
     res = flowsim.Flow(flowsim.Plain(double_gaussian, 8), 200_000, seed=7,
                        quiet=True).run(3)
     exact = double_gaussian_exact(8)
@@ -756,7 +756,7 @@ def test_plain_combination_is_not_pulled_to_iterations_that_missed_the_peak():
 
 def test_inconsistent_iterations_are_warned_about(caplog):
     """chi2/dof above its 99.9 % point logs one warning naming the cure."""
-    from flowsim.result import Result, warn_if_inconsistent
+    from flowsim.core.result import Result, warn_if_inconsistent
     recs = [{"iteration": i + 1, "value": v, "error": 0.01, "events": 1000, "seconds": 0.1}
             for i, v in enumerate([1.0, 1.0, 0.5, 1.0])]
     with caplog.at_level("WARNING", logger="flowsim"):

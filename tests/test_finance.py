@@ -22,7 +22,7 @@ from flowsim.finance import (
     price,
     strategy_sweep,
 )
-from flowsim.finance.sweep import ma_crossover_data
+from flowsim.finance.backtest import ma_crossover_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
@@ -163,7 +163,7 @@ def test_ties_follow_vectorbt():
 
 def hold_from(params, data):
     """Strategy kernel: long from bar ``params[:, 0]`` to the end."""
-    from flowsim._tf import tf
+    from flowsim.core.lazy_tf import tf
     t = tf()
     n = int(data["close"].shape[0])
     start = t.cast(params[:, :1], t.int64)
@@ -353,7 +353,7 @@ def test_pricing_bad_inputs_name_the_argument():
 
 
 def test_inverse_normal_accuracy():
-    from flowsim._tf import tf
+    from flowsim.core.lazy_tf import tf
     from flowsim.finance.pricing import inverse_normal
     u = np.concatenate([np.linspace(1e-12, 1 - 1e-12, 200_001), [2.0 ** -54, 1 - 2.0 ** -53]])
     z = inverse_normal(tf().constant(u)).numpy()
@@ -362,7 +362,7 @@ def test_inverse_normal_accuracy():
 
 
 def test_fast_log_accuracy():
-    from flowsim._tf import tf
+    from flowsim.core.lazy_tf import tf
     from flowsim.finance.fastmath import log
     rng = np.random.default_rng(0)
     x = np.concatenate([np.exp(rng.uniform(-690, 690, 200_000)), rng.uniform(0.5, 2, 100_000),

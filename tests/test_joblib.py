@@ -12,7 +12,7 @@ import pytest
 
 import flowsim
 from flowsim.distribution import JoblibFlow
-from flowsim.examples import double_gaussian
+from flowsim.targets import double_gaussian
 
 # Simulations defined here travel by value (workers cannot import this module);
 # loky and Dask both pickle with cloudpickle.
@@ -122,3 +122,37 @@ def test_integrate_backend_joblib(reference):
                             events_limit=CASE["events_limit"], quiet=True)
     assert res.meta["backend"] == "joblib"
     assert bits(res) == reference["Plain"]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A Ray cluster of this machine on 127.0.0.1 (2 CPUs, no dashboard), stopped after
+    the module; joblib's ``ray`` backend registered."""
+    import ray  # flowsim[test] brings it: missing is a failure
+    from ray.util.joblib import register_ray
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+             log_to_driver=False, configure_logging=False)
+    register_ray()
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.mark.timeout(900)
+def test_joblib_on_ray_gives_flows_bits(local_ray):
+    """JoblibFlow unchanged under joblib.parallel_config(backend="ray"): the Plain case
+    of flowsim.testing.check_executor (3 iterations, every bit and the timeline).  Only
+    that case: Ray's joblib backend starts fresh worker actors for every iteration, and
+    each imports TensorFlow and compiles the kernel anew (the other cases run on loky
+    and Dask)."""
+    from flowsim.distribution.joblib import JoblibExecutor
+    from flowsim.testing import check_executor
+    made = []
+
+    def factory():
+        made.append(JoblibExecutor(n_jobs=2))
+        return made[-1]
+    with joblib.parallel_config(backend="ray"):
+        check_executor(factory, names=["plain"], label="joblib ray")
+    assert made and all(e.meta()["joblib_backend"] == "ray" for e in made)

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowsim.math as fm
-from flowsim._tf import tf
+from flowsim.core.lazy_tf import tf
 
 SPECIAL = [0.0, -0.0, -1.0, -5e-324, np.inf, -np.inf, np.nan, 1.0]
 

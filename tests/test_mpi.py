@@ -40,7 +40,7 @@ spec = json.loads(sys.argv[1])
 import flowsim
 from flowsim.algorithms import algorithm_class
 from flowsim.distribution import MPIFlow
-from flowsim.examples import double_gaussian
+from flowsim.targets import double_gaussian
 
 def bits(a):
     return np.ascontiguousarray(np.asarray(a, dtype=np.float64)).tobytes().hex()
@@ -56,11 +56,12 @@ if spec.get("fail_rank") is not None or slow["rank"] is not None:
     from flowsim.distribution.mpi import MPIExecutor
     real = MPIExecutor.compute
     def compute(self, task, first, n, device):
-        if inject and task.iteration == spec["fail_iteration"] and flow.rank == spec["fail_rank"]:
+        rank = flow.executor.rank
+        if inject and task.iteration == spec["fail_iteration"] and rank == spec["fail_rank"]:
             with open(spec["fail_stamp"], "w") as fh:
                 fh.write(repr(time.time()))
-            raise RuntimeError("injected failure on rank %d" % flow.rank)
-        if slow["rank"] == flow.rank and task.iteration == 1 and slow["algorithm"]:
+            raise RuntimeError("injected failure on rank %d" % flow.executor.rank)
+        if slow["rank"] == flow.executor.rank and task.iteration == 1 and slow["algorithm"]:
             slow["algorithm"] = None           # once per run: a straggler in iteration 2
             time.sleep(0.5)
         return real(self, task, first, n, device)
@@ -81,7 +82,7 @@ for kind in spec["kinds"]:                        # MPIFlow first: it sets TF th
             plain = sim
         flow = cls(sim, n_events=c["n_events"], seed=c["seed"], block_size=c["block_size"],
                    events_limit=c["events_limit"], **extra)
-        out["ranks"] = getattr(flow, "size", 1)
+        out["ranks"] = flow.executor.processes.size
         slow["algorithm"] = name
         try:    # a broken algorithm fails its own test only (raised on every rank alike)
             result = flow.run(c["iters"])
@@ -95,7 +96,7 @@ if spec.get("resume"):                            # rerun of the failed job's ch
     flow = MPIFlow(sim, n_events=c["n_events"], seed=c["seed"], block_size=c["block_size"],
                    events_limit=c["events_limit"])
     out["resumed/plain"] = summary(flow.run(c["iters"], checkpoint=spec["resume"]), sim)
-rank = getattr(flow, "rank", 0)
+rank = flow.executor.processes.rank
 with open(os.path.join(spec["out"], f"rank{rank}.json"), "w") as fh:
     json.dump(out, fh)
 if spec.get("fail_rank") is not None:             # last: one rank raises mid-run
@@ -288,7 +289,7 @@ def test_failure_on_one_rank_ends_every_rank(jobs, tmp):
     assert err.count("RankError: MPI rank 1 of 2 failed: RuntimeError: injected failure "
                      "on rank 1") == 1
     assert err.count("Traceback on rank 1:") == 1
-    assert err.count('raise RuntimeError("injected failure on rank %d" % flow.rank)') == 1
+    assert err.count('raise RuntimeError("injected failure on rank %d" % flow.executor.rank)') == 1
     assert (tmp / "run.ckpt.npz").exists(), "rank 0 should have checkpointed iteration 1"
 
 
@@ -304,3 +305,34 @@ def test_resume_after_failure_matches(jobs, reference):
         assert got["iterations"] == want["iterations"], f"rank {r}"
         assert (got["value"], got["error"]) == (want["value"], want["error"]), f"rank {r}"
         assert got["json"] == ranks[0]["resumed/plain"]["json"]
+
+
+RANK_ERROR = r'''
+import flowsim
+from mpi4py import MPI
+from flowsim.distribution import MPIFlow
+rank = MPI.COMM_WORLD.Get_rank()
+
+def integrand(x):
+    if rank == 1:
+        raise RuntimeError("boom on rank 1")
+    return x[:, 0]
+
+try:
+    MPIFlow(flowsim.Plain(integrand, 2), 4096, seed=1, quiet=True).run(1)
+except Exception as exc:
+    print(f"rank {rank} raised {type(exc).__name__}: {exc}".splitlines()[0], flush=True)
+'''
+
+
+def test_a_failing_ranks_own_error_reaches_every_rank(tmp_path):
+    """An integrand that raises on rank 1 only: every rank reports rank 1's exception
+    (type and text), not that the ranks built different runs (issue 23, item 4)."""
+    script = tmp_path / "rank_error.py"
+    script.write_text(RANK_ERROR)
+    proc, _ = _mpirun(2, [sys.executable, str(script)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for rank in (0, 1):
+        assert (f"rank {rank} raised RankError: MPI rank 1 of 2 failed: RuntimeError: "
+                f"boom on rank 1") in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert "every rank must build the same run" not in proc.stdout

@@ -36,10 +36,10 @@ import numpy as np
 import pytest
 
 import flowsim
-from flowsim._tf import tf
-from flowsim.examples import double_gaussian, double_gaussian_exact
-from flowsim.vegas import Vegas
-from flowsim.vegasplus import VegasPlus
+from flowsim.algorithms.vegas import Vegas
+from flowsim.algorithms.vegasplus import VegasPlus
+from flowsim.core.lazy_tf import tf
+from flowsim.targets import double_gaussian, double_gaussian_exact
 
 SEEDS = range(1000, 1050)
 MAX_MEAN = 0.5

@@ -6,8 +6,8 @@ import pytest
 from conftest import Points
 
 import flowsim
-from flowsim._tf import tf
 from flowsim.core import rng
+from flowsim.core.lazy_tf import tf
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57
 W0, W1 = 0x9E3779B9, 0xBB67AE85

@@ -1,11 +1,11 @@
-"""flowsim.stats: inverse-variance combination, chi^2/dof, the zero-error case."""
+"""flowsim.core.stats: inverse-variance combination, chi^2/dof, the zero-error case."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowsim.result import Result
-from flowsim.stats import combine, mean_and_error, weighted_average
+from flowsim.core.result import Result
+from flowsim.core.stats import combine, mean_and_error, weighted_average
 
 
 def test_weighted_average_known_numbers():
@@ -90,7 +90,7 @@ def test_mean_and_error_matches_numpy():
 def test_pooled_block_moments_are_exact_whatever_the_offset(offset, sizes, seed):
     """Blocks centred on their own mean, pooled (Chan): the variance of
     ``offset + x`` equals that of ``x`` even where sum2/n - mean^2 cancels."""
-    from flowsim.plain import pool_moments
+    from flowsim.algorithms.plain import pool_moments
     rng = np.random.default_rng(seed)
     blocks = [offset + rng.normal(size=(n, 2)) for n in sizes]
     sums = np.array([b.sum(axis=0) for b in blocks])
@@ -108,7 +108,7 @@ def test_pooled_block_moments_are_exact_whatever_the_offset(offset, sizes, seed)
 
 def test_pooled_moments_where_sum2_cancels():
     """The case the pooling exists for: 1e8 + x, where sum2 - sum^2/n loses everything."""
-    from flowsim.plain import pool_moments
+    from flowsim.algorithms.plain import pool_moments
     x = 1e8 + np.random.default_rng(0).normal(size=(64, 1))
     blocks = [x[:32], x[32:]]
     total, m2, n = pool_moments(np.array([b.sum(axis=0) for b in blocks]),
@@ -145,7 +145,7 @@ def test_result_combines_kept_iterations_only():
     assert "(warm-up)" in str(r)
 
 
-# -- combining iterations (flowsim.stats.combine) ------------------------------------------
+# -- combining iterations (flowsim.core.stats.combine) ------------------------------------------
 
 
 @settings(max_examples=40, deadline=None)
@@ -154,7 +154,7 @@ def test_result_combines_kept_iterations_only():
 def test_pooling_equals_one_sample_of_all_events(sizes, seed, offset):
     """Iterations of one state pool into exactly the mean and standard error of
     the concatenated sample."""
-    from flowsim.stats import pool
+    from flowsim.core.stats import pool
     rng = np.random.default_rng(seed)
     samples = [offset + rng.standard_t(3, size=n) for n in sizes]
     values = np.array([[x.mean()] for x in samples])

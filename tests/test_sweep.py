@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import flowsim
-from flowsim._tf import tf
+from flowsim.core.lazy_tf import tf
 
 
 def affine(params, data):

@@ -27,7 +27,7 @@ n = int(sys.argv[1])
 flowsim.set_virtual_cpus(n)
 from flowsim import schedule
 from flowsim.distribution import ScheduledFlow, ThreadPoolFlow
-from flowsim.examples import double_gaussian
+from flowsim.targets import double_gaussian
 
 # Before TF initialises: the thread settings ThreadPoolFlow chooses (or the env's).
 probe = ThreadPoolFlow(flowsim.Plain(double_gaussian, 8), 1000, seed=1)
@@ -35,7 +35,7 @@ import tensorflow as tf
 out = {"devices": flowsim.logical_devices(), "flow_devices": probe.devices(),
        "threads": [tf.config.threading.get_intra_op_parallelism_threads(),
                    tf.config.threading.get_inter_op_parallelism_threads()],
-       "chosen": list(probe.thread_settings or ()),
+       "chosen": list(probe.executor.thread_settings or ()),
        "cores": len(__import__("os").sched_getaffinity(0))}
 
 # Compiling per device dominates the test time: XLA (the default) with 2 devices,
@@ -60,7 +60,7 @@ def fresh(sim0):
     set_state; the compiled kernels take the state as tensors, so sharing them
     is what one Flow does across iterations anyway (and it saves compiling
     per flow and device).  A pickled copy keeps ``sim0``'s trace key, so the
-    kernel cache of :mod:`flowsim.kernel` serves it ``sim0``'s functions.
+    kernel cache of :mod:`flowsim.core.kernel` serves it ``sim0``'s functions.
     """
     sim0.trace_key()                    # drawn before the copy: the copy shares it
     return pickle.loads(pickle.dumps(sim0))
@@ -123,8 +123,8 @@ class OOMOnceExecutor(ThreadExecutor):
             raise tf.errors.ResourceExhaustedError(None, None, f"injected OOM on {device}")
         return super().compute(task, first, n_blocks, device)
 
-class OOMOnce(ScheduledFlow):
-    executor_class = OOMOnceExecutor
+def OOMOnce(sim, schedule, **kw):
+    return flowsim.Flow(sim, executor=OOMOnceExecutor(schedule=schedule), **kw)
 
 sim, want = plain, plain_want                  # compiled already on every device
 oom = {}
@@ -151,8 +151,8 @@ class BuggyExecutor(ThreadExecutor):
             raise KernelBug(f"bug in block 40 on {device}")
         return super().compute(task, first, n_blocks, device)
 
-class Buggy(ScheduledFlow):
-    executor_class = BuggyExecutor
+def Buggy(sim, schedule, **kw):
+    return flowsim.Flow(sim, executor=BuggyExecutor(schedule=schedule), **kw)
 
 def catch(make):
     start = time.perf_counter()
@@ -319,8 +319,8 @@ def test_cli_writes_timeline_png(runs):
 
 
 def test_timeline_plot_in_process(tmp_path):
+    from flowsim.core.result import Result
     from flowsim.plot import save_timeline, timeline
-    from flowsim.result import Result
     chunks = [{"iteration": 0, "device": d, "first_block": i * 4, "blocks": 4,
                "start": 0.1 * i, "end": 0.1 * i + 0.3} for i, d in
               enumerate(["CPU:0", "GPU:1", "GPU:0", "CPU:0"])]

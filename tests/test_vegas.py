@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import flowsim
-from flowsim._tf import tf
 from flowsim.algorithms import strata
-from flowsim.vegas import Vegas
-from flowsim.vegasplus import VegasPlus, allocate, choose_nstrat
+from flowsim.algorithms.vegas import Vegas
+from flowsim.algorithms.vegasplus import VegasPlus, allocate, choose_nstrat
+from flowsim.core.lazy_tf import tf
 
 t = tf()
 
@@ -113,7 +113,7 @@ def run_all(f, n_events, n_iter, skip, seed):
 def test_peaked_errors_vegasplus_le_vegas_le_plain():
     # Two peaks on the diagonal: not separable, so the map alone also samples the
     # 2^4 - 2 empty peak combinations; stratification finds the two real ones.
-    from flowsim.examples import double_gaussian, double_gaussian_exact
+    from flowsim.targets import double_gaussian, double_gaussian_exact
     f, exact = double_gaussian, double_gaussian_exact(4)
     runs = run_all(f, 40000, 6, 2, seed=7)
     err = {k: r.error for k, r in runs.items()}
@@ -466,7 +466,7 @@ def test_chi2_dof_is_reported():
 
 
 def test_integrate_algorithm_names():
-    from flowsim.examples import double_gaussian, double_gaussian_exact
+    from flowsim.targets import double_gaussian, double_gaussian_exact
     for algorithm, cls in (("vegas", Vegas), ("vegasplus", VegasPlus)):
         res = flowsim.integrate(double_gaussian, 3, n_events=10000, n_iter=5, seed=2,
                                 algorithm=algorithm, skip=1,

@@ -29,6 +29,7 @@ while the state stays put), :class:`RemoteError` / :func:`describe` (an
 exception raised in another process, with its type, text, traceback and
 where), :func:`set_threads` (TensorFlow's thread pools, before it starts).
 """
+import contextlib
 import os
 import threading
 import time
@@ -44,6 +45,7 @@ from .log import logger
 __all__ = [
     "SINGLE",
     "Executor",
+    "check_start_method",
     "Iteration",
     "LocalExecutor",
     "Processes",
@@ -60,10 +62,18 @@ __all__ = [
 class Processes:
     """How the processes of a run agree; this default is a single process.
 
-    SPMD backends (every process runs the same script, like MPI) override the
-    three methods so that every process uses root's seed and checkpoint, and
-    only root writes checkpoints, logs and shows progress.
+    SPMD backends (every process runs the same script, like MPI) override
+    these hooks so that every process uses root's seed, checkpoint and
+    timings, every process builds the same run, a failure on one process
+    raises on all, and only root writes checkpoints, logs and shows progress.
+    :class:`~flowsim.Flow` calls them in this order: :meth:`agree` (the seed)
+    and :meth:`agree_run` at the end of its constructor; per ``run()``:
+    :meth:`running` around it, :meth:`load_checkpoint`, :meth:`finish` with
+    the records; :meth:`failed` whenever the constructor or ``run()`` raises.
     """
+
+    #: This process's number and the number of processes of the run.
+    rank, size = 0, 1
 
     def is_root(self):
         """Whether this process writes checkpoints and shows progress."""
@@ -73,10 +83,30 @@ class Processes:
         """The value every process uses: root's ``value``."""
         return value
 
+    def agree_run(self, flow):
+        """Check that every process built the same ``flow`` (its
+        :meth:`~flowsim.Flow.config`); raise on every process if not.  Nothing
+        to check in one process."""
+
     def load_checkpoint(self, path):
         """The checkpoint at ``path`` (:func:`flowsim.core.checkpoint.load`), read by root
         and shared with every process; None when there is none."""
         return ckpt.load(path)
+
+    def running(self):
+        """A context manager around every ``Flow.run`` (SPMD: mutes flowsim's logs
+        on the processes other than root)."""
+        return contextlib.nullcontext()
+
+    def finish(self, records, wall_time):
+        """Root's ``(records, wall_time)`` at the end of a run, so that every process
+        returns the same timings (one process: the ones given)."""
+        return records, wall_time
+
+    def failed(self, exc):
+        """``exc`` was raised on this process (in Flow's constructor or ``run``):
+        let the other processes know, so that none waits forever.  May raise the
+        exception every process raises instead; returns None to re-raise ``exc``."""
 
 
 #: The single-process :class:`Processes`.
@@ -307,6 +337,34 @@ def rebuild(info, where=""):
                 error.remote_traceback = info.get("traceback", "")
                 return error
     return RemoteError(info, f"{info['module']}.{info['type']}: {message}{tail}")
+
+
+# -- worker processes -----------------------------------------------------------------
+def tensorflow_started():
+    """Whether TensorFlow is loaded in this process (then its runtime may hold locks)."""
+    import sys
+    return "tensorflow" in sys.modules
+
+
+def check_start_method(method):
+    """Refuse a ``fork`` start method for worker processes once TensorFlow is loaded.
+
+    A forked child inherits TensorFlow's runtime with its locks in whatever state
+    other threads held them: the child aborts in its first TensorFlow call (absl
+    mutex) and a process pool breaks with no hint.  ``"spawn"`` and
+    ``"forkserver"`` start clean interpreters.  Raises ``RuntimeError`` naming the
+    fix; returns ``method``.
+    """
+    if method is None:
+        import multiprocessing
+        method = multiprocessing.get_start_method()
+    if method == "fork" and tensorflow_started():
+        raise RuntimeError(
+            "start_method='fork' after TensorFlow has started: forked workers abort in "
+            "their first TensorFlow call (absl mutex) and the pool breaks; use "
+            "start_method='spawn' (or 'forkserver'), e.g. "
+            "multiprocessing.get_context('spawn')")
+    return method
 
 
 # -- TensorFlow threads ---------------------------------------------------------------

@@ -137,10 +137,21 @@ def available_memory():
     return free
 
 
+def layout(simulation):
+    """``[(name, shape, start, stop)]`` of the accumulators in a row, and the width."""
+    acc = simulation.accumulators()
+    out, start = [], 0
+    for name in sorted(acc):
+        shape = tuple(int(s) for s in acc[name])
+        size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        out.append((name, shape, start, start + size))
+        start += size
+    return out, start
+
+
 def check_memory(simulation, n_blocks, available=None):
     """Refuse, before any compiling, a run whose rows ``[n_blocks, width]`` float64 (one per
     block, held by the driver) would not fit in ``available`` bytes (default: free memory)."""
-    from .kernel import layout
     _, width = layout(simulation)
     row, available = 8 * width, available_memory() if available is None else available
     if available is None or row * n_blocks <= available:

@@ -3,8 +3,9 @@
 A Flow owns the iterations, the timeline, the progress bar, checkpoints,
 Ctrl-C handling and the :class:`~flowsim.Result`; it hands each iteration to
 an :class:`~flowsim.core.backend.Executor` (default: every block on one device,
-one call after another).  The classes of :mod:`flowsim.distribution` are Flow
-with another executor.  No Flow knows an algorithm.
+one call after another).  Each backend of :mod:`flowsim.distribution` is one
+executor; ``ThreadPoolFlow(sim, ...)`` and friends are :func:`backend_flow`:
+a Flow with that executor.  No Flow knows an algorithm.
 """
 import secrets
 import sys
@@ -18,7 +19,7 @@ from .backend import Executor, Iteration, LocalExecutor
 from .blocks import BlockGrid, check_count, check_memory, default_block_size
 from .kernel import IterationTask, KernelSpec, check_seed, layout, same_state, unpack
 from .log import RESULT_WARNING, logger
-from .result import Result, _jsonable, warn_if_inconsistent
+from .result import Result, jsonable, warn_if_inconsistent
 from .simulation import state_digest as state_id
 
 NONFINITE = ("raise", "drop")
@@ -47,12 +48,28 @@ def _duration(seconds):
 
 
 class Flow:
-    """Run a :class:`~flowsim.core.simulation.Simulation` in chunks on one device.
+    """Run a :class:`~flowsim.core.simulation.Simulation` for a number of iterations.
+
+    Usage::
+
+        import flowsim
+        from flowsim.targets import double_gaussian
+        flow = flowsim.Flow(flowsim.Vegas(double_gaussian, dim=4), n_events=10**6, seed=1)
+        result = flow.run(5, skip=1)         # a flowsim.Result: value, error, chi2/dof
+        print(result)
+
+    Where the chunks run is the ``executor``'s business: by default every block on
+    one device, one call after another; ``Flow(sim, n, seed=1,
+    executor=ThreadExecutor())`` runs them on every device of the machine, an
+    ``MPIExecutor`` across MPI ranks, a ``SparkExecutor`` as Spark tasks
+    (:mod:`flowsim.distribution`; ``ThreadPoolFlow(sim, ...)`` and friends build
+    the same Flow).  Whatever the executor, the same seed gives the same float64
+    bits.
 
     Parameters
     ----------
     simulation : Simulation
-        What each block computes (e.g. :class:`flowsim.Plain`).
+        What each block computes (e.g. :class:`flowsim.Plain`, :class:`flowsim.Vegas`).
     n_events : int
         Events per iteration (> 0).  Exactly this many are run.
     seed : int or None
@@ -62,49 +79,58 @@ class Flow:
         ``events_limit``, device count or backend.
     events_limit : int or None
         Most events handed to a device in one call (default 10**6).  Bounds
-        Python overhead vs latency; it does *not* change the result.  Must be at
-        least ``block_size``.
+        memory and Python overhead against latency; it does *not* change the
+        result.  Must be at least ``block_size``.  Lower it if a device runs
+        out of memory.
     device : str or None
-        ``"CPU:0"``, ``"GPU:1"``...  Default: the first GPU, else CPU:0.
+        ``"CPU:0"``, ``"GPU:1"``...  Default: the first GPU, else CPU:0.  Give
+        ``device`` or ``executor``, not both.
     dtype : {"float64", "float32"}
-        Precision of the random numbers and of the integrand.  Accumulators are
-        always float64.  float32 is faster on GPUs; bits differ from float64.
+        Precision of the random numbers and of the integrand (default
+        ``"float64"``).  Accumulators are always float64.  float32 is faster on
+        GPUs; its bits differ from float64's.
     block_size : int or None
         Events per block (multiple of 64).  Default: the iteration cut into
         equal blocks of at most 65,536 events.  It is part of the random stream:
         changing it changes the bits (unlike ``events_limit``).
     jit_compile : bool
         Compile the block kernel (random numbers + integrand + in-block sums)
-        with XLA; default True: XLA fuses them, which is much faster on CPU
-        (``docs/performance.rst``).  Turn it off for integrands using ops XLA
-        cannot compile.  With ``rng="splitmix"`` or ``"philox4x32"`` the random
-        numbers are the same either way (with ``"philox"`` they are not: XLA's Philox kernel
-        draws a different stream); the integrand's rounding may differ, so it
-        is part of the configuration a checkpoint records.
+        with XLA (default True: XLA fuses them; ``docs/performance.rst`` has
+        the figures).  Turn it off for integrands using ops XLA cannot
+        compile.  With ``rng="splitmix"`` or ``"philox4x32"`` the random
+        numbers are the same either way (with ``"philox"`` they are not); the
+        integrand's rounding may differ, so it is part of the configuration a
+        checkpoint records.
     rng : {"splitmix", "philox4x32", "philox"}
         Counter-based generator (:mod:`flowsim.core.rng`); changes the random
         stream.  ``"splitmix"`` (default): SplitMix64 in integer ops fused by
         XLA, the fastest on CPU; its block-streams can overlap with
         probability about ``S**2 * L / 2**64`` for ``S`` blocks x iterations
-        of ``L`` numbers each (8 dimensions: 3e-7 at 2*10^6 events x 100
-        iterations, 6 % at 10^9 x 100).  ``"philox4x32"``:
-        Philox4x32-10 in integer ops, its counter holding (iteration, block,
-        position, stream) explicitly, so streams never overlap; the same
-        numbers on every device with or without XLA, but slower on CPU
-        (``docs/performance.rst``), hence not the default: choose it for runs
-        of 10^9 events x 100 iterations and beyond.  ``"philox"``:
+        of ``L`` numbers each: negligible for ordinary runs, worth avoiding
+        for runs of 10^9 events x 100 iterations and beyond.
+        ``"philox4x32"``: Philox4x32-10 in integer ops, its counter holding
+        (iteration, block, position, stream) explicitly, so streams never
+        overlap; the same numbers on every device with or without XLA, but
+        slower on CPU; choose it for those very long runs.  ``"philox"``:
         TensorFlow's stateless Philox, kept so older runs and checkpoints
         resume; its stream depends on ``jit_compile``.
     nonfinite : {"raise", "drop"}
-        What a NaN/Inf integrand value does: ``"raise"`` stops with an error
-        naming the iteration and block; ``"drop"`` counts the event as 0 and
-        reports the count in the iteration record.
+        What a NaN/Inf integrand value does: ``"raise"`` (default) stops with
+        an error naming the iteration and block; ``"drop"`` counts the event
+        as 0 and reports the count in the iteration record.
     quiet : bool
-        No progress bar (it is also off when stderr is not a terminal).
+        No progress bar (default False; it is also off when stderr is not a
+        terminal).
     executor : Executor or None
-        Where chunks run (:mod:`flowsim.core.backend`).  Default: a
-        :class:`~flowsim.core.backend.LocalExecutor` on ``device``.  Give one or
-        the other.  The classes of :mod:`flowsim.distribution` pass theirs.
+        Where chunks run (:class:`flowsim.core.backend.Executor`; the built-in
+        ones are in :mod:`flowsim.distribution`, writing one:
+        ``docs/backends.rst``).  Default: a
+        :class:`~flowsim.core.backend.LocalExecutor` on ``device``.  The Flow
+        uses it as it is; :meth:`close` (or ``with``) closes it.
+
+    Caveats: a second :meth:`run` on the same Flow continues where the first
+    stopped (see :meth:`run`); a Simulation adapts in place, so a new Flow on
+    the same Simulation starts from its adapted state.
     """
 
     backend = "flow"
@@ -112,6 +138,36 @@ class Flow:
     def __init__(self, simulation, n_events, seed=None, events_limit=None, device=None,
                  dtype="float64", block_size=None, jit_compile=True, rng="splitmix",
                  nonfinite="raise", quiet=False, executor=None):
+        if executor is None:
+            executor = LocalExecutor(device)
+        elif device is not None:
+            raise ValueError("give device= or executor=, not both")
+        elif not isinstance(executor, Executor):
+            raise TypeError(f"executor must be a flowsim.core.backend.Executor, "
+                            f"got {type(executor).__name__}")
+        self.executor = executor
+        self.device = executor.device
+        try:        # an error on one process of an SPMD run reaches the others
+            self._check_arguments(simulation, n_events, events_limit, block_size, nonfinite)
+            self.spec = KernelSpec(dtype=dtype, block_size=self.grid.block_size,
+                                   jit_compile=bool(jit_compile), rng=rng)
+            self.quiet = bool(quiet)
+            self.seed = check_seed(executor.processes.agree(
+                secrets.randbits(62) if seed is None else seed))
+            executor.processes.agree_run(self)
+        except Exception as exc:
+            executor.processes.failed(exc)
+            raise
+        self.timeline = []
+        self._next_iteration = 0
+        self._last_iteration = -1     # of the current run() call
+        self._last_state = None       # of the last task executed
+        self._short_run = False       # the current run() call is short (kernel.SHORT_RUN_BLOCKS)
+        self._t0 = None
+        self._bar = None
+        self._eta = None
+
+    def _check_arguments(self, simulation, n_events, events_limit, block_size, nonfinite):
         from .simulation import Simulation
         if not isinstance(simulation, Simulation):
             raise TypeError(f"simulation must be a flowsim Simulation (e.g. flowsim.Plain), "
@@ -129,31 +185,9 @@ class Flow:
                 f"events_limit ({self.events_limit}) must be at least block_size "
                 f"({self.grid.block_size}); pass a smaller block_size= (it changes the "
                 f"random stream) or a larger events_limit")
-        self.spec = KernelSpec(dtype=dtype, block_size=self.grid.block_size,
-                               jit_compile=bool(jit_compile), rng=rng)
         if nonfinite not in NONFINITE:
             raise ValueError(f"nonfinite must be one of {NONFINITE}, got {nonfinite!r}")
         self.nonfinite = nonfinite
-        self.quiet = bool(quiet)
-        if executor is None:
-            executor = LocalExecutor(device)
-        elif device is not None:
-            raise ValueError("give device= or executor=, not both")
-        elif not isinstance(executor, Executor):
-            raise TypeError(f"executor must be a flowsim.core.backend.Executor, "
-                            f"got {type(executor).__name__}")
-        self.executor = executor
-        self.device = executor.device
-        self.seed = check_seed(executor.processes.agree(
-            secrets.randbits(62) if seed is None else seed))
-        self.timeline = []
-        self._next_iteration = 0
-        self._last_iteration = -1     # of the current run() call
-        self._last_state = None       # of the last task executed
-        self._short_run = False       # the current run() call is short (kernel.SHORT_RUN_BLOCKS)
-        self._t0 = None
-        self._bar = None
-        self._eta = None
 
     def devices(self):
         """Devices this Flow runs chunks on (its executor's)."""
@@ -230,7 +264,7 @@ class Flow:
         """What determines the bits of a run (checked when resuming): the
         simulation's :meth:`~flowsim.Simulation.config` (with its fingerprint,
         :mod:`flowsim.core.fingerprint`) and the Flow settings that change the bits."""
-        return {"simulation": _jsonable(self.simulation.config()),
+        return {"simulation": jsonable(self.simulation.config()),
                 "n_events": self.n_events, "seed": self.seed,
                 "block_size": self.grid.block_size, "dtype": self.spec.dtype,
                 "jit_compile": self.spec.jit_compile, "rng": self.spec.rng}
@@ -281,6 +315,21 @@ class Flow:
         skip = check_count("skip", skip, minimum=0)
         if skip >= n_iter:
             raise ValueError(f"skip ({skip}) must be smaller than n_iter ({n_iter})")
+        procs = self.executor.processes
+        with procs.running():
+            try:
+                records, wall = self._run_iterations(n_iter, checkpoint)
+            except Exception as exc:
+                procs.failed(exc)
+                raise
+            records, wall = procs.finish(records, wall)
+        result = Result(records, wall, self.timeline, meta=self._meta(), skip=skip)
+        if self.is_root():
+            warn_if_inconsistent(result)
+        return result
+
+    def _run_iterations(self, n_iter, checkpoint):
+        """``(records, wall_time)`` of :meth:`run`."""
         records, elapsed = [], 0.0
         first = 0 if checkpoint is not None else self._next_iteration
         self._last_iteration = first + n_iter - 1
@@ -288,37 +337,15 @@ class Flow:
         unlock = None
         try:
             if checkpoint is not None:
-                if self.is_root():
-                    ckpt.check_path(checkpoint)     # before any work, not after iteration 1
-                    unlock = ckpt.lock(checkpoint)  # one run per file, until this one ends
-                saved = self.executor.processes.load_checkpoint(checkpoint)
-                if saved is not None:
-                    records, elapsed = self._resume(checkpoint, saved, config)
-                    if len(records) > n_iter:       # the checkpoint ran further: report n_iter
-                        logger.info("checkpoint has %d iterations; reporting the first %d",
-                                    len(records), n_iter)
-                        records = records[:n_iter]
+                records, elapsed, unlock = self._open_checkpoint(checkpoint, config, n_iter)
             self.timeline = []
             self._t0 = time.perf_counter()
-            remaining = max(n_iter - len(records), 0)
-            self._short_run = (self.grid.n_blocks <= kernel.SHORT_ITERATION_BLOCKS and
-                               remaining * self.grid.n_blocks <= kernel.SHORT_RUN_BLOCKS)
-            if remaining:                   # before any compiling
-                self.simulation.prepare(self.n_events)      # (the layout may depend on it)
-                check_memory(self.simulation, self.grid.n_blocks)
-            long_run = self.is_root() and remaining * self.n_events >= LONG_RUN_EVENTS
-            self._eta = {"events": remaining * self.n_events, "warm": set()} if long_run else None
-            show = (not self.quiet and self.is_root() and sys.stderr.isatty()
-                    and remaining * self.n_events >= 10 * self.grid.block_size)
-            if show:
-                from tqdm.auto import tqdm
-                self._bar = tqdm(total=remaining * self.n_events, unit="ev", unit_scale=True,
-                                 desc=type(self.simulation).__name__, leave=False)
+            self._begin(max(n_iter - len(records), 0))
             for iteration in range(first + len(records), first + n_iter):
                 records.append(self._iterate(iteration))
                 self._next_iteration = iteration + 1
                 if checkpoint is not None and self.is_root():
-                    ckpt.save(checkpoint, config, _jsonable(records),
+                    ckpt.save(checkpoint, config, jsonable(records),
                               elapsed + time.perf_counter() - self._t0,
                               self.simulation.get_state())
         except KeyboardInterrupt as exc:
@@ -332,11 +359,45 @@ class Flow:
                 self._bar = None
             if unlock is not None:
                 unlock()
-        wall = elapsed + time.perf_counter() - self._t0
-        result = Result(records, wall, self.timeline, meta=self._meta(), skip=skip)
+        return records, elapsed + time.perf_counter() - self._t0
+
+    def _open_checkpoint(self, checkpoint, config, n_iter):
+        """``(records, elapsed, unlock)`` of a run with ``checkpoint``: its lock
+        (root), and what it holds when it exists."""
+        records, elapsed, unlock = [], 0.0, None
         if self.is_root():
-            warn_if_inconsistent(result)
-        return result
+            ckpt.check_path(checkpoint)     # before any work, not after iteration 1
+            unlock = ckpt.lock(checkpoint)  # one run per file, until this one ends
+        try:
+            saved = self.executor.processes.load_checkpoint(checkpoint)
+            if saved is not None:
+                records, elapsed = self._resume(checkpoint, saved, config)
+        except BaseException:
+            if unlock is not None:
+                unlock()
+            raise
+        if len(records) > n_iter:       # the checkpoint ran further: report n_iter
+            logger.info("checkpoint has %d iterations; reporting the first %d",
+                        len(records), n_iter)
+            records = records[:n_iter]
+        return records, elapsed, unlock
+
+    def _begin(self, remaining):
+        """Before the first iteration of a run of ``remaining`` iterations: the
+        memory check, the duration estimate, the progress bar."""
+        self._short_run = (self.grid.n_blocks <= kernel.SHORT_ITERATION_BLOCKS and
+                           remaining * self.grid.n_blocks <= kernel.SHORT_RUN_BLOCKS)
+        if remaining:                   # before any compiling
+            self.simulation.prepare(self.n_events)      # (the layout may depend on it)
+            check_memory(self.simulation, self.grid.n_blocks)
+        long_run = self.is_root() and remaining * self.n_events >= LONG_RUN_EVENTS
+        self._eta = {"events": remaining * self.n_events, "warm": set()} if long_run else None
+        show = (not self.quiet and self.is_root() and sys.stderr.isatty()
+                and remaining * self.n_events >= 10 * self.grid.block_size)
+        if show:
+            from tqdm.auto import tqdm
+            self._bar = tqdm(total=remaining * self.n_events, unit="ev", unit_scale=True,
+                             desc=type(self.simulation).__name__, leave=False)
 
     def _resume(self, path, saved, config):
         saved_config, records, elapsed, state = saved
@@ -408,3 +469,19 @@ class Flow:
         return (f"{type(self).__name__}({type(self.simulation).__name__}, "
                 f"n_events={self.n_events}, "
                 f"seed={self.seed}, devices={self.devices()})")
+
+
+def backend_flow(who, make_executor, simulation, n_events, seed, flow_kwargs):
+    """``Flow(simulation, n_events, seed=seed, executor=make_executor(), **flow_kwargs)``:
+    what the factories of :mod:`flowsim.distribution` (``ThreadPoolFlow``,
+    ``MPIFlow``...) return.  ``who`` names the factory in the refusal of an
+    ``executor=`` keyword; the executor is closed if the Flow cannot be built."""
+    if "executor" in flow_kwargs:
+        raise TypeError(f"{who} builds its own executor; to give one, call "
+                        f"flowsim.Flow(simulation, n_events, executor=...)")
+    executor = make_executor()
+    try:
+        return Flow(simulation, n_events, seed=seed, executor=executor, **flow_kwargs)
+    except BaseException:
+        executor.close()
+        raise

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import interrupts, rng
+from .blocks import layout  # noqa: F401  (public here too: kernel.layout)
 from .integrand import autograph_kernel, user_error
 from .lazy_tf import tf
 
@@ -141,18 +142,6 @@ def same_state(a, b):
         if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
             return False
     return True
-
-
-def layout(simulation):
-    """``[(name, shape, start, stop)]`` of the accumulators in a row, and the width."""
-    acc = simulation.accumulators()
-    out, start = [], 0
-    for name in sorted(acc):
-        shape = tuple(int(s) for s in acc[name])
-        size = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        out.append((name, shape, start, start + size))
-        start += size
-    return out, start
 
 
 def columns(simulation):

@@ -246,6 +246,11 @@ def set_virtual_cpus(n):
         tf()
 
 
+def virtual_cpus():
+    """Logical CPU devices asked for by :func:`set_virtual_cpus` (None: not split)."""
+    return _VIRTUAL_CPUS
+
+
 def logical_devices():
     """Names of every logical device, GPUs first then CPUs (e.g. ``GPU:0``)."""
     t = tf()

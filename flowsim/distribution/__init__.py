@@ -1,15 +1,20 @@
-"""Flow with another executor (:mod:`flowsim.core.backend`): where chunks run.
+"""The backends: where chunks run, each one :class:`~flowsim.core.backend.Executor`.
 
-``ThreadPoolFlow`` / ``ScheduledFlow`` (every device of one machine), ``MPIFlow``
-(MPI ranks), ``SparkFlow`` (Spark executors), ``JoblibFlow`` (joblib worker
-processes: loky, or a Dask cluster).  Each loads on first use so that mpi4py,
-pyspark and dask stay optional.
+``ThreadExecutor`` (every device of one machine), ``MPIExecutor`` (MPI ranks),
+``SparkExecutor`` (Spark executors), ``JoblibExecutor`` (joblib worker
+processes: loky, a Dask or a Ray cluster), used as ``Flow(sim, n, seed=1,
+executor=ThreadExecutor())``; ``ThreadPoolFlow`` / ``ScheduledFlow``,
+``MPIFlow``, ``SparkFlow``, ``JoblibFlow`` build those Flows in one call.
+Backend names for ``backend=``: :mod:`flowsim.distribution.registry`.  Each
+loads on first use so that mpi4py, pyspark and dask stay optional.
 """
 import importlib
 
-_WHERE = {"ThreadPoolFlow": "threads", "ScheduledFlow": "threads",
-          "MPIFlow": "mpi", "SparkFlow": "spark", "SparkTaskError": "spark",
-          "NoExecutorError": "spark", "JoblibFlow": "joblib", "WorkerLostError": "joblib"}
+_WHERE = {"ThreadPoolFlow": "threads", "ScheduledFlow": "threads", "ThreadExecutor": "threads",
+          "MPIFlow": "mpi", "MPIExecutor": "mpi", "SparkFlow": "spark",
+          "SparkExecutor": "spark", "SparkTaskError": "spark", "NoExecutorError": "spark",
+          "JoblibFlow": "joblib", "JoblibExecutor": "joblib", "WorkerLostError": "joblib",
+          "register_backend": "registry"}
 
 __all__ = list(_WHERE)
 

@@ -35,7 +35,7 @@ import time
 
 from ..core.backend import Executor, cores, describe, rebuild, set_threads
 from ..core.blocks import cut
-from ..core.flow import Flow
+from ..core.flow import backend_flow
 from ..core.kernel import run_chunk
 from ..core.log import logger
 from ..schedule import static_shares
@@ -48,12 +48,20 @@ class WorkerLostError(RuntimeError):
 
 
 class JoblibExecutor(Executor):
-    """Chunks as joblib tasks (see :class:`JoblibFlow`)."""
+    """Chunks as joblib tasks: ``Flow(sim, n, seed=1, executor=JoblibExecutor())``.
+
+    ``n_jobs`` and ``device``: see :func:`JoblibFlow` (the same Flow, built in
+    one call).  The joblib backend is the one active when an iteration runs
+    (``joblib.parallel_config``).
+    """
 
     name = "joblib"
 
     def __init__(self, n_jobs=None, device=None):
-        self.n_jobs, self.device = n_jobs, device
+        if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int)
+                                   or n_jobs == 0):
+            raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
+        self.n_jobs, self.device = n_jobs, None if device is None else str(device)
         self.backend = None
 
     def devices(self):
@@ -130,8 +138,9 @@ def _task(task, first, n, per_call, device, threads):
         return first, n, describe(exc, where=label), label
 
 
-class JoblibFlow(Flow):
-    """Run a :class:`~flowsim.core.simulation.Simulation` as joblib tasks.
+def JoblibFlow(simulation, n_events, seed=None, n_jobs=None, device=None, **flow_kwargs):
+    """A :class:`flowsim.Flow` whose chunks run as joblib tasks:
+    ``Flow(simulation, n_events, seed, executor=JoblibExecutor(n_jobs, device))``.
 
     Takes every keyword of :class:`flowsim.Flow` (same meaning, same bits for
     the same seed), plus:
@@ -152,16 +161,5 @@ class JoblibFlow(Flow):
     joblib's tasks; give each iteration enough events (10**6 or more) for
     the workers to repay it.  See the module docstring for Dask and faults.
     """
-
-    backend = "joblib"
-
-    def __init__(self, simulation, n_events, seed=None, n_jobs=None, device=None,
-                 **flow_kwargs):
-        if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int)
-                                   or n_jobs == 0):
-            raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
-        if "executor" in flow_kwargs:
-            raise TypeError("JoblibFlow builds its own executor")
-        self.n_jobs = n_jobs
-        super().__init__(simulation, n_events, seed=seed, executor=JoblibExecutor(
-            n_jobs, None if device is None else str(device)), **flow_kwargs)
+    return backend_flow("JoblibFlow", lambda: JoblibExecutor(n_jobs, device),
+                        simulation, n_events, seed, flow_kwargs)

@@ -18,12 +18,9 @@ Open MPI refuses to run as root or more ranks than cores unless told
 
 Faults: see :mod:`flowsim.distribution.mpicomm`, which holds the collective.
 """
-import socket
-
 from ..core.backend import ENTRY, Executor, RunAhead, block_seconds, entry, stack
-from ..core.flow import Flow
-from ..core.log import logger
-from ..core.result import Result
+from ..core.flow import backend_flow
+from ..core.lazy_tf import resolve_device
 from ..schedule import Throughput, static_shares
 from . import mpicomm
 from .mpicomm import SCHEDULES, RankError, mpi  # noqa: F401  (public here too)
@@ -33,24 +30,55 @@ AHEAD_STEP = 0.01
 
 
 class MPIExecutor(Executor):
-    """This rank's share of every iteration on ``device``; rows allgathered.
+    """This rank's share of every iteration on its device; rows allgathered.
 
-    Shares come from :func:`flowsim.schedule.static_shares`: equal, or (for
+    Usage (every rank runs the same script under ``mpirun``)::
+
+        flow = flowsim.Flow(sim, 10**7, seed=1, executor=MPIExecutor())
+
+    ``comm``, ``device``, ``threads``, ``schedule``, ``run_ahead``: see
+    :func:`MPIFlow` (the same Flow, built in one call).  Shares come from
+    :func:`flowsim.schedule.static_shares`: equal, or (for
     ``schedule="weighted"``) in proportion to the ranks' measured speeds.
     While waiting for the others a rank computes its share of the next
-    iteration (:class:`~flowsim.core.backend.RunAhead`) in steps of ``AHEAD_STEP``
-    seconds, when ``run_ahead`` and the node has a core for every rank.
+    iteration (:class:`~flowsim.core.backend.RunAhead`) in steps of
+    ``AHEAD_STEP`` seconds, when ``run_ahead`` and the node has a core for
+    every rank.  Its :attr:`processes` (:class:`~flowsim.distribution.mpicomm.
+    MPIProcesses`) make every rank agree on the seed, the run's configuration,
+    checkpoints and timings.
     """
 
     name = "mpi"
 
-    def __init__(self, processes, device, threads, schedule, run_ahead, local_size):
-        self.processes, self.device, self.threads = processes, device, threads
-        self.schedule, self.local_size = schedule, local_size
-        self.ahead = RunAhead(run_ahead, most=1)
-        self.throughput = Throughput(processes.size)
-        self.ranks = None                  # every rank's {device, host, ...}
-        self._warm = [False] * processes.size
+    def __init__(self, comm=None, *, device=None, threads=None, schedule=None,
+                 run_ahead=True):
+        MPI = mpi()
+        comm = MPI.COMM_WORLD if comm is None else comm
+        self.processes = procs = mpicomm.MPIProcesses(comm)
+        self.comm, self.rank, self.size = comm, procs.rank, procs.size
+        if self.size > 1:
+            mpicomm.install_excepthook(comm)
+        mpicomm.wait(comm.Ibarrier())                  # ranks start apart: wait without spinning
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        self.local_rank, self.local_size = node.Get_rank(), node.Get_size()
+        node.Free()
+        try:        # an error on some ranks reaches the others in the next exchange
+            self.schedule = mpicomm.check_schedule(schedule)
+            device, self.threads = mpicomm.place(device, threads, self.local_rank,
+                                                 self.local_size)
+            self.device = resolve_device(device)
+        except Exception as exc:
+            procs.failed(exc)
+            raise
+        self.run_ahead = bool(run_ahead)
+        self.ahead = RunAhead(self.run_ahead, most=1)
+        self.throughput = Throughput(procs.size)
+        self._warm = [False] * procs.size
+
+    @property
+    def ranks(self):
+        """Every rank's ``{device, host, config}`` once the Flow is built, else None."""
+        return self.processes.ranks
 
     def devices(self):
         if self.ranks is None:
@@ -160,8 +188,10 @@ class MPIExecutor(Executor):
         self.throughput = tp
 
 
-class MPIFlow(Flow):
-    """Run a :class:`~flowsim.core.simulation.Simulation` across the ranks of ``comm``.
+def MPIFlow(simulation, n_events, seed=None, events_limit=None, device=None, *, comm=None,
+            threads=None, schedule=None, run_ahead=True, **flow_kwargs):
+    """A :class:`flowsim.Flow` across the ranks of ``comm``: ``Flow(simulation,
+    n_events, seed, executor=MPIExecutor(comm, device=..., ...))``.
 
     Every rank calls this constructor and :meth:`run` with the same arguments
     (checked: a rank with another configuration stops every rank with an
@@ -220,75 +250,17 @@ class MPIFlow(Flow):
     with the same bits as an uninterrupted run (also on another rank count).
     Timings in the ``Result`` (``seconds``, ``wall_time``) are rank 0's; the
     timeline lists every rank's chunks with devices ``"rank<r>/<device>"``.
+    ``flow.executor`` holds ``comm``, ``rank``, ``size``, ``local_rank``,
+    ``threads``, ``schedule``.
+
+    ``run()`` takes the parameters of :meth:`flowsim.Flow.run`; only rank 0
+    writes ``checkpoint``.  An exception on any rank raises on every rank: the
+    failing ranks' own exception if every rank failed with one type (as
+    ``Flow`` would), else :class:`RankError` naming the failed rank, its error
+    (type and text) and traceback.
     """
+    return backend_flow("MPIFlow", lambda: MPIExecutor(
+        comm, device=device, threads=threads, schedule=schedule, run_ahead=run_ahead),
+        simulation, n_events, seed, dict(flow_kwargs, events_limit=events_limit))
 
-    backend = "mpi"
 
-    def __init__(self, simulation, n_events, seed=None, events_limit=None, device=None, *,
-                 comm=None, threads=None, schedule=None, run_ahead=True, **flow_kwargs):
-        MPI = mpi()
-        comm = MPI.COMM_WORLD if comm is None else comm
-        procs = mpicomm.MPIProcesses(comm)
-        self.comm, self.rank, self.size = comm, procs.rank, procs.size
-        if self.size > 1:
-            mpicomm._install_excepthook(comm)
-        mpicomm._wait(comm.Ibarrier())                 # ranks start apart: wait without spinning
-        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
-        self.local_rank, self.local_size = node.Get_rank(), node.Get_size()
-        node.Free()
-        self.run_ahead = bool(run_ahead)
-        try:        # an error on some ranks reaches the others in the next exchange
-            self.schedule = mpicomm._check_schedule(schedule)
-            device, self.threads = mpicomm.place(device, threads, self.local_rank, self.local_size)
-            if "executor" in flow_kwargs:
-                raise TypeError("MPIFlow builds its own executor")
-            executor = MPIExecutor(procs, mpicomm._resolve(device), self.threads, self.schedule,
-                                   self.run_ahead, self.local_size)
-            super().__init__(simulation, n_events, seed=seed, events_limit=events_limit,
-                             executor=executor, **flow_kwargs)
-            ranks = procs.exchange({"config": self.config(), "device": self.device,
-                                    "host": socket.gethostname(), "threads": self.threads})
-        except Exception as exc:
-            if getattr(exc, "_flowsim_agreed", False):
-                raise
-            procs.exchange(None, own=exc)
-            raise
-        mismatch = [r for r, info in enumerate(ranks) if info["config"] != ranks[0]["config"]]
-        if mismatch:
-            raise mpicomm._agreed(ValueError(
-                f"MPIFlow: every rank must build the same run; rank {mismatch[0]} has "
-                f"{ranks[mismatch[0]]['config']}, rank 0 has {ranks[0]['config']}"), self.rank)
-        executor.ranks = ranks
-
-    def run(self, n_iter, checkpoint=None, skip=0):
-        """Run ``n_iter`` iterations on every rank; every rank returns the same Result.
-
-        Parameters as for :meth:`flowsim.Flow.run`.  Only rank 0 writes
-        ``checkpoint``.  An exception on any rank raises on every rank: the
-        failing ranks' own exception if every rank failed with one type (as ``Flow``
-        would), else :class:`RankError` naming the failed rank, its error and
-        traceback.
-        """
-        procs = self.executor.processes
-        muted = None
-        if self.rank != 0:
-            muted = mpicomm._Mute()
-            logger.addFilter(muted)
-        self.executor.ahead.clear()
-        try:
-            try:
-                result = super().run(n_iter, checkpoint=checkpoint, skip=skip)
-            except Exception as exc:
-                if getattr(exc, "_flowsim_agreed", False):
-                    raise
-                procs.exchange(None, own=exc)
-                raise
-            root = procs.exchange({"seconds": [r["seconds"] for r in result.iterations],
-                                   "wall": result.wall_time})[0]
-            for record, seconds in zip(result.iterations, root["seconds"]):
-                record["seconds"] = seconds
-            return Result(result.iterations, root["wall"], result.timeline,
-                          meta=result.meta, skip=skip)
-        finally:
-            if muted is not None:
-                logger.removeFilter(muted)

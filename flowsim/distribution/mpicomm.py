@@ -17,9 +17,11 @@ the others stay quiet, and every rank leaves with ``os._exit(1)`` right after
 teardown takes seconds, enough to miss a 10 s bound on a loaded machine).
 A caught error is an ordinary exception on every rank.
 """
+import contextlib
 import logging
 import os
 import pickle
+import socket
 import sys
 import time
 
@@ -27,6 +29,7 @@ import numpy as np
 
 from ..core.backend import Processes, describe, set_threads
 from ..core.lazy_tf import tf
+from ..core.log import logger
 
 
 class RankError(RuntimeError):
@@ -79,12 +82,52 @@ class MPIProcesses(Processes):
     def __init__(self, comm):
         self.comm = comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.ranks = None           # every rank's {config, device, host} (agree_run)
 
     def is_root(self):
         return self.rank == 0
 
     def agree(self, value):
         return self.exchange(value)[0]
+
+    def agree_run(self, flow):
+        """Every rank must build the same run: root's and this rank's
+        :meth:`~flowsim.Flow.config` are compared.  The integrand is probed first,
+        so that a rank whose integrand raises reports that exception (type and
+        text), not a different configuration."""
+        from ..core.kernel import layout
+        try:
+            flow.simulation.prepare(flow.n_events)
+            layout(flow.simulation)
+            info = {"config": flow.config(), "device": flow.device,
+                    "host": socket.gethostname()}
+        except Exception as exc:  # noqa: BLE001 - every rank learns of it below
+            self.failed(exc)
+            raise
+        self.ranks = ranks = self.exchange(info)
+        mismatch = [r for r, got in enumerate(ranks) if got["config"] != ranks[0]["config"]]
+        if mismatch:
+            raise _agreed(ValueError(
+                f"MPIFlow: every rank must build the same run; rank {mismatch[0]} has "
+                f"{ranks[mismatch[0]]['config']}, rank 0 has {ranks[0]['config']}"), self.rank)
+
+    def running(self):
+        """Mutes flowsim's logs on ranks other than 0 while a run lasts."""
+        return _muted(self.rank != 0)
+
+    def finish(self, records, wall_time):
+        """Rank 0's seconds per iteration and wall time, on every rank."""
+        root = self.exchange({"seconds": [r["seconds"] for r in records],
+                              "wall": wall_time})[0]
+        for record, seconds in zip(records, root["seconds"]):
+            record["seconds"] = seconds
+        return records, root["wall"]
+
+    def failed(self, exc):
+        """Send ``exc`` to every rank (which raise in the same collective) unless
+        every rank raised it already."""
+        if not getattr(exc, "_flowsim_agreed", False):
+            self.exchange(None, own=exc)
 
     def load_checkpoint(self, path):
         saved, own = None, None
@@ -114,7 +157,7 @@ class MPIProcesses(Processes):
         raise exc
 
 
-def _wait(request, idle=None):
+def wait(request, idle=None):
     """Complete a non-blocking MPI request, sleeping (or working) between tests.
 
     Blocking MPI collectives busy-poll: a rank that finished its share would
@@ -144,13 +187,13 @@ def _allgather(comm, obj, idle=None):
     MPI = mpi()
     data = np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8)
     sizes = np.zeros(comm.Get_size(), dtype=np.int64)
-    _wait(comm.Iallgather(np.array([data.size], dtype=np.int64), sizes), idle)
+    wait(comm.Iallgather(np.array([data.size], dtype=np.int64), sizes), idle)
     if sizes.max() >= 2**31:
         raise OverflowError(f"MPIFlow: a rank sent {int(sizes.max())} bytes in one "
                             f"collective; use fewer blocks per iteration (larger block_size)")
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     received = np.empty(int(sizes.sum()), dtype=np.uint8)
-    _wait(comm.Iallgatherv(data, [received, sizes.astype(np.int32),
+    wait(comm.Iallgatherv(data, [received, sizes.astype(np.int32),
                                   offsets.astype(np.int32), MPI.BYTE]))
     return [pickle.loads(received[o:o + n].tobytes()) for o, n in zip(offsets, sizes)]
 
@@ -169,6 +212,20 @@ class _Mute(logging.Filter):
         return False
 
 
+@contextlib.contextmanager
+def _muted(mute):
+    """flowsim's logger drops every record meanwhile when ``mute``."""
+    if not mute:
+        yield
+        return
+    muted = _Mute()
+    logger.addFilter(muted)
+    try:
+        yield
+    finally:
+        logger.removeFilter(muted)
+
+
 _HOOKED = False
 #: Seconds a failing rank waits for the others before it exits.
 GRACE = 5.0
@@ -182,7 +239,7 @@ def _flush():
             pass
 
 
-def _install_excepthook(comm):
+def install_excepthook(comm):
     """Print an uncaught exception once; abort every rank if only this one has it."""
     global _HOOKED
     if _HOOKED:
@@ -240,12 +297,7 @@ def place(device, threads, local_rank, local_size):
 SCHEDULES = ("static", "weighted")
 
 
-def _resolve(device):
-    from ..core.lazy_tf import resolve_device
-    return resolve_device(device)
-
-
-def _check_schedule(schedule):
+def check_schedule(schedule):
     schedule = "static" if schedule is None else schedule
     if schedule not in SCHEDULES:
         raise ValueError(f"MPIFlow: schedule must be one of {', '.join(map(repr, SCHEDULES))}, "

@@ -34,20 +34,12 @@ import uuid
 
 from ..core.backend import Executor, RunAhead
 from ..core.blocks import check_count
-from ..core.flow import Flow
+from ..core.flow import backend_flow
 from ..core.kernel import layout
 from ..schedule import static_shares
-from .spark_session import (  # noqa: F401
-    EXECUTOR_POLL,
-    NoExecutorError,
-    SparkTaskError,
-    _check_device,
-    _check_timeout,
-    _driver_error,
-    _ExecutorWatch,
-    _session,
-)
-from .spark_worker import _WORKER, ERROR_TAG, _run_partition, task_device  # noqa: F401
+from . import spark_session as session
+from .spark_session import EXECUTOR_POLL, NoExecutorError, SparkTaskError  # noqa: F401
+from .spark_worker import ERROR_TAG, run_partition, task_device  # noqa: F401
 
 __all__ = ["NoExecutorError", "SparkFlow", "SparkTaskError"]
 
@@ -58,8 +50,12 @@ MAX_AHEAD = 8
 #: the Spark job's closure; larger ones are broadcast (once per executor).
 INLINE_TASK_BYTES = 1 << 16
 
-class SparkFlow(Flow):
-    """Run a :class:`~flowsim.core.simulation.Simulation` as Spark tasks.
+def SparkFlow(simulation, n_events, seed=None, spark=None, partitions=None, quiet=False,
+              run_ahead=True, executor_timeout=300, device=None, **flow_kwargs):
+    """A :class:`flowsim.Flow` whose chunks run as Spark tasks: ``Flow(simulation,
+    n_events, seed, quiet=True, executor=SparkExecutor(spark, ...))``.  The
+    session is ``flow.executor.spark``; ``flow.close()`` (or ``with``) stops
+    one this Flow started.
 
     Takes every keyword of :class:`flowsim.Flow` (same meaning, same bits for
     the same seed), plus:
@@ -114,7 +110,8 @@ class SparkFlow(Flow):
         (a standalone worker died: only ``Lost executor`` in its log).  On a
         cluster master SparkFlow looks every ``EXECUTOR_POLL`` s while a job
         runs: with no executor alive it warns on the ``flowsim`` logger at
-        once; after ``executor_timeout`` s it cancels its job and raises
+        once (and with :func:`warnings.warn`); after ``executor_timeout`` s it
+        cancels its job and raises
         :class:`NoExecutorError` (a :class:`SparkTaskError`).  An executor
         that comes back in time (a restarted worker) lets the run go on, same
         bits.  ``None`` waits forever (still warning); ``local[...]`` masters
@@ -129,53 +126,51 @@ class SparkFlow(Flow):
     travel by value (cloudpickle); integrands in other modules by reference.
     The Python of the executors is ``PYSPARK_PYTHON``; for a local master
     SparkFlow sets it to the driver's Python when it is unset.
+
+    A session SparkFlow starts logs at Spark's WARN level (``spark.log.level``;
+    set it, or ``FLOWSIM_SPARK_VERBOSE=1``, for Spark's INFO lines), and on a
+    local or loopback master (``local[...]``, ``spark://127.0.0.1:...``) binds
+    the driver and its UI to 127.0.0.1 (``SPARK_LOCAL_IP`` unless set).  Under
+    ``spark-submit`` the JVM starts before Python: export
+    ``SPARK_LOCAL_IP=127.0.0.1`` there to keep the UI on loopback.
     """
-
-    backend = "spark"
-
-    def __init__(self, simulation, n_events, seed=None, spark=None, partitions=None,
-                 quiet=False, run_ahead=True, executor_timeout=300, device=None,
-                 **flow_kwargs):
-        if partitions is not None:
-            partitions = check_count("partitions", partitions)
-        if "executor" in flow_kwargs:
-            raise TypeError("SparkFlow builds its own executor")
-        executor = SparkExecutor(_check_device(device), partitions, run_ahead,
-                                 _check_timeout(executor_timeout))
-        super().__init__(simulation, n_events, seed=seed, quiet=True, executor=executor,
-                         **flow_kwargs)
-        self.partitions, self.run_ahead = partitions, executor.ahead.enabled
-        self.executor_timeout = executor.timeout
-        executor.start(spark, show_progress=not quiet)
-
-    @property
-    def spark(self):
-        """The SparkSession this flow submits to (None once closed)."""
-        return self.executor.spark
-
-    @property
-    def sc(self):
-        """The SparkContext this flow submits to."""
-        return self.executor.spark.sparkContext
+    return backend_flow("SparkFlow", lambda: SparkExecutor(
+        spark, partitions=partitions, show_progress=not quiet, run_ahead=run_ahead,
+        executor_timeout=executor_timeout, device=device),
+        simulation, n_events, seed, dict(flow_kwargs, quiet=True))
 
 
 class SparkExecutor(Executor):
-    """Each iteration one Spark job of ``partitions`` tasks (see :class:`SparkFlow`);
-    one job computes the next iterations too while the state stays put."""
+    """Each iteration one Spark job of ``partitions`` tasks; one job computes the
+    next iterations too while the state stays put.
+
+    Usage: ``Flow(sim, n, seed=1, quiet=True, executor=SparkExecutor("local[2]"))``.
+    ``spark``, ``partitions``, ``run_ahead``, ``executor_timeout``, ``device``:
+    see :func:`SparkFlow`; ``show_progress`` is Spark's console progress bar
+    (``not quiet`` there) for a session this executor starts.  The session
+    starts (or is found) when the executor is made; :meth:`close` stops one it
+    started.
+    """
 
     name = "spark"
 
-    def __init__(self, device, partitions, run_ahead, timeout):
-        self.device, self.partitions, self.timeout = device, partitions, timeout
+    def __init__(self, spark=None, *, partitions=None, show_progress=True, run_ahead=True,
+                 executor_timeout=300, device=None):
+        self.device = session.check_device(device)
+        self.partitions = None if partitions is None else check_count("partitions",
+                                                                      partitions)
+        self.timeout = session.check_timeout(executor_timeout)
         self.ahead = RunAhead(run_ahead, most=MAX_AHEAD - 1)
-        self.spark, self.owned = None, False
+        self.run_ahead = self.ahead.enabled
         self.seen, self.used = set(), None     # worker labels; tasks of the last job
-
-    def start(self, spark, show_progress=True):
-        """Use or start the session for ``spark=`` (see :class:`SparkFlow`)."""
-        self.spark, self.owned = _session(spark, show_progress)
+        self.spark, self.owned = session.session(spark, show_progress)
         if self.owned:
             atexit.register(self.close)
+
+    @property
+    def sc(self):
+        """The SparkContext this executor submits to."""
+        return self.spark.sparkContext
 
     def close(self):
         """Stop the Spark session if this executor started it (idempotent)."""
@@ -240,12 +235,12 @@ class SparkExecutor(Executor):
         sc.setJobDescription(f"flowsim {type(task.simulation).__name__} {which}: "
                              f"{grid.n_blocks} blocks in {len(chunks)} tasks")
         job = uuid.uuid4().hex
-        fn = functools.partial(_run_partition, payload, job,
+        fn = functools.partial(run_partition, payload, job,
                                grid.blocks_per_call(it.events_limit), self.device, iterations)
         offset = it.now() - time.time()
         tag = f"flowsim-{job}"
         sc.addJobTag(tag)
-        watch = _ExecutorWatch(sc, self.timeout, tag)
+        watch = session.ExecutorWatch(sc, self.timeout, tag)
         try:
             with watch:
                 out = sc.parallelize(chunks, len(chunks)).mapPartitionsWithIndex(fn).collect()
@@ -256,7 +251,7 @@ class SparkExecutor(Executor):
                     f"Spark executor for {self.timeout:g} s on {sc.master}; no "
                     f"partial result is used.  Start a Spark worker (or give the application "
                     f"executors), or raise executor_timeout (None waits forever)") from None
-            error = _driver_error(exc, task.iteration)
+            error = session.driver_error(exc, task.iteration)
             if type(error) is SparkTaskError:
                 raise error from exc      # Spark's own failure: keep its report
             raise error from None         # the task's exception, with its own text

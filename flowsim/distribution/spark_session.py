@@ -10,19 +10,29 @@ import re
 import sys
 import threading
 import time
+import warnings
 
 from ..core.backend import RemoteError, rebuild
 from ..core.lazy_tf import device_name
-from ..core.log import logger
+from ..core.log import FlowsimWarning, logger
 from .spark_worker import ERROR_TAG
 
 #: Seconds between two looks at the live executors while a job runs on a cluster.
 EXECUTOR_POLL = 0.5
 
+# pyspark's test helpers (imported by its DataFrame module) warn on every start that
+# pandas 3 is not fully supported: nothing SparkFlow uses (it moves no DataFrames).
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                        category=FutureWarning)
 
-def _session(spark, show_progress):
+
+#: Masters whose driver stays on this machine: its UI and ports bind to loopback.
+LOOPBACK = ("local", "spark://127.0.0.1:", "spark://localhost:")
+
+
+def session(spark, show_progress):
     """``(SparkSession, owned)`` for the ``spark=`` argument of SparkFlow."""
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
     if isinstance(spark, SparkSession):
         return spark, False
@@ -39,23 +49,40 @@ def _session(spark, show_progress):
                              f"session, or stop it first")
         active = SparkSession.getActiveSession()
         return (active if active is not None else SparkSession(running)), False
+    return _start(spark, show_progress), True
+
+
+def _start(spark, show_progress):
+    """A new session for the master ``spark`` (None: Spark's configuration's)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
     if os.environ.get("PYSPARK_GATEWAY_PORT"):
         # Under spark-submit: the JVM exists and holds --master, --conf, ...
         SparkContext._ensure_initialized()
     conf = SparkConf()
     master = spark or conf.get("spark.master", "local[*]")
+    loopback = master.startswith(LOOPBACK)
+    if loopback:        # the UI binds to SPARK_LOCAL_IP, else to every interface
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
         os.environ["PYSPARK_PYTHON"] = sys.executable
+    settings = {"spark.app.name": "flowsim",
+                "spark.ui.showConsoleProgress": "true" if show_progress else "false"}
+    if os.environ.get("FLOWSIM_SPARK_VERBOSE", "") in ("", "0"):
+        # spark-submit logs INFO: over a hundred lines per run.  Spark's own
+        # spark.log.level (or FLOWSIM_SPARK_VERBOSE=1) keeps another level.
+        settings["spark.log.level"] = "WARN"
+    if loopback:
+        settings.update({"spark.driver.host": "127.0.0.1",
+                         "spark.driver.bindAddress": "127.0.0.1"})
     builder = SparkSession.builder.master(master)
-    if not conf.contains("spark.app.name"):
-        builder = builder.appName("flowsim")
-    if not conf.contains("spark.ui.showConsoleProgress"):
-        builder = builder.config("spark.ui.showConsoleProgress",
-                                 "true" if show_progress else "false")
-    return builder.getOrCreate(), True
+    for key, value in settings.items():
+        if not conf.contains(key):
+            builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
-def _check_timeout(value):
+def check_timeout(value):
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -66,7 +93,7 @@ def _check_timeout(value):
     return float(value)
 
 
-class _ExecutorWatch:
+class ExecutorWatch:
     """While a job runs on a cluster: warn when no executor is alive, and after
     ``timeout`` seconds without one cancel the jobs tagged ``tag`` (``expired``)."""
 
@@ -104,8 +131,9 @@ class _ExecutorWatch:
                     since = None
                 elif since is None:
                     since = now
-                    logger.warning("SparkFlow: no Spark executor is alive on %s; the run %s",
-                                   master, when)
+                    message = f"SparkFlow: no Spark executor is alive on {master}; the run {when}"
+                    logger.warning(message)
+                    warnings.warn(message, FlowsimWarning, stacklevel=1)
                 elif now - since >= limit:
                     self.expired = True
                     self.sc.cancelJobsWithTag(self.tag)
@@ -129,7 +157,7 @@ class _TaskFailed(SparkTaskError, RemoteError):
     """A task raised an exception that is not a builtin one (its text is kept)."""
 
 
-def _check_device(device):
+def check_device(device):
     """A device name for every executor (not checked on the driver), or None."""
     if device is None:
         return None
@@ -143,7 +171,7 @@ def _check_device(device):
     return name
 
 
-def _driver_error(exc, iteration):
+def driver_error(exc, iteration):
     """The exception to raise for a failed Spark job: the task's own when we can."""
     text = str(exc)
     found = _ERROR_RE.findall(text)

@@ -35,13 +35,13 @@ ERROR_TAG = "flowsim-task-error"
 #: Per Python worker: whether TF is set up and the latest task by job key; its
 #: compiled kernels stay in :mod:`flowsim.core.kernel`'s cache (a task's simulation
 #: keeps its trace key through pickling).
-_WORKER = {"ready": False, "frozen": False, "tasks": {}}
+WORKER = {"ready": False, "frozen": False, "tasks": {}}
 _WORKER_LOCK = threading.Lock()
 
 
 def _setup_worker(ctx, requested):
     """Once per Python worker: quiet logs, TF threads = the task's cores, GPUs."""
-    if _WORKER["ready"]:
+    if WORKER["ready"]:
         return
     logging.getLogger("flowsim").setLevel(logging.WARNING)
     set_threads(max(1, int(ctx.cpus())), keep=True)   # the task's cores, if still possible
@@ -57,14 +57,14 @@ def _setup_worker(ctx, requested):
                 t.config.set_visible_devices([], "GPU")
         except RuntimeError:
             pass
-    _WORKER["ready"] = True
+    WORKER["ready"] = True
 
 
 def _freeze():
     """Collect once, then keep what is left out of later collections (see module doc)."""
     gc.collect()
     gc.freeze()
-    _WORKER["frozen"] = True
+    WORKER["frozen"] = True
 
 
 def task_device(requested, resources, logical):
@@ -94,14 +94,14 @@ def task_device(requested, resources, logical):
 def _worker_task(payload, job):
     import pickle
     with _WORKER_LOCK:
-        task = _WORKER["tasks"].get(job)
+        task = WORKER["tasks"].get(job)
         if task is None:
             task = pickle.loads(payload if isinstance(payload, bytes) else payload.value)
-            _WORKER["tasks"] = {job: task}
+            WORKER["tasks"] = {job: task}
     return task
 
 
-def _run_partition(payload, job, per_call, requested, iterations, index, chunks):
+def run_partition(payload, job, per_call, requested, iterations, index, chunks):
     from pyspark import TaskContext
     ctx = TaskContext.get()
     chunks = list(chunks)
@@ -120,7 +120,7 @@ def _run_partition(payload, job, per_call, requested, iterations, index, chunks)
                 start = time.time()
                 rows = run_chunk(run, b, k, device)
                 out.append((iteration, b, rows, start, time.time(), label))
-        if not _WORKER["frozen"] or sum(trace_counts.values()) != traces:
+        if not WORKER["frozen"] or sum(trace_counts.values()) != traces:
             _freeze()
         return out
     except Exception as exc:

@@ -1,13 +1,14 @@
 """Every device of one machine: one worker thread per TensorFlow logical device.
 
-:class:`ScheduledFlow` runs an iteration's chunks on several devices at once,
-cut by a policy of :mod:`flowsim.schedule`; :class:`ThreadPoolFlow` is the same
-machinery with its default policy.  Each worker runs its chunks inside its
-device scope through :meth:`flowsim.core.backend.Executor.compute` (one compiled
-function per device, traced once) and reports it to the Flow, so every chunk
-lands in ``Result.timeline``.  Rows are
-added in block order: every device count and schedule gives the bits of
-:class:`flowsim.Flow` (on one device type; CPUs and GPUs may round differently).
+:class:`ThreadExecutor` runs an iteration's chunks on several devices at once,
+cut by a policy of :mod:`flowsim.schedule`; :func:`ScheduledFlow` and
+:func:`ThreadPoolFlow` build a :class:`flowsim.Flow` with one.  Each worker runs
+its chunks inside its device scope through
+:meth:`flowsim.core.backend.Executor.compute` (one compiled function per
+device, traced once) and reports it to the Flow, so every chunk lands in
+``Result.timeline``.  Rows are added in block order: every device count and
+schedule gives the bits of :class:`flowsim.Flow` (on one device type; CPUs
+and GPUs may round differently).
 
 Threads: before TensorFlow initialises, the first ThreadPoolFlow/ScheduledFlow
 sizes TensorFlow's thread pools for its device workers
@@ -27,16 +28,17 @@ import threading
 
 from .. import schedule as sched_mod
 from ..core import interrupts
-from ..core import lazy_tf as _tf
 from ..core.backend import Executor, set_threads, thread_settings
 from ..core.blocks import check_count
-from ..core.flow import Flow
+from ..core.flow import backend_flow
 from ..core.kernel import trace_counts
-from ..core.lazy_tf import planned_gpu_workers, select_devices, tf
+from ..core.lazy_tf import planned_gpu_workers, select_devices, tf, virtual_cpus
 from ..core.log import logger
 
 #: Weight of earlier iterations in the learned device speeds.
 DECAY = 0.5
+#: The schedule of ThreadExecutor, ThreadPoolFlow and ScheduledFlow by default.
+DEFAULT_SCHEDULE = "weighted"
 
 
 def configure_threads(n_workers, n_gpu_workers):
@@ -71,19 +73,37 @@ class _Run:
 
 
 class ThreadExecutor(Executor):
-    """One worker thread per device of this machine, chunks cut by a schedule.
+    """Every device of this machine, one worker thread each, chunks cut by a schedule.
 
-    ``devices`` (list of names), ``weights`` (for ``"static"``, or None),
-    ``schedule`` (a policy of :mod:`flowsim.schedule`), ``chunk`` (blocks, or
-    None): see :class:`ScheduledFlow`.  Learned device speeds and
-    out-of-memory caps carry over from one iteration to the next.
+    Usage::
+
+        flow = flowsim.Flow(sim, 10**7, seed=1, executor=ThreadExecutor())
+        flow = flowsim.Flow(sim, 10**7, seed=1,
+                            executor=ThreadExecutor(schedule="dynamic", chunk=4))
+
+    ``devices``, ``schedule``, ``chunk``, ``device``: see :class:`ScheduledFlow`
+    (the same Flow, built in one call).  Learned device speeds and
+    out-of-memory caps carry over from one iteration to the next.  The first
+    ThreadExecutor of a process sizes TensorFlow's thread pools if TensorFlow
+    has not started (``thread_settings`` holds what is in force).
     """
 
-    def __init__(self, devices, weights=None, schedule="weighted", chunk=None,
+    def __init__(self, devices=None, *, schedule=None, chunk=None, device=None,
                  name="scheduled"):
-        self._devices, self.weights = list(devices), weights
+        if device is not None:
+            if devices is not None:
+                raise ValueError("give devices= or device=, not both")
+            devices = [device]
+        self.schedule = sched_mod.check_policy(schedule or DEFAULT_SCHEDULE)
+        self.chunk = None if chunk is None else check_count("chunk", chunk)
+        n_gpu, n_workers = planned_gpu_workers(devices)
+        if n_workers is None:
+            n_workers = n_gpu + (virtual_cpus() or 1)
+        self.thread_settings = configure_threads(n_workers, n_gpu)
+        names, self.weights = select_devices(devices)
+        self._devices = list(names)
         self.device = self._devices[0]
-        self.schedule, self.chunk, self.name = schedule, chunk, name
+        self.name = name
         self.throughput = sched_mod.Throughput(len(self._devices))
         self.caps = [None] * len(self._devices)
 
@@ -199,8 +219,11 @@ class ThreadExecutor(Executor):
             run.retries.append(_Item(item.first + half, item.n - half, avoid))
 
 
-class ScheduledFlow(Flow):
-    """Run chunks on several devices of this machine at once, cut by a schedule.
+def ScheduledFlow(simulation, n_events, seed=None, *, devices=None, schedule=None,
+                  chunk=None, device=None, **flow_kwargs):
+    """A :class:`flowsim.Flow` whose chunks run on several devices of this machine at
+    once, cut by a schedule: ``Flow(simulation, n_events, seed,
+    executor=ThreadExecutor(devices, schedule=..., chunk=..., device=...))``.
 
     Parameters
     ----------
@@ -236,37 +259,20 @@ class ScheduledFlow(Flow):
     schedule; on one device type they never do.  Thread settings:
     :func:`flowsim.core.backend.thread_settings`.
     """
-
-    backend = "scheduled"
-    default_schedule = "weighted"
-    #: The executor this class builds (a subclass may wrap its ``compute``).
-    executor_class = ThreadExecutor
-
-    def __init__(self, simulation, n_events, seed=None, *, devices=None, schedule=None,
-                 chunk=None, device=None, **flow_kwargs):
-        if device is not None:
-            if devices is not None:
-                raise ValueError("give devices= or device=, not both")
-            devices = [device]
-        if "executor" in flow_kwargs:
-            raise TypeError(f"{type(self).__name__} builds its own executor")
-        self.schedule = sched_mod.check_policy(schedule or self.default_schedule)
-        self.chunk = None if chunk is None else check_count("chunk", chunk)
-        n_gpu, n_workers = planned_gpu_workers(devices)
-        if n_workers is None:
-            n_workers = n_gpu + (_tf._VIRTUAL_CPUS or 1)
-        self.thread_settings = configure_threads(n_workers, n_gpu)
-        names, weights = select_devices(devices)
-        super().__init__(simulation, n_events, seed=seed, executor=self.executor_class(
-            names, weights, self.schedule, self.chunk, name=self.backend), **flow_kwargs)
+    return backend_flow("ScheduledFlow", lambda: ThreadExecutor(
+        devices, schedule=schedule, chunk=chunk, device=device, name="scheduled"),
+        simulation, n_events, seed, flow_kwargs)
 
 
-class ThreadPoolFlow(ScheduledFlow):
-    """Every device of this machine, one worker thread each: :class:`ScheduledFlow`
-    with its default schedule (``"weighted"``).
+def ThreadPoolFlow(simulation, n_events, seed=None, *, devices=None, schedule=None,
+                   chunk=None, device=None, **flow_kwargs):
+    """Every device of this machine, one worker thread each: :func:`ScheduledFlow`
+    with its default schedule (``"weighted"``) and ``Result.meta["backend"]``
+    ``"threads"``.
 
     Takes the same keywords (``devices``, ``schedule``, ``chunk``, and those of
-    :class:`flowsim.Flow`); see :class:`ScheduledFlow`.
+    :class:`flowsim.Flow`); see :func:`ScheduledFlow`.
     """
-
-    backend = "threads"
+    return backend_flow("ThreadPoolFlow", lambda: ThreadExecutor(
+        devices, schedule=schedule, chunk=chunk, device=device, name="threads"),
+        simulation, n_events, seed, flow_kwargs)

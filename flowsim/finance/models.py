@@ -254,3 +254,7 @@ class Heston:
         if call:
             return call_value
         return call_value - self.s0 * math.exp(-self.q * T) + K * math.exp(-self.r * T)
+
+
+#: Public for finance.payoffs.
+POSITIVE, check_fields = _POSITIVE, _check_fields

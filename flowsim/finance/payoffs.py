@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from ..core.lazy_tf import tf
-from .models import _POSITIVE, _check_fields
+from .models import POSITIVE, check_fields
 
 
 def _positive_int(name, value):
@@ -45,7 +45,7 @@ class _Struck(Payoff):
     T: float
 
     def __post_init__(self):
-        _check_fields(self, K=_POSITIVE, T=_POSITIVE)
+        check_fields(self, K=POSITIVE, T=POSITIVE)
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ class UpAndOutCall(Payoff):
     T: float
 
     def __post_init__(self):
-        _check_fields(self, K=_POSITIVE, T=_POSITIVE, barrier=_POSITIVE)
+        check_fields(self, K=POSITIVE, T=POSITIVE, barrier=POSITIVE)
 
     def initial(self, lanes, dtype):
         return (tf().ones([lanes], dtype),)

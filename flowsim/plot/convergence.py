@@ -154,3 +154,7 @@ def save_convergence(result, path, simulation=None, dpi=120):
         convergence(result, ax=fig.add_subplot())
     fig.savefig(path, format="png", dpi=dpi)
     return path
+
+
+#: Public for the other plot modules (timeline, markets.plots).
+figure = _figure

@@ -17,13 +17,17 @@ Instances are module-level objects: ``family.f`` pickles (MPI, Spark).
 
 :func:`pulls` and :func:`check_pulls` test that reported errors are honest:
 over independent seeds, ``(value - exact) / error`` should be close to N(0, 1).
+
+:func:`check_executor` (:mod:`flowsim.testing.conformance`) checks that a
+backend gives :class:`flowsim.Flow`'s bits on every conformance case;
+:func:`cases_from` reads a workload's case module.
 """
 import cmath
 import math
 
 import numpy as np
 
-from .core.lazy_tf import tf
+from ..core.lazy_tf import tf
 
 
 def _centres(dim):
@@ -187,3 +191,14 @@ def check_pulls(p, sigmas=4.0):
     assert abs(std - 1) < tol_std, msg
     assert worst < max(5.0, sigmas + 1.5), msg
     return mean, std, n
+
+
+#: Names of :mod:`flowsim.testing.conformance`, loaded on first use.
+_CONFORMANCE = ("check_executor", "cases_from", "reference", "CASES")
+
+
+def __getattr__(name):
+    if name in _CONFORMANCE:
+        from . import conformance
+        return getattr(conformance, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

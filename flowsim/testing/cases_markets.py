@@ -1,0 +1,87 @@
+"""Small market ensembles: cases of :func:`flowsim.testing.check_executor` (tests/test_markets.py).
+
+``CASES[name]`` = ``dict(factory="module:function", n_events=..., n_iters=...)``: the
+factory (importable, no arguments) returns a :class:`flowsim.markets.MarketEnsemble`; a
+conformance run builds any Flow on it with ``n_events`` markets per iteration and runs
+``n_iters`` iterations: every backend must give the bits of ``Flow``.  The ensembles
+keep only sums over markets, so any ``block_size`` works.
+"""
+
+
+def small_config():
+    """Three groups exercising every branch: chart-following with a fundamental random
+    walk, a contrarian group with normal margins, short time windows (a small book)."""
+    return {
+        "simulation": {
+            "markets": ["Market"], "agents": ["Followers", "Contrarians"],
+            "sessions": [
+                {"sessionName": 0, "iterationSteps": 12, "withOrderPlacement": True,
+                 "withOrderExecution": False, "withPrint": False},
+                {"sessionName": 1, "iterationSteps": 48, "withOrderPlacement": True,
+                 "withOrderExecution": True, "withPrint": False}]},
+        "Market": {"class": "Market", "tickSize": 0.01, "marketPrice": 100.0,
+                   "fundamentalVolatility": 0.002},
+        "Followers": {"class": "FCNAgent", "numAgents": 12, "markets": ["Market"],
+                      "assetVolume": 50, "cashAmount": 10000,
+                      "fundamentalWeight": {"expon": [1.0]}, "chartWeight": [0.2, 0.8],
+                      "noiseWeight": {"expon": [1.0]}, "noiseScale": 0.001,
+                      "timeWindowSize": [5, 15], "orderMargin": [0.0, 0.05]},
+        "Contrarians": {"class": "FCNAgent", "numAgents": 6, "markets": ["Market"],
+                        "assetVolume": 50, "cashAmount": 10000, "isChartFollowing": False,
+                        "fundamentalWeight": 0.5, "chartWeight": {"expon": [0.5]},
+                        "noiseWeight": {"expon": [1.0]}, "noiseScale": 0.002,
+                        "timeWindowSize": [3, 10], "orderMargin": [0.05, 0.2],
+                        "marginType": "normal", "meanReversionTime": {"const": [20]}},
+    }
+
+
+def small():
+    from flowsim.markets import from_pams
+    return from_pams(small_config())
+
+
+def events_config():
+    """:func:`small_config` with every event class flowsim runs: a fundamental shock of
+    two steps, a price limit, a trading halt and a fat-finger order, all in the
+    session with execution (trigger times relative to its first step, 12)."""
+    cfg = small_config()
+    cfg["simulation"]["sessions"][1]["events"] = ["Shock", "Limit", "Halt", "FatFinger"]
+    cfg["Shock"] = {"class": "FundamentalPriceShock", "target": "Market", "triggerTime": 5,
+                    "priceChangeRate": -0.05, "shockTimeLength": 2, "enabled": True}
+    cfg["Limit"] = {"class": "PriceLimitRule", "targetMarkets": ["Market"],
+                    "triggerChangeRate": 0.2, "enabled": True}
+    cfg["Halt"] = {"class": "TradingHaltRule", "targetMarkets": ["Market"],
+                   "triggerChangeRate": 0.03, "haltingTimeLength": 4, "enabled": True}
+    cfg["FatFinger"] = {"class": "OrderMistakeShock", "target": "Market", "triggerTime": 20,
+                        "priceChangeRate": 0.04, "orderVolume": 30, "orderTimeLength": 15,
+                        "enabled": True, "MEMO": "a buy of 30 units 4% above the price"}
+    return cfg
+
+
+def events():
+    from flowsim.markets import from_pams
+    return from_pams(events_config())
+
+
+def policy():
+    """A fixed tiny MLP (numpy weights: picklable, deterministic)."""
+    from flowsim.markets import MLP
+    return MLP.random([8, 6, 2], seed=3)
+
+
+def learned():
+    from flowsim.markets import LearnedAgents, from_pams
+    group = LearnedAgents(policy(), 5, time_window=[4, 12], order_margin=[0.0, 0.05], lags=5)
+    return from_pams(small_config(), learned=[group])
+
+
+#: Blocks of 64 markets, device calls of at most 2 blocks: several blocks per
+#: iteration, so the backends' chunks and shares differ from Flow's.
+CASES = {
+    "markets_small": dict(factory="flowsim.testing.cases_markets:small", n_events=200, n_iters=2,
+                          block_size=64, events_limit=128),
+    "markets_learned": dict(factory="flowsim.testing.cases_markets:learned", n_events=130, n_iters=1,
+                            block_size=64, events_limit=128),
+    "markets_events": dict(factory="flowsim.testing.cases_markets:events", n_events=130, n_iters=1,
+                           block_size=64, events_limit=128),
+}
