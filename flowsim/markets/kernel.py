@@ -33,8 +33,9 @@ import numpy as np
 from ..core import rng
 from ..core.lazy_tf import tf
 from ..finance.pricing import inverse_normal
-from .config import FCN_PARAMS, TIME_BITS
+from .agents.fcn import FCN_PARAMS
 from .stats import ABS_LAGS, COARSE, NAMES
+from .venues.market import TIME_BITS
 
 #: Distribution kinds as codes of the state arrays.
 KINDS = {"const": 0, "uniform": 1, "expon": 2, "normal": 3, "same": 4}

@@ -155,6 +155,3 @@ def save_convergence(result, path, simulation=None, dpi=120):
     fig.savefig(path, format="png", dpi=dpi)
     return path
 
-
-#: Public for the other plot modules (timeline, markets.plots).
-figure = _figure

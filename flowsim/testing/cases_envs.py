@@ -70,14 +70,19 @@ def portfolio_sweep():
 
 
 CASES = {
-    "rollout_coin": dict(factory="flowsim.testing.cases_envs:coin_rollout", n_events=EPISODES, n_iters=2,
-                         block_size=BLOCK, events_limit=2 * BLOCK, seed=11),
-    "rollout_mlp": dict(factory="flowsim.testing.cases_envs:mlp_rollout", n_events=EPISODES, n_iters=1,
-                        block_size=BLOCK, events_limit=2 * BLOCK, seed=12),
-    "portfolio_coin": dict(factory="flowsim.testing.cases_envs:portfolio_coin", n_events=EPISODES, n_iters=1,
-                           block_size=BLOCK, events_limit=2 * BLOCK, seed=14),
-    "portfolio_sweep": dict(factory="flowsim.testing.cases_envs:portfolio_sweep", n_events=EPISODES,
-                            n_iters=1, block_size=BLOCK, events_limit=2 * BLOCK, seed=15),
-    "rollout_sweep": dict(factory="flowsim.testing.cases_envs:momentum_sweep", n_events=EPISODES, n_iters=1,
-                          block_size=BLOCK, events_limit=2 * BLOCK, seed=13),
+    "rollout_coin": dict(
+        factory="flowsim.testing.cases_envs:coin_rollout",
+        n_events=EPISODES, n_iters=2, block_size=BLOCK, events_limit=2 * BLOCK, seed=11),
+    "rollout_mlp": dict(
+        factory="flowsim.testing.cases_envs:mlp_rollout",
+        n_events=EPISODES, n_iters=1, block_size=BLOCK, events_limit=2 * BLOCK, seed=12),
+    "portfolio_coin": dict(
+        factory="flowsim.testing.cases_envs:portfolio_coin",
+        n_events=EPISODES, n_iters=1, block_size=BLOCK, events_limit=2 * BLOCK, seed=14),
+    "portfolio_sweep": dict(
+        factory="flowsim.testing.cases_envs:portfolio_sweep",
+        n_events=EPISODES, n_iters=1, block_size=BLOCK, events_limit=2 * BLOCK, seed=15),
+    "rollout_sweep": dict(
+        factory="flowsim.testing.cases_envs:momentum_sweep",
+        n_events=EPISODES, n_iters=1, block_size=BLOCK, events_limit=2 * BLOCK, seed=13),
 }

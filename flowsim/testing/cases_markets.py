@@ -78,10 +78,13 @@ def learned():
 #: Blocks of 64 markets, device calls of at most 2 blocks: several blocks per
 #: iteration, so the backends' chunks and shares differ from Flow's.
 CASES = {
-    "markets_small": dict(factory="flowsim.testing.cases_markets:small", n_events=200, n_iters=2,
-                          block_size=64, events_limit=128),
-    "markets_learned": dict(factory="flowsim.testing.cases_markets:learned", n_events=130, n_iters=1,
-                            block_size=64, events_limit=128),
-    "markets_events": dict(factory="flowsim.testing.cases_markets:events", n_events=130, n_iters=1,
-                           block_size=64, events_limit=128),
+    "markets_small": dict(
+        factory="flowsim.testing.cases_markets:small",
+        n_events=200, n_iters=2, block_size=64, events_limit=128),
+    "markets_learned": dict(
+        factory="flowsim.testing.cases_markets:learned",
+        n_events=130, n_iters=1, block_size=64, events_limit=128),
+    "markets_events": dict(
+        factory="flowsim.testing.cases_markets:events",
+        n_events=130, n_iters=1, block_size=64, events_limit=128),
 }
