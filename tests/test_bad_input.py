@@ -281,7 +281,8 @@ def test_other_options(sim):
         flowsim.Flow(sim, 1000, rng="mt")
     with pytest.raises(ValueError, match=r"unknown algorithm 'magic'; choose one of 'plain'"):
         flowsim.integrate(f, 2, 1000, 1, algorithm="magic")
-    with pytest.raises(ValueError, match=r"unknown backend 'cloud'; choose None or one of"):
+    with pytest.raises(ValueError, match=r"unknown backend 'cloud'; choose None, one of "
+                                         r"'flow'.*or 'module:factory'"):
         flowsim.integrate(f, 2, 1000, 1, backend="cloud")
 
 

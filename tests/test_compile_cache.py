@@ -112,6 +112,7 @@ def test_tensorflow_does_not_fold_the_kernels_ranges_into_the_executable(tmp_pat
 
 def test_default_cache_is_under_the_user_cache_directory(monkeypatch, tmp_path):
     monkeypatch.delenv("FLOWSIM_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)      # flowsim may have set one (AVX-512)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert compile_cache.root() == str(tmp_path / "flowsim")
     path = compile_cache.directory()
