@@ -1,4 +1,4 @@
-"""flowsim.compat.vegas against Lepage's vegas (installed with the bench extra) on
+"""flowsim.compat.vegas against Lepage's vegas (in the test extra) on
 integrands written as vegas's tutorial writes them.
 
 Each comparison asks |flowsim - vegas| < 4 sqrt(sdev_f^2 + sdev_v^2): with honest
@@ -9,10 +9,9 @@ import math
 
 import numpy as np
 import pytest
+import vegas  # the anchor (test extra): a missing anchor fails, it does not skip
 
 from flowsim.compat import vegas as fvegas
-
-vegas = pytest.importorskip("vegas")     # the anchor: bench extra
 
 
 def tutorial(x):
