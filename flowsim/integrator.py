@@ -5,7 +5,7 @@ from .distribution.registry import flow_class
 
 def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=None,
               backend=None, checkpoint=None, skip=0, algorithm_options=None, params=None,
-              numpy=False, covariance=None, **flow_kwargs):
+              numpy=False, covariance=None, freeze_after=None, **flow_kwargs):
     """Integrate ``f`` over ``limits`` and return a :class:`flowsim.Result`.
 
     Parameters
@@ -49,15 +49,40 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
         ``k (k - 1) / 2`` pair sums as extra components.  Default: only for
         complex integrands, whose value is then complex with
         ``Result.correlation`` of its parts.
+    freeze_after : int or None
+        With ``"vegas"`` or ``"vegasplus"``: the first ``freeze_after`` of the
+        ``n_iter`` iterations train the map, then it is frozen and the result
+        combines only the later iterations (``skip`` becomes at least
+        ``freeze_after``; the training iterations stay in the table).  The
+        measured iterations share one map, so they pool as one sample and the
+        value and its gradients carry no bias from a map trained on their own
+        events.  Default None: the map trains at every iteration.
     **flow_kwargs
         Passed to the Flow (``events_limit``, ``device``, ``dtype``, ...) and
         the backend (``devices``, ``schedule``, ``n_jobs``... or a registered
         backend's own keywords).
     """
     from .integrands import Plan
+    if freeze_after is not None:
+        skip, algorithm_options = _frozen_after(freeze_after, algorithm, n_iter, skip,
+                                                algorithm_options)
     plan = Plan(f, algorithm, params=params, numpy=numpy, covariance=covariance)
     if plan.numpy:
         flow_kwargs.setdefault("jit_compile", False)
     sim = plan.simulation(algorithm_class(algorithm), dim, limits, dict(algorithm_options or {}))
     flow = flow_class(backend)(sim, n_events=n_events, seed=seed, **flow_kwargs)
     return plan.finish(flow.run(n_iter, checkpoint=checkpoint, skip=skip))
+
+
+def _frozen_after(freeze_after, algorithm, n_iter, skip, algorithm_options):
+    """``(skip, algorithm_options)`` of ``integrate(..., freeze_after=k)``."""
+    if algorithm not in ("vegas", "vegasplus"):
+        raise ValueError(f"freeze_after needs an adaptive algorithm (\"vegas\" or "
+                         f"\"vegasplus\"), got algorithm={algorithm!r}; drop freeze_after "
+                         f"for plain Monte Carlo")
+    if isinstance(freeze_after, bool) or not isinstance(freeze_after, int) or freeze_after < 1:
+        raise ValueError(f"freeze_after must be an int >= 1, got {freeze_after!r}")
+    if freeze_after >= n_iter:
+        raise ValueError(f"freeze_after ({freeze_after}) must be smaller than n_iter "
+                         f"({n_iter}): the iterations after it are the result")
+    return max(skip, freeze_after), {**(algorithm_options or {}), "freeze_after": freeze_after}

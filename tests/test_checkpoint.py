@@ -15,8 +15,8 @@ import pytest
 from conftest import ROOT
 
 import flowsim
-from flowsim import checkpoint as ckpt
-from flowsim import fingerprint
+from flowsim.core import checkpoint as ckpt
+from flowsim.core import fingerprint
 from flowsim.core.lazy_tf import tf
 
 N, BS, DIM = 4096, 1024, 2

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, Points, run_python
 
 import flowsim
-from flowsim import kernel
+from flowsim.core import kernel
 from flowsim.core.lazy_tf import tf
 from flowsim.testing import GENZ
 

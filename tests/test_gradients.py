@@ -175,3 +175,47 @@ def test_tf_integral_gradient_reaches_variables_the_integrand_captures():
         value, _ = flowsim.tf_integral(lambda x: z * t.reduce_sum(x, 1), 2, 20000, seed=1)
     np.testing.assert_allclose(tape.gradient(value, z).numpy(), value.numpy() / 2.0,
                                rtol=1e-12)
+
+
+def test_freeze_after_is_adapt_then_freeze_in_one_call():
+    got = flowsim.integrate(peak, 2, 8000, 4, seed=3, algorithm="vegasplus",
+                            params={"c": 0.35}, freeze_after=2, quiet=True)
+    plan = Plan(peak, "vegasplus", params={"c": 0.35})
+    sim = plan.simulation(algorithm_class("vegasplus"), 2, None, {})
+    flow = Flow(sim, 8000, seed=3, quiet=True)
+    flow.run(2)
+    sim.freeze()
+    want = plan.finish(flow.run(2))
+    assert (got.value, got.error) == (want.value, want.error)
+    assert got.gradient["c"] == want.gradient["c"]
+    assert len(got.iterations) == 4 and got.skip == 2
+
+
+def expo_frozen(x):
+    return expo(x, 0.7)
+
+
+@pytest.mark.parametrize("stop", [1, 3], ids=["while-training", "after-freezing"])
+def test_freeze_after_resumes_from_a_checkpoint_with_the_same_bits(tmp_path, stop):
+    def run(n_iter, checkpoint=None):
+        sim = algorithm_class("vegas")(expo_frozen, 2, freeze_after=2)
+        flow = Flow(sim, 4000, seed=5, quiet=True)
+        return flow.run(n_iter, checkpoint=checkpoint, skip=min(2, n_iter - 1))
+    whole = run(4)
+    path = tmp_path / "run.ckpt"
+    run(stop, checkpoint=path)                  # the run stopped after `stop` iterations
+    resumed = run(4, checkpoint=path)
+    assert (resumed.value, resumed.error) == (whole.value, whole.error)
+    assert resumed.iterations[-1]["state_id"] == resumed.iterations[2]["state_id"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"algorithm": "plain"}, r"freeze_after needs an adaptive algorithm .*algorithm='plain'"),
+    ({"algorithm": "vegas", "freeze_after": 3}, r"freeze_after \(3\) must be smaller than "
+                                                r"n_iter \(3\)"),
+    ({"algorithm": "vegas", "freeze_after": 0}, r"freeze_after must be an int >= 1, got 0"),
+])
+def test_bad_freeze_after_is_refused(kwargs, message):
+    kwargs = {"freeze_after": 1, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        flowsim.integrate(expo_frozen, 2, 1000, 3, seed=1, **kwargs)

@@ -165,6 +165,14 @@ class Vegas(Plain):
         ``n_events >= 2 H``.  Fewer hypercubes give steadier
         per-iteration error estimates on integrands that are nearly zero in
         most of the cube.
+    freeze_after : int or None
+        Train the map for this many iterations, then freeze it (default None:
+        train at every iteration until :meth:`freeze`).  Adapt-then-measure in
+        one run: ``Flow.run(k + m, skip=k)`` with ``freeze_after=k`` reports
+        ``m`` iterations of one frozen map, pooled as one sample, so the
+        result carries no bias from a map trained on the events it measures
+        (``flowsim.integrate(..., freeze_after=k)`` does this).  The count and
+        the frozen map are part of the checkpointed state.
 
     One iteration estimates the integral as the mean of ``f(x) J(y)`` over its
     events (error from the sample variance), then, unless frozen, refines the
@@ -234,8 +242,11 @@ class Vegas(Plain):
     _equal_strata = True
 
     def __init__(self, integrand, dim, limits=None, n_bins=100, alpha=None, train=0,
-                 histograms=(), grid=None, stratify=True, nstrat=None):
+                 histograms=(), grid=None, stratify=True, nstrat=None, freeze_after=None):
         super().__init__(integrand, dim, limits=limits, histograms=histograms)
+        self.freeze_after = (None if freeze_after is None
+                             else check_count("freeze_after", freeze_after))
+        self._trained = 0
         if not isinstance(stratify, (bool, np.bool_)):
             raise TypeError(f"stratify must be True or False, got {stratify!r}")
         self.stratify = bool(stratify)
@@ -570,6 +581,9 @@ class Vegas(Plain):
             counts = np.ones(shape)     # uniform y: every increment expects n / n_bins
         self.edges = smooth_and_regrid(self.edges, totals["train_f2"].reshape(shape),
                                        counts, self.alpha)
+        self._trained += 1
+        if self.freeze_after is not None and self._trained >= self.freeze_after:
+            self.frozen = True
 
     def config(self):
         cfg = {**super().config(), "class": type(self).__name__, "n_bins": self.n_bins,
@@ -578,10 +592,14 @@ class Vegas(Plain):
             # absent when unstratified: checkpoints from before stratified Vegas match
             # stratify=False exactly
             cfg["stratify"] = True
+        if self.freeze_after is not None:   # absent otherwise: older checkpoints match
+            cfg["freeze_after"] = self.freeze_after
         return cfg
 
     def get_state(self):
         st = {"edges": self.edges.copy(), "frozen": np.array(self.frozen)}
+        if self.freeze_after is not None:
+            st["trained"] = np.array(self._trained)
         if self._equal and self.nstrat is not None:
             st["nstrat"] = self.nstrat.copy()
         return st
@@ -589,6 +607,8 @@ class Vegas(Plain):
     def set_state(self, state):
         self.set_edges(state["edges"])
         self.frozen = bool(state["frozen"])
+        if "trained" in state:
+            self._trained = int(state["trained"])
         if self._equal:
             self.nstrat = (strata.check_nstrat(state["nstrat"], self.dim) if "nstrat" in state
                            else self._given_nstrat)

@@ -168,6 +168,10 @@ class VegasPlus(Vegas):
     neval_frac : float
         Fraction of the events allocated adaptively, in [0, 1) (default 0.75);
         the others are spread evenly (at least 2 per hypercube).
+    freeze_after : int or None
+        Train the map and the allocation for this many iterations, then
+        freeze both (default None), as :class:`flowsim.Vegas`'s
+        ``freeze_after``.
 
     ``sigma_h`` is the standard deviation of the hypercube's estimate in
     the last iteration, ``V_h std_h(f J) / sqrt(n_h)``, as in ``vegas``: it
@@ -199,7 +203,7 @@ class VegasPlus(Vegas):
 
     def __init__(self, integrand, dim, limits=None, n_bins=200, alpha=0.75, beta=0.75,
                  nstrat=None, max_hcubes=MAX_HCUBES, neval_frac=0.75, train=0,
-                 histograms=(), grid=None):
+                 histograms=(), grid=None, freeze_after=None):
         self.beta = check_fraction("beta", beta, 0.0, 1.0)
         self.max_hcubes = check_count("max_hcubes", max_hcubes)
         self.neval_frac = check_fraction("neval_frac", neval_frac, 0.0, 1.0)
@@ -209,7 +213,8 @@ class VegasPlus(Vegas):
         self.sigf = None                   # sigma_h ** beta, per hypercube
         self._alloc = None                 # (n_events, counts) of the next iteration
         super().__init__(integrand, dim, limits=limits, n_bins=n_bins, alpha=alpha,
-                         train=train, histograms=histograms, grid=grid)
+                         train=train, histograms=histograms, grid=grid,
+                         freeze_after=freeze_after)
         if nstrat is not None:
             self._set_nstrat(nstrat)
 
