@@ -111,3 +111,34 @@ def test_window_needs_a_session_with_execution():
     settings = {"simulation": {"sessions": [{"iterationSteps": 5}]}}
     with pytest.raises(ValueError, match="no session has withOrderExecution"):
         ref.window(settings)
+
+
+#: Markets of the stored samples with several markets, as pams names them (config order;
+#: ``numMarkets`` with ``prefix`` expands ``SpotMarket-N`` to ``SpotMarket-0, 1, 2``).
+SEVERAL = {"shock_transfer": (["SpotMarket-1", "SpotMarket-2", "IndexMarket-I"],
+                              ["IndexMarket-I"]),
+           "test": (["SpotMarket-0", "SpotMarket-1", "SpotMarket-2"], []),
+           "market_share": (["Market-A", "Market-B"], []),
+           "market_share_mm": (["Market-A", "Market-B"], [])}
+
+
+@pytest.mark.parametrize("name", sorted(SEVERAL))
+def test_stored_tables_of_several_markets(name):
+    """Columns in the contract's names and order, >= 200 seeds, and the summary file is
+    the rows' mean, standard error and count."""
+    import csv
+    path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
+    with open(path) as fh:
+        header = next(csv.reader(fh))
+    markets, indexes = SEVERAL[name]
+    assert header[1:] == ref.several_market_names(markets, dict.fromkeys(indexes))
+    rows = np.loadtxt(path, delimiter=",", skiprows=1)
+    assert len(rows) >= 200 and (np.diff(rows[:, 0]) == 1).all()
+    mean, err, count = stats.summarize(rows[:, 1:])
+    with open(path[:-4] + "_summary.csv") as fh:
+        summary = list(csv.reader(fh))
+    assert summary[0] == ["statistic", "mean", "standard_error", "count"]
+    assert [r[0] for r in summary[1:]] == header[1:]
+    np.testing.assert_allclose([float(r[1]) for r in summary[1:]], mean, rtol=1e-12)
+    np.testing.assert_allclose([float(r[2]) for r in summary[1:]], err, rtol=1e-12)
+    assert [int(r[3]) for r in summary[1:]] == count.tolist()
