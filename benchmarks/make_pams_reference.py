@@ -10,10 +10,19 @@ so it runs in its own virtual environment::
 
 The stored tables: ``ci2002`` and ``two_groups`` 400 seeds from 0; ``fat_finger``,
 ``price_limit``, ``trading_halt`` 200 seeds from 0; ``user_class`` (``ci2002`` with a
-user subclass of FCNAgent) 200 seeds from 1000, so that its table is not ci2002's::
+user subclass of FCNAgent) 200 seeds from 1000, so that its table is not ci2002's; the
+samples with several markets (:data:`SEVERAL`) 400 seeds from 0::
 
     ... make_pams_reference.py --seeds 200 --configs fat_finger,price_limit,trading_halt
     ... make_pams_reference.py --seeds 200 --first-seed 1000 --configs user_class
+    ... make_pams_reference.py --seeds 400 --configs shock_transfer  (and test, ...)
+
+With several markets a table's columns are ``"MARKET:STATISTIC"`` for every statistic
+of :data:`flowsim.markets.stats.NAMES` and every market (the names the config gives,
+in its order), then ``"A|B:return_correlation"`` for each pair of markets and
+``"INDEX:index_deviation"`` for each IndexMarket (:func:`several_market_statistics`
+defines them).  Every table has a companion ``pams_markets_<config>_summary.csv``:
+each statistic's mean over seeds, standard error and count of seeds that have it.
 
 (``flowsim.markets.stats`` and ``flowsim.markets.config`` load neither TensorFlow nor
 anything but numpy.)  ``--json`` prints the statistics instead of writing them, which is
@@ -33,13 +42,15 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from flowsim.markets import config_path, stats  # noqa: E402
-from flowsim.markets.config import load, parse  # noqa: E402
+from flowsim.markets.config import load  # noqa: E402
 
-#: The configs flowsim.markets runs (pams's samples that need several markets do not).
+#: The configs of one market (flowsim.markets ran these first).
 RUNNABLE = ("ci2002", "two_groups", "fat_finger", "price_limit", "trading_halt", "user_class")
-CONFIGS = {name: config_path(name) for name in RUNNABLE}
+#: pams's samples with several markets.
+SEVERAL = ("shock_transfer", "test", "market_share", "market_share_mm")
+CONFIGS = {name: config_path(name) for name in RUNNABLE + SEVERAL}
 #: flowsim's ``classes=`` mapping of the samples' user classes.
-CLASSES = {"UserDefinedFCNAgent": "FCNAgent"}
+CLASSES = {"UserDefinedFCNAgent": "FCNAgent", "ExtendedMarket": ("Market", ["tradeVolume"])}
 
 
 def user_classes():
@@ -49,11 +60,112 @@ def user_classes():
     class UserDefinedFCNAgent(pams.agents.FCNAgent):     # samples/user_class/main.py
         pass
 
-    return [UserDefinedFCNAgent]
+    class ExtendedMarket(pams.Market):                   # samples/market_share/main.py
+        def setup(self, settings, *args, **kwargs):
+            super().setup(settings, *args, **kwargs)
+            if "tradeVolume" in settings:
+                if not isinstance(settings["tradeVolume"], int):
+                    raise ValueError("tradeVolume must be int")
+                self._executed_volumes = [int(settings["tradeVolume"])]
+
+    return [UserDefinedFCNAgent, ExtendedMarket]
+
+
+# -- statistics of several markets (flowsim.markets computes the same) -------------------------
+#: Name of the statistic of a pair of markets, ``"A|B:return_correlation"``.
+PAIR_STATISTIC = "return_correlation"
+#: Name of the statistic of an index market, ``"INDEX:index_deviation"``.
+INDEX_STATISTIC = "index_deviation"
+
+
+def window(settings):
+    """``(T, t0)`` of a pams config: steps of all sessions, and the first step of the
+    first session with execution (the start of the statistics window)."""
+    steps = [int(s["iterationSteps"]) for s in settings["simulation"]["sessions"]]
+    flags = [bool(s.get("withOrderExecution", False))
+             for s in settings["simulation"]["sessions"]]
+    if True not in flags:
+        raise ValueError("simulation.sessions: no session has withOrderExecution")
+    return sum(steps), sum(steps[:flags.index(True)])
+
+
+def one_step_returns(prices, t0):
+    """``[k, T - t0 - 1]``: the log returns ``volatility_1`` uses, ``ln(p_t / p_{t-1})``
+    for ``t = t0 + 1 .. T - 1`` of prices ``[k, T + 1]``."""
+    prices = np.asarray(prices, np.float64)
+    return np.diff(np.log(prices[:, t0:prices.shape[1] - 1]), axis=1)
+
+
+def return_correlation(prices_a, prices_b, t0):
+    """``[k]``: Pearson correlation of the one-step log returns (:func:`one_step_returns`)
+    of two markets' prices ``[k, T + 1]`` in the same runs; NaN where either market's
+    returns are all equal."""
+    a, b = one_step_returns(prices_a, t0), one_step_returns(prices_b, t0)
+    da = a - a.mean(axis=1, keepdims=True)
+    db = b - b.mean(axis=1, keepdims=True)
+    den = np.sqrt((da * da).sum(axis=1) * (db * db).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (da * db).sum(axis=1) / np.where(den > 0, den, 1.0), np.nan)
+
+
+def market_index(component_prices, shares):
+    """``[k, T + 1]``: the index of components' prices ``[k, c, T + 1]`` with outstanding
+    shares ``[c]``, ``sum_i shares_i p_i / sum_i shares_i`` -- the formula of pams's
+    ``IndexMarket.compute_fundamental_index`` (index_market.py), applied to prices."""
+    p = np.asarray(component_prices, np.float64)
+    w = np.asarray(shares, np.float64)
+    total = np.zeros(p.shape[:1] + p.shape[2:])
+    for i in range(p.shape[1]):          # pams's order of summation
+        total = total + p[:, i] * w[i]
+    return total / w.sum()
+
+
+def index_deviation(index_prices, component_prices, shares, t0):
+    """``[k]``: mean over ``t = t0 .. T - 1`` (the prices of the statistics window) of
+    ``|ln(P_t / I_t)|``, with ``P`` the index market's price ``[k, T + 1]`` and ``I`` the
+    :func:`market_index` of its components' prices at the same time."""
+    p = np.asarray(index_prices, np.float64)
+    T = p.shape[1] - 1
+    index = market_index(component_prices, shares)
+    return np.abs(np.log(p[:, t0:T] / index[:, t0:T])).mean(axis=1)
+
+
+def several_market_names(markets, indexes=None):
+    """Column names of :func:`several_market_statistics`: ``markets`` in config order,
+    ``indexes`` a dict from index market names to ``(component names, shares)``."""
+    names = [f"{m}:{n}" for m in markets for n in stats.NAMES]
+    names += [f"{a}|{b}:{PAIR_STATISTIC}" for i, a in enumerate(markets)
+              for b in markets[i + 1:]]
+    return names + [f"{m}:{INDEX_STATISTIC}" for m in (indexes or {})]
+
+
+def several_market_statistics(series, t0, indexes=None):
+    """``[k, len(several_market_names)]`` statistics of ``k`` runs of several markets.
+
+    Parameters
+    ----------
+    series : dict
+        Market name -> ``(prices, fundamental, volumes, depth_bid, depth_ask)`` as
+        :func:`flowsim.markets.stats.market_statistics` takes them, in config order.
+    t0 : int
+        First step with execution.
+    indexes : dict, optional
+        Index market name -> ``(component market names, their outstanding shares)``.
+    """
+    markets = list(series)
+    cols = [stats.market_statistics(*series[m], t0) for m in markets]
+    cols += [return_correlation(series[a][0], series[b][0], t0)[:, None]
+             for i, a in enumerate(markets) for b in markets[i + 1:]]
+    for m, (components, shares) in (indexes or {}).items():
+        comp = np.stack([np.asarray(series[c][0], np.float64) for c in components], axis=1)
+        cols.append(index_deviation(series[m][0], comp, shares, t0)[:, None])
+    return np.concatenate(cols, axis=1)
 
 
 def run_pams(settings, seed):
-    """Series of one pams run: prices, fundamental, volumes, depth per side; seconds."""
+    """One pams run: ``({market: (prices, fundamental, volumes, bids, asks)}, indexes,
+    seconds)``, markets in config order, ``indexes`` as
+    :func:`several_market_statistics` takes it."""
     import pams
     warnings.filterwarnings("ignore", "order price does not accord", UserWarning)
     runner = pams.runners.SequentialRunner(settings=settings, prng=random.Random(seed))
@@ -61,10 +173,11 @@ def run_pams(settings, seed):
         runner.class_register(cls=cls)
     runner._setup()                      # what runner.main() does, with a hook in between
     sim = runner.simulator
-    bids, asks = [], []
+    depth = {m.name: ([], []) for m in sim.markets}
     original = sim._trigger_event_after_step_for_market
 
     def after_step(market):
+        bids, asks = depth[market.name]
         bids.append(len(market.buy_order_book.priority_queue))
         asks.append(len(market.sell_order_book.priority_queue))
         original(market)
@@ -73,26 +186,56 @@ def run_pams(settings, seed):
     start = time.perf_counter()
     runner._run()
     seconds = time.perf_counter() - start
-    market = sim.markets[0]
-    return (market.get_market_prices(), market.get_fundamental_prices(),
-            market.get_executed_volumes(), bids, asks, seconds)
+    series = {m.name: (m.get_market_prices(), m.get_fundamental_prices(),
+                       m.get_executed_volumes(), *depth[m.name]) for m in sim.markets}
+    indexes = {m.name: ([c.name for c in m.get_components()],
+                        [c.outstanding_shares for c in m.get_components()])
+               for m in sim.markets if isinstance(m, pams.index_market.IndexMarket)}
+    return series, indexes, seconds
 
 
 def reference(name, seeds, first_seed=0):
-    """``(per-seed statistics [seeds, len(NAMES)], steps per second)`` of config ``name``."""
+    """``(per-seed statistics [seeds, len(columns)], columns, steps per second)`` of
+    config ``name``: :data:`flowsim.markets.stats.NAMES` for one market,
+    :func:`several_market_names` for several."""
     settings = load(CONFIGS[name])
-    cfg = parse(settings, classes=CLASSES)
-    rows, seconds = [], 0.0
+    T, t0 = window(settings)
+    rows, seconds, columns = [], 0.0, None
     for seed in range(first_seed, first_seed + seeds):
-        p, f, v, b, a, s = run_pams(settings, seed)
+        series, indexes, s = run_pams(settings, seed)
         seconds += s
-        T = cfg.n_steps
-        if len(p) != T + 1 or len(v) < T:
-            raise RuntimeError(f"pams gave {len(p)} prices and {len(v)} volumes for {T} steps")
-        rows.append(stats.market_statistics(np.array([p]), np.array([f]), np.array([v[:T]]),
-                                            np.array([b]), np.array([a]),
-                                            cfg.first_execution)[0])
-    return np.array(rows), seeds * cfg.n_steps / seconds
+        arrays = {}
+        for m, (p, f, v, b, a) in series.items():
+            if len(p) != T + 1 or len(v) < T:
+                raise RuntimeError(f"pams gave {len(p)} prices and {len(v)} volumes for "
+                                   f"{T} steps in {m}")
+            arrays[m] = (np.array([p]), np.array([f]), np.array([v[:T]]),
+                         np.array([b]), np.array([a]))
+        if len(arrays) == 1:
+            columns = stats.NAMES
+            rows.append(stats.market_statistics(*next(iter(arrays.values())), t0)[0])
+        else:
+            columns = tuple(several_market_names(list(arrays), indexes))
+            rows.append(several_market_statistics(arrays, t0, indexes)[0])
+    return np.array(rows), columns, seeds * T / seconds
+
+
+def write_tables(name, rows, columns, first_seed):
+    """``tests/data/pams_markets_<name>.csv`` (one row per seed) and its ``_summary.csv``
+    (statistic, mean, standard error, count)."""
+    path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["seed", *columns])
+        for seed, row in enumerate(rows, start=first_seed):
+            w.writerow([seed, *(repr(float(x)) for x in row)])
+    mean, err, count = stats.summarize(rows)
+    with open(path[:-4] + "_summary.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["statistic", "mean", "standard_error", "count"])
+        for n, m, e, c in zip(columns, mean, err, count):
+            w.writerow([n, repr(float(m)), repr(float(e)), int(c)])
+    return path, mean, err
 
 
 def main(argv=None):
@@ -104,20 +247,15 @@ def main(argv=None):
     args = ap.parse_args(argv)
     out = {}
     for name in args.configs.split(","):
-        rows, rate = reference(name, args.seeds, args.first_seed)
-        out[name] = {"rows": rows.tolist(), "steps_per_second": rate}
+        rows, columns, rate = reference(name, args.seeds, args.first_seed)
+        out[name] = {"rows": rows.tolist(), "columns": list(columns),
+                     "steps_per_second": rate}
         if args.json:
             continue
-        path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
-        with open(path, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["seed", *stats.NAMES])
-            for seed, row in enumerate(rows, start=args.first_seed):
-                w.writerow([seed, *(repr(float(x)) for x in row)])
-        mean, err, _ = stats.summarize(rows)
+        path, mean, err = write_tables(name, rows, columns, args.first_seed)
         print(f"{name}: {args.seeds} seeds, pams {rate:,.0f} steps/s -> {path}")
-        for n, m, e in zip(stats.NAMES, mean, err):
-            print(f"  {n:<18} {m:>12.5g} +/- {e:.3g}")
+        for n, m, e in zip(columns, mean, err):
+            print(f"  {n:<40} {m:>12.5g} +/- {e:.3g}")
     if args.json:
         print(json.dumps(out))
 

@@ -1,35 +1,45 @@
 """flowsim.markets against pams, side by side on pams's sample configs: statistics
-(z-scores) and speed.
+(z-scores), speed and memory.
 
-For every bundled pams sample (:data:`flowsim.markets.PAMS_SAMPLES`, plus flowsim's
-``two_groups``), pams's SequentialRunner runs ``--pams-seeds`` markets and flowsim
-``--markets`` markets; every statistic of :data:`flowsim.markets.stats.NAMES` is printed
-with its standard error and the z-score of the difference.  A sample flowsim refuses
-(several markets: ``market_share``, ``market_share_mm``, ``shock_transfer``, ``test``)
-is listed with the refusal.  Then, over all z-scores: how many |z| > 3 chance allows,
-how many there are, and the distribution of z against the standard normal
-(Kolmogorov-Smirnov and a table of counts per bin).  Then per sample the aggregate
-market-steps/s of flowsim (compiled, one process, compilation excluded: it is
-reported apart) against pams's SequentialRunner in the same run, and the memory per
-market.
+For each of pams's nine samples (:data:`flowsim.markets.PAMS_SAMPLES`) and flowsim's
+``two_groups``, pams's SequentialRunner runs ``--pams-seeds`` markets and flowsim
+``--markets`` markets (a "market" is one run of the config, all its markets: with
+several markets the statistics are ``"MARKET:STATISTIC"``, ``"A|B:return_correlation"``
+and ``"INDEX:index_deviation"``, defined in benchmarks/make_pams_reference.py).  Every
+statistic is printed with both standard errors and the z-score of the difference.  A
+sample flowsim refuses is listed with flowsim's refusal message.  Then, over all
+z-scores: how many |z| > 3 there are against how many chance expects (and the 99 %
+binomial upper bound), and whether z is standard normal (Kolmogorov-Smirnov and
+Anderson-Darling, quantiles and a text histogram).  Then per sample the aggregate
+market-steps/s of each side and their ratio, medians of ``--rounds`` interleaved rounds
+(flowsim compiled, one process; the compilation is reported apart), and the memory per
+market: the bytes a market of a block holds on the device
+(``MarketEnsemble.bytes_per_market``), and the sample's peak resident memory, its
+growth over the resident memory after importing TensorFlow (compilation included) and that
+growth per market of a block.  Each sample runs in a fresh process, so that its peak
+is its own.  Exit status 0 when every sample runs, every statistic of pams's is
+computed, the z-scores are consistent with N(0, 1) and flowsim is >= 100x pams on
+every sample.
 
 pams needs numpy < 2 on Python 3.11: if it is not importable here, set PAMS_PYTHON to a
 Python that has it (``python3.11 -m venv /tmp/pams-venv && /tmp/pams-venv/bin/pip
 install "pams>=0.3,<0.4"``); the pams side then runs there
 (benchmarks/make_pams_reference.py).  ``--stored`` takes pams's per-seed statistics
-from ``tests/data`` instead (pams's speed is still measured, on ``--speed-seeds``
-seeds).
+from ``tests/data`` where a table is stored (pams's speed is still measured).
 
     PAMS_PYTHON=/tmp/pams-venv/bin/python python benchmarks/markets.py \\
-        [--pams-seeds 200] [--markets 512] [--stored]
+        [--pams-seeds 200] [--markets 512] [--stored] [--quick] [--configs a,b]
 """
 import argparse
+import csv
 import importlib.util
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -43,10 +53,14 @@ import flowsim.markets as fm  # noqa: E402
 from flowsim.markets import stats  # noqa: E402
 
 SAMPLES = fm.PAMS_SAMPLES + ("two_groups",)
+#: ``--quick``: sizes of a smoke run (minutes, not an hour).
+QUICK = {"pams_seeds": 20, "markets": 64, "block": 64, "rounds": 2, "speed_seeds": 2,
+         "speed_markets": 128}
 
 
+# -- pams side --------------------------------------------------------------------------------
 def pams_rows(name, seeds, first_seed=0):
-    """Per-seed statistics and steps/s of pams, here or in PAMS_PYTHON."""
+    """``(per-seed statistics, column names, steps/s)`` of pams, here or in PAMS_PYTHON."""
     if importlib.util.find_spec("pams") is not None:
         from make_pams_reference import reference
         return reference(name, seeds, first_seed)
@@ -54,20 +68,27 @@ def pams_rows(name, seeds, first_seed=0):
     if not python:
         raise SystemExit("pams is not installed here: pip install 'pams>=0.3,<0.4' (needs "
                          "numpy < 2) or set PAMS_PYTHON to a Python that has it")
-    out = subprocess.run([python, os.path.join(ROOT, "benchmarks", "make_pams_reference.py"),
+    out = subprocess.run([python, "-W", "ignore",
+                          os.path.join(ROOT, "benchmarks", "make_pams_reference.py"),
                           "--seeds", str(seeds), "--first-seed", str(first_seed),
                           "--configs", name, "--json"],
                          capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=ROOT))
     d = json.loads(out.stdout.strip().splitlines()[-1])[name]
-    return np.array(d["rows"]), d["steps_per_second"]
+    return np.array(d["rows"], np.float64), list(d["columns"]), d["steps_per_second"]
 
 
 def stored_rows(name):
+    """``(per-seed statistics, column names)`` of ``tests/data``, or None."""
     path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
-    return np.loadtxt(path, delimiter=",", skiprows=1)[:, 1:]
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        columns = next(csv.reader(fh))[1:]
+    return np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)[:, 1:], columns
 
 
+# -- flowsim side -----------------------------------------------------------------------------
 def flowsim_rate(cfg, n_markets, block, seed):
     """``(market-steps/s, Result)`` of one compiled ensemble run."""
     start = time.perf_counter()
@@ -76,69 +97,151 @@ def flowsim_rate(cfg, n_markets, block, seed):
     return n_markets * result.meta["n_steps"] / seconds, result
 
 
-def speed(name, args):
-    """Interleaved rounds of pams (``--speed-seeds`` seeds) and flowsim
-    (``--speed-markets`` markets, compiled): medians of pams's steps/s, flowsim's
-    market-steps/s and of their ratio per round (the machine's load drifts)."""
+def rss_bytes():
+    """Resident memory of this process now."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def z_table(name, columns, rows, result, n_markets):
+    """Print every statistic of both sides and their z-score; return the z's."""
+    pm, pe, pn = stats.summarize(rows)
+    fs = dict(zip(result.names, zip(np.atleast_1d(result.value),
+                                    np.atleast_1d(result.error))))
+    print(f"\n== {name}: pams {len(rows)} seeds, flowsim {n_markets} markets")
+    print(f"{'statistic':<40} {'pams':>11} {'s.e.':>9} {'flowsim':>11} {'s.e.':>9} {'z':>6}")
+    zs, missing = [], []
+    for n, a, ea in zip(columns, pm, pe):
+        if n not in fs:
+            missing.append(n)
+            continue
+        b, eb = fs[n]
+        z = float(stats.z_scores(b, eb, a, ea))
+        zs.append(z)
+        print(f"{n:<40} {a:>11.5g} {ea:>9.2g} {b:>11.5g} {eb:>9.2g} {z:>+6.2f}")
+    finite = [abs(z) for z in zs if math.isfinite(z)]
+    print(f"max |z| = {max(finite) if finite else math.nan:.2f} over {len(finite)} statistics")
+    if missing:
+        print(f"not computed by flowsim ({len(missing)}): {', '.join(missing)}")
+    extra = sorted(set(fs) - set(columns))
+    if extra:
+        print(f"not in pams's table ({len(extra)}): {', '.join(extra)}")
+    return zs, missing
+
+
+def one_sample(name, index, args):
+    """Everything of one sample, in this (fresh) process; a dict for the summary."""
     cfg = fm.config_path(name)
-    flowsim_rate(cfg, args.block, args.block, seed=1)       # compiled (cached if done)
+    try:
+        fm.parse(cfg, classes=CLASSES)
+    except ValueError as exc:
+        return {"name": name, "refused": str(exc)}
+    out = {"name": name}
+    import tensorflow  # noqa: F401  (the resident memory before the first run includes it)
+    base = rss_bytes()
+    start = time.perf_counter()
+    warm = fm.ensemble(cfg, args.block, seed=1, block_markets=args.block, classes=CLASSES)
+    out["compile_s"] = time.perf_counter() - start
+    out["bytes_per_market"] = warm.meta["bytes_per_market"]
+    if not args.no_z:
+        stored = stored_rows(name) if args.stored else None
+        if stored is None:
+            rows, columns, _ = pams_rows(name, args.pams_seeds, first_seed=1000 * index)
+        else:
+            rows, columns = stored
+        _, result = flowsim_rate(cfg, args.markets, args.block, 2026 + index)
+        out["z"], out["missing"] = z_table(name, columns, rows, result, args.markets)
     rounds = []
     for r in range(args.rounds):
-        _, p = pams_rows(name, args.speed_seeds, first_seed=10_000 + 100 * r)
-        f, result = flowsim_rate(cfg, args.speed_markets, args.block, seed=100 + r)
+        _, _, p = pams_rows(name, args.speed_seeds, first_seed=10_000 + 100 * r)
+        f, _ = flowsim_rate(cfg, args.speed_markets, args.block, seed=100 + r)
         rounds.append((p, f, f / p))
-    p, f, ratio = np.median(np.array(rounds), axis=0)
-    return p, f, ratio, result.meta["bytes_per_market"]
+    medians = np.median(np.array(rounds), axis=0).tolist() if rounds else [math.nan] * 3
+    out["pams"], out["flowsim"], out["ratio"] = medians
+    out["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    out["rss_growth"] = out["peak_rss"] - base
+    return out
 
 
-def compare(name, args, index):
-    """z-scores of one sample, and the seconds of its first (compiling) call.
-    Each sample gets its own seeds (pams's from ``1000 * index``, flowsim's ``2026 +
-    index``): ``user_class`` is ``ci2002`` with another class name, and the same seeds
-    would repeat its z-scores."""
-    if args.stored:
-        rows = stored_rows(name)
-    else:
-        rows, _ = pams_rows(name, args.pams_seeds, first_seed=1000 * index)
-    pm, pe, _ = stats.summarize(rows)
-    cfg = fm.config_path(name)
-    start = time.perf_counter()
-    fm.ensemble(cfg, args.block, seed=1, block_markets=args.block, classes=CLASSES)
-    compile_s = time.perf_counter() - start
-    _, result = flowsim_rate(cfg, args.markets, args.block, 2026 + index)
-    z = stats.z_scores(result.value, result.error, pm, pe)
-    print(f"\n== {name}: pams {len(rows)} seeds, flowsim {args.markets} markets")
-    print(f"{'statistic':<16} {'pams':>11} {'s.e.':>9} {'flowsim':>11} {'s.e.':>9} {'z':>6}")
-    for n, a, ea, b, eb, zz in zip(stats.NAMES, pm, pe, result.value, result.error, z):
-        print(f"{n:<16} {a:>11.5g} {ea:>9.2g} {b:>11.5g} {eb:>9.2g} {zz:>+6.2f}")
-    print(f"max |z| = {np.nanmax(np.abs(z)):.2f}")
-    return z, compile_s
-
-
+# -- summary ----------------------------------------------------------------------------------
 def z_summary(zs):
-    """How many |z| > 3 chance allows, and z against N(0, 1)."""
+    """How many |z| > 3 chance allows, and z against N(0, 1); True if consistent."""
     from scipy import stats as sps
-    z = np.concatenate(zs)
+    z = np.asarray(zs, np.float64)
     z = z[np.isfinite(z)]
     n = len(z)
+    if n < 2:
+        print("\n== z-scores: fewer than 2")
+        return True
     p3 = 2 * sps.norm.sf(3.0)
-    # 95 % of honest runs have at most this many |z| > 3 (binomial)
-    allowed = int(sps.binom.ppf(0.95, n, p3))
+    bound = int(sps.binom.ppf(0.99, n, p3))
     over = int((np.abs(z) > 3).sum())
     ks = sps.kstest(z, "norm")
-    print(f"\n== z-scores: {n} statistics over {len(zs)} configs")
-    print(f"|z| > 3: {over}; chance expects {n * p3:.2f}, and 95 % of honest runs have "
-          f"at most {allowed}")
+    # Anderson-Darling against a normal of fitted mean and sd: a test of the shape
+    # (the p-value interpolated in scipy's tables, so clipped to 0.01 .. 0.15)
+    ad = sps.anderson(z, "norm", method="interpolate")
+    print(f"\n== z-scores: {n} statistics")
+    print(f"|z| > 3: {over}; chance expects {n * p3:.2f} (binomial, p = {p3:.2e} each); "
+          f"99 % of honest runs have at most {bound}")
     print(f"mean {z.mean():+.3f} (s.e. {1 / math.sqrt(n):.3f}), sd {z.std(ddof=1):.3f}; "
-          f"Kolmogorov-Smirnov against N(0, 1): D = {ks.statistic:.3f}, p = {ks.pvalue:.2f}")
-    edges = np.array([-np.inf, -2, -1, 0, 1, 2, np.inf])
+          f"Kolmogorov-Smirnov against N(0, 1): D = {ks.statistic:.3f}, p = {ks.pvalue:.3f}; "
+          f"Anderson-Darling (normal shape): A2 = {ad.statistic:.3f}, p = {ad.pvalue:.2f}")
+    qs = [0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99]
+    print("quantile   " + " ".join(f"{q:>7g}" for q in qs))
+    print("z          " + " ".join(f"{v:>+7.2f}" for v in np.quantile(z, qs)))
+    print("N(0,1)     " + " ".join(f"{v:>+7.2f}" for v in sps.norm.ppf(qs)))
+    edges = np.array([-np.inf, -3, -2, -1, 0, 1, 2, 3, np.inf])
     counts = np.histogram(z, edges)[0]
     expect = n * np.diff(sps.norm.cdf(edges))
-    print("bin        " + " ".join(f"{f'{a:g}..{b:g}':>9}" for a, b in zip(edges[:-1],
-                                                                            edges[1:])))
-    print("observed   " + " ".join(f"{c:>9d}" for c in counts))
-    print("N(0,1)     " + " ".join(f"{e:>9.1f}" for e in expect))
-    return over <= allowed and ks.pvalue > 0.01
+    scale = 50 / max(counts.max(), expect.max())
+    print(f"{'bin':<10} {'observed':>8} {'N(0,1)':>7}")
+    for a, b, c, e in zip(edges[:-1], edges[1:], counts, expect):
+        bar = "#" * int(round(c * scale))
+        mark = int(round(e * scale))
+        bar = (bar + " " * max(0, mark - len(bar)))[:max(mark, len(bar))]
+        if mark:
+            bar = bar[:mark - 1] + "|" + bar[mark:]
+        print(f"{f'{a:g}..{b:g}':<10} {c:>8d} {e:>7.1f}  {bar}")
+    print("(# the observed count, | where the N(0, 1) count would end the bar)")
+    return over <= bound and ks.pvalue > 0.01
+
+
+def summary(results, args):
+    """Print refusals, z summary and the speed and memory table; the exit status."""
+    refused = [r for r in results if "refused" in r]
+    ran = [r for r in results if "refused" not in r]
+    for r in refused:
+        print(f"\n== {r['name']}: not run by flowsim.markets: {r['refused']}")
+    zs = [z for r in ran for z in r.get("z", [])]
+    missing = sum(len(r.get("missing", [])) for r in ran)
+    ok = z_summary(zs) if zs else True
+    if missing:
+        print(f"statistics of pams not computed by flowsim: {missing}")
+    fast = speed_table(ran, args)
+    print(f"\nz consistent with N(0, 1): {ok}; >= 100x pams on every sample run: "
+          f"{fast}; samples refused: {len(refused)} of {len(results)}")
+    return 0 if ok and fast is True and not refused and not missing else 1
+
+
+def speed_table(ran, args):
+    """Print speed and memory per sample; True if flowsim is >= 100x pams on each."""
+    print(f"\n== speed: medians of {args.rounds} interleaved rounds (flowsim: one process, "
+          f"{args.speed_markets} markets in blocks of {args.block}, compiled; pams: "
+          f"SequentialRunner, {args.speed_seeds} seeds); memory per market of a block")
+    print(f"{'config':<16} {'pams steps/s':>13} {'flowsim':>13} {'ratio':>7} "
+          f"{'compile s':>9} {'device KiB':>10} {'peak MiB':>9} {'growth MiB':>10} "
+          f"{'KiB/market':>10}")
+    ratios = [r["ratio"] for r in ran]
+    for r in ran:
+        print(f"{r['name']:<16} {r['pams']:>13,.0f} {r['flowsim']:>13,.0f} "
+              f"{r['ratio']:>6.0f}x {r['compile_s']:>9.1f} {r['bytes_per_market'] / 1024:>10.1f} "
+              f"{r['peak_rss'] / 2 ** 20:>9.0f} {r['rss_growth'] / 2 ** 20:>10.0f} "
+              f"{r['rss_growth'] / args.block / 1024:>10.1f}")
+    print(f"(device: MarketEnsemble.bytes_per_market; peak: the sample's process's peak "
+          f"resident memory; growth: the peak over the resident memory after importing "
+          f"TensorFlow, compilation included; KiB/market: growth / the {args.block} "
+          f"markets of a block, an upper bound on what a market adds)")
+    return all(x >= 100 for x in ratios) if args.rounds else "speed not measured"
 
 
 def main(argv=None):
@@ -149,39 +252,40 @@ def main(argv=None):
     ap.add_argument("--stored", action="store_true",
                     help="pams statistics from tests/data (pams's speed still measured)")
     ap.add_argument("--no-z", action="store_true", help="speed only")
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved speed rounds")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved speed rounds (0: speed not measured)")
     ap.add_argument("--speed-seeds", type=int, default=10, help="pams seeds per round")
     ap.add_argument("--speed-markets", type=int, default=1024,
                     help="flowsim markets per round")
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()))
     ap.add_argument("--configs", default=",".join(SAMPLES))
+    ap.add_argument("--one", help=argparse.SUPPRESS)          # a sample, in a child process
+    ap.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    zs, speeds, refused = [], [], {}
-    for index, name in enumerate(args.configs.split(",")):
-        try:
-            fm.parse(fm.config_path(name), classes=CLASSES)
-        except ValueError as exc:
-            refused[name] = str(exc)
-            continue
-        compile_s = math.nan
-        if not args.no_z:
-            z, compile_s = compare(name, args, index)
-            zs.append(z)
-        speeds.append((name, *speed(name, args), compile_s))
-    for name, why in refused.items():
-        print(f"\n== {name}: not run by flowsim.markets: {why}")
-    ok = z_summary(zs) if zs else True
-    print(f"\n== speed: medians of {args.rounds} interleaved rounds (flowsim: one process, "
-          f"{args.speed_markets} markets in blocks of {args.block}, compiled; pams: "
-          f"SequentialRunner, {args.speed_seeds} seeds)")
-    print(f"{'config':<14} {'pams steps/s':>13} {'flowsim':>13} {'ratio':>7} "
-          f"{'compile s':>9} {'KiB/market':>10}")
-    worst = math.inf
-    for name, p, f, ratio, b, c in speeds:
-        worst = min(worst, ratio)
-        print(f"{name:<14} {p:>13,.0f} {f:>13,.0f} {ratio:>6.0f}x {c:>9.1f} {b / 1024:>10.1f}")
-    print(f"\nz consistent with N(0, 1): {ok}; >= 100x pams on every sample run: "
-          f"{worst >= 100}; samples refused: {len(refused)}")
-    return 0 if ok and worst >= 100 and not refused else 1
+    if args.quick:                    # smaller defaults; sizes given explicitly still win
+        ap.set_defaults(**QUICK)
+        args = ap.parse_args(argv)
+    if args.one:
+        with open(args.out, "w") as fh:
+            json.dump(one_sample(args.one, args.index, args), fh)
+        return 0
+    results = []
+    child = ["--pams-seeds", str(args.pams_seeds), "--markets", str(args.markets),
+             "--block", str(args.block), "--rounds", str(args.rounds),
+             "--speed-seeds", str(args.speed_seeds), "--speed-markets", str(args.speed_markets),
+             *(["--stored"] if args.stored else []), *(["--no-z"] if args.no_z else [])]
+    names = args.configs.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            out = os.path.join(tmp, f"{name}.json")
+            index = SAMPLES.index(name) if name in SAMPLES else len(SAMPLES)
+            subprocess.run([sys.executable, os.path.abspath(__file__), *child, "--one", name,
+                            "--index", str(index), "--out", out], check=True)
+            with open(out) as fh:
+                results.append(json.load(fh))
+    return summary(results, args)
 
 
 if __name__ == "__main__":
