@@ -112,9 +112,8 @@ class PortfolioRollout(Rollout):
             params = t.gather(state["params"], t.minimum(event // self.n_episodes,
                                                          self.n_rows - 1))
         box = (p.positions[0], p.positions[-1]) if p.action_space == "box" else None
-        value_row = p.columns.index("portfolio_valuation")
 
-        def body(i, s, total, trades, active):
+        def body(i, s, value, total, trades, active):
             obs = p.observe(c, s)
             out = self.policy(obs) if self.params is None else self.policy(obs, params)
             u = rng.uniform_step(key, i, [size], dtype, stream=1)
@@ -123,18 +122,20 @@ class PortfolioRollout(Rollout):
                 target, index = t.gather(c["positions"], action), action
             else:
                 target, index = action, -t.ones_like(s["idx"])
-            new, reward, terminated, truncated = p.step(c, s, target, index)
+            new, reward, terminated, truncated, now = p.step(c, s, target, index)
             trades = trades + t.cast(active & t.not_equal(target, s["position"]), t.float64)
             total = total + t.where(active, reward, t.zeros_like(reward))
+            value = t.where(active, now["value"], value)
             s = {k: t.where(active[:, None, None] if k == "dyn" else active, new[k], s[k])
                  for k in s}
-            return i + 1, s, total, trades, active & ~(terminated | truncated)
+            return i + 1, s, value, total, trades, active & ~(terminated | truncated)
 
-        s = p.fresh(c, start, index)
+        s, now = p.fresh(c, start, index)
         zero = t.zeros([size], t.float64)
-        carry = (t.constant(0, t.int32), s, zero, zero, t.ones([size], t.bool))
-        _, s, total, trades, _ = t.while_loop(lambda i, *_: i < p.max_steps, body, carry)
-        profit = s["last"][0][value_row] / p.portfolio_initial_value
+        carry = (t.constant(0, t.int32), s, now["value"], zero, zero, t.ones([size], t.bool))
+        _, s, value, total, trades, _ = t.while_loop(lambda i, *_: i < p.max_steps, body,
+                                                     carry)
+        profit = value / p.portfolio_initial_value
         return t.stack([total, profit, trades], axis=1)
 
     def kernel_key(self):

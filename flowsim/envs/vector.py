@@ -111,7 +111,57 @@ def check_discrete_actions(actions, num_envs, n_actions, what):
     return actions
 
 
-class TradingVectorEnv(gymnasium.vector.VectorEnv):
+class CompiledVectorEnv:
+    """What flowsim's vector environments share: a step and a reset compiled once.
+
+    A subclass sets ``num_envs``, ``device`` and ``jit_compile``, defines
+    ``_step_fn(actions)`` and ``_reset_fn(mask, seeds, seeded)`` (both return
+    ``(obs or None, table)``) and calls :meth:`compile_calls` when it builds its
+    state; :meth:`reset_inputs` turns ``reset``'s arguments into the reset
+    call's (``self._ones``, all True ``[num_envs]``, is the mask of a full reset).
+    """
+
+    _seeded = False
+
+    def compile_calls(self, action_spec):
+        """``self._fns``: ``step`` and ``reset`` as concrete TF functions placed on
+        ``self.device`` and called through :func:`flat_call` (a call skips
+        ``tf.function``'s argument binding)."""
+        t = tf()
+        n = self.num_envs
+
+        def placed(fn):
+            def call(*args):
+                with t.device(self.device):
+                    return fn(*args)
+            return t.function(call, jit_compile=self.jit_compile)
+
+        self._fns = {"step": flat_call(placed(self._step_fn).get_concrete_function(
+                         action_spec)),
+                     "reset": flat_call(placed(self._reset_fn).get_concrete_function(
+                         t.TensorSpec([n], t.bool), t.TensorSpec([n], t.int64),
+                         t.TensorSpec([n], t.bool)))}
+
+    def reset_inputs(self, seed, options):
+        """``(mask, args)`` of a ``reset(seed=, options=)``: the environments reset
+        (numpy bool ``[num_envs]``) and the reset call's tensors (mask, seeds,
+        which seeds are given).  An int ``seed`` also seeds gymnasium's
+        ``np_random`` (for its wrappers); the first reset gives unseeded
+        environments OS entropy."""
+        t = tf()
+        mask = reset_mask(options, self.num_envs, self._ones)
+        seeds = env_seeds(seed, self.num_envs)
+        if isinstance(seed, numbers.Integral):
+            gymnasium.vector.VectorEnv.reset(self, seed=int(seed))
+        if not self._seeded:
+            seeds = [secrets.randbits(62) if s is None else s for s in seeds]
+            self._seeded = True
+        given = np.array([s is not None for s in seeds])
+        values = np.array([0 if s is None else s for s in seeds], dtype=np.int64)
+        return mask, (t.constant(mask), t.constant(values), t.constant(given))
+
+
+class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
     """``num_envs`` gym-anytrading ``StocksEnv`` environments, stepped together on one device.
 
     Parameters
@@ -226,20 +276,7 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
             self._vars = (t.Variable(np.zeros((len(self.INTS), n), np.int32)),
                           t.Variable(totals),
                           t.Variable(np.zeros((len(self.KEYS), n), np.int64)))
-        n_spec = t.TensorSpec([n], t.int32)
-        step = t.function(self._on_device(self._step_fn), jit_compile=self.jit_compile)
-        reset = t.function(self._on_device(self._reset_fn), jit_compile=self.jit_compile)
-        # concrete functions: a call skips tf.function's argument binding (~0.2 ms)
-        self._fns = {"step": flat_call(step.get_concrete_function(n_spec)),
-                     "reset": flat_call(reset.get_concrete_function(
-                         t.TensorSpec([n], t.bool), t.TensorSpec([n], t.int64),
-                         t.TensorSpec([n], t.bool)))}
-
-    def _on_device(self, fn):
-        def placed(*args):
-            with tf().device(self.device):
-                return fn(*args)
-        return placed
+        self.compile_calls(t.TensorSpec([n], t.int32))
 
     def _read(self):
         ints, totals, keys = (v.read_value() for v in self._vars)
@@ -345,17 +382,8 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         """
         if self._vars is None:
             self._build()
-        mask = reset_mask(options, self.num_envs, self._ones)
-        seeds = env_seeds(seed, self.num_envs)
-        if isinstance(seed, numbers.Integral):
-            super().reset(seed=int(seed))       # gymnasium's np_random, for its wrappers
-        if not self._seeded:            # first reset: unseeded environments get OS entropy
-            seeds = [secrets.randbits(62) if s is None else s for s in seeds]
-            self._seeded = True
-        given = np.array([s is not None for s in seeds])
-        values = np.array([0 if s is None else s for s in seeds], dtype=np.int64)
-        obs, table = self._fns["reset"](tf().constant(mask), tf().constant(values),
-                                        tf().constant(given))
+        mask, args = self.reset_inputs(seed, options)
+        obs, table = self._fns["reset"](*args)
         _, infos = self._finish(obs, table, mask)
         return self._observations, infos
 
