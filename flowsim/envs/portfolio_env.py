@@ -6,7 +6,6 @@
 one compiled call; :class:`PortfolioEnv` is one of them
 (``gymnasium.make("flowsim/TradingEnv-v0", df=...)``).
 """
-import numbers
 
 import gymnasium
 import numpy as np
@@ -15,7 +14,13 @@ from gymnasium.vector.utils import batch_space
 
 from ..core.lazy_tf import tf
 from .portfolio import Portfolio
-from .vector import BACKENDS, CompiledVectorEnv, check_discrete_actions, default_device
+from .vector import (
+    CompiledVectorEnv,
+    SingleEnv,
+    check_batch,
+    check_discrete_actions,
+    default_device,
+)
 
 #: History columns reported as integers in ``infos``.
 INT_COLUMNS = ("idx", "step", "position_index")
@@ -123,12 +128,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
                  max_episode_duration="max", verbose=0, name="Stock", render_mode=None,
                  action_space="discrete", history_length=2, backend="numpy", device=None,
                  jit_compile=True):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral):
-            raise TypeError(f"num_envs must be an integer, got {num_envs!r}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        check_batch(num_envs, backend)
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be None or one of {RENDER_MODES}, got "
                              f"{render_mode!r}")
@@ -421,7 +421,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
                 f"backend={self.backend!r}, device={self.device!r})")
 
 
-class PortfolioEnv(gymnasium.Env):
+class PortfolioEnv(SingleEnv):
     """One gym-trading-env ``TradingEnv`` on :class:`PortfolioVectorEnv`'s code
     (``gymnasium.make("flowsim/TradingEnv-v0", df=...)``).
 
@@ -445,19 +445,10 @@ class PortfolioEnv(gymnasium.Env):
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space
 
-    def reset(self, *, seed=None, options=None):
-        """``(obs, info)`` of a new episode (``seed`` as gymnasium's)."""
-        super().reset(seed=seed)
-        if options:
-            raise ValueError(f"options: PortfolioEnv takes none, got {sorted(options)}")
-        obs, infos = self._vec.reset(seed=seed)
-        return obs[0], self._info(infos)
-
-    def step(self, action):
-        """``(obs, reward, terminated, truncated, info)`` after ``action`` (a position
-        index; a target position with ``action_space="box"``)."""
-        obs, reward, term, trunc, infos = self._vec.step(np.reshape(np.asarray(action), [1]))
-        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), self._info(infos)
+    @staticmethod
+    def _action(action):
+        """A position index, or a target position with ``action_space="box"``."""
+        return np.reshape(np.asarray(action), [1])
 
     @staticmethod
     def _info(infos):
@@ -481,7 +472,4 @@ class PortfolioEnv(gymnasium.Env):
 
     def render_all(self, path=None):
         return self._vec.render_all(path)
-
-    def close(self):
-        self._vec.close()
 

@@ -8,10 +8,9 @@ per-row sums, so the result has the same bits on every backend, device count
 and ``events_limit``.
 """
 from ..core import rng
-from ..core.blocks import check_count
 from ..core.lazy_tf import tf
 from .portfolio import Portfolio
-from .rollout import MAX_BLOCK, Rollout, RolloutResult, share_kernel
+from .rollout import Rollout, run_rollout, share_kernel
 
 
 def choose(out, u, n_positions, box=None):
@@ -70,26 +69,9 @@ class PortfolioRollout(Rollout):
 
     def __init__(self, policy, df, n_episodes=1024, params=None, episodes=False,
                  block_size=None, **env_kwargs):
-        if not callable(policy):
-            raise TypeError(f"policy must be a TF callable obs -> actions or probabilities, "
-                            f"got {policy!r}")
-        self.policy = policy
+        self.set_episodes(policy, n_episodes, params, episodes, block_size)
         self.portfolio = Portfolio(df, **env_kwargs)
-        self.n_episodes = check_count("n_episodes", n_episodes)
-        if params is not None:
-            from ..algorithms.sweep import param_rows
-            params = param_rows(params)
-        self.params = params
-        self.n_rows = 1 if params is None else params.shape[0]
-        if not isinstance(episodes, bool):
-            raise TypeError(f"episodes must be True or False, got {episodes!r}")
-        self.keep_episodes = episodes
-        if block_size is None:
-            from ..core.blocks import default_block_size
-            block_size = default_block_size(self.n_events, max_block=MAX_BLOCK)
-        self.block_size = check_count("block_size", block_size)
         self.tick_features = False
-        self._episodes = None
 
     def state(self):
         p = self.portfolio
@@ -176,20 +158,7 @@ def portfolio_rollout(policy, df, n_episodes=1024, *, params=None, seed=None, ep
     mean sum of rewards, ``total_profit`` the mean final valuation over the initial
     one, ``trades`` the mean number of trades.
     """
-    from ..distribution.registry import flow_class
     sim = PortfolioRollout(policy, df, n_episodes, params=params, episodes=episodes,
                            block_size=block_size, **env_kwargs)
     share_kernel(sim, sim.kernel_key())
-    flow_kwargs = dict(flow_kwargs or {})
-    flow_kwargs.setdefault("events_limit", 16 * sim.block_size)
-    flow = flow_class(backend)(sim, n_events=sim.n_events, seed=seed, quiet=True,
-                               block_size=sim.block_size, **flow_kwargs)
-    try:
-        result = flow.run(1)
-    finally:
-        flow.close()
-    result.meta.update({"n_episodes": sim.n_episodes, "n_rows": sim.n_rows,
-                        "columns": ["episode_return", "total_profit", "trades"]})
-    return RolloutResult(result, sim)
-
-
+    return run_rollout(sim, seed, backend, flow_kwargs)

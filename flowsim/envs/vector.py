@@ -82,6 +82,17 @@ def env_seeds(seed, n):
     return seeds
 
 
+def check_batch(num_envs, backend):
+    """Refuse a ``num_envs`` that is not an integer >= 1 or a ``backend`` not in
+    :data:`BACKENDS`, naming the argument."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral):
+        raise TypeError(f"num_envs must be an integer, got {num_envs!r}")
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+
+
 def check_discrete_actions(actions, num_envs, n_actions, what):
     """``actions`` (numpy or TF) as an int32 tensor ``[num_envs]`` of values in
     ``[0, n_actions)``; anything else is refused naming ``actions`` and the range
@@ -215,12 +226,7 @@ class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
     def __init__(self, prices=None, num_envs=1, window_size=30, frame_bound=None,
                  episode_length=None, backend="numpy", device=None, jit_compile=True,
                  render_mode=None):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral):
-            raise TypeError(f"num_envs must be an integer, got {num_envs!r}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        check_batch(num_envs, backend)
         if render_mode is not None:
             raise ValueError(f"render_mode: TradingVectorEnv does not render, got "
                              f"{render_mode!r}")
@@ -434,15 +440,43 @@ class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
                 f"device={self.device!r})")
 
 
-class TradingEnv(gymnasium.Env):
+class SingleEnv(gymnasium.Env):
+    """One environment on a vector environment's code: a subclass sets ``self._vec``
+    (``num_envs=1``) and ``_info(infos)`` (gymnasium's ``info`` from the vector
+    ``infos``); ``_action(action)`` makes the vector action (default int64 ``[1]``)."""
+
+    def reset(self, *, seed=None, options=None):
+        """``(obs, info)`` of a new episode (``seed``: as gymnasium's)."""
+        super().reset(seed=seed)
+        if options:
+            raise ValueError(f"options: {type(self).__name__} takes none, got "
+                             f"{sorted(options)}")
+        obs, infos = self._vec.reset(seed=seed)
+        return obs[0], self._info(infos)
+
+    def step(self, action):
+        """``(obs, reward, terminated, truncated, info)`` after ``action``."""
+        obs, reward, term, trunc, infos = self._vec.step(self._action(action))
+        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), self._info(infos)
+
+    @staticmethod
+    def _action(action):
+        return np.array([action], dtype=np.int64)
+
+    def close(self):
+        """Release the device state."""
+        self._vec.close()
+
+
+class TradingEnv(SingleEnv):
     """One gym-anytrading ``StocksEnv`` on :class:`TradingVectorEnv`'s code
     (``gymnasium.make("flowsim/Stocks-v0")``).
 
     Takes :class:`TradingVectorEnv`'s keywords except ``num_envs`` and ``backend``.
-    ``info`` holds ``total_reward``, ``total_profit`` (floats) and ``position``
-    (0 Short, 1 Long).  For speed, step many environments with
-    :class:`TradingVectorEnv` instead: one call costs about the same for one
-    environment or a thousand.
+    An action is 0 (Sell) or 1 (Buy).  ``info`` holds ``total_reward``,
+    ``total_profit`` (floats) and ``position`` (0 Short, 1 Long).  For speed, step
+    many environments with :class:`TradingVectorEnv` instead: one call costs about
+    the same for one environment or a thousand.
     """
 
     metadata = {"render_modes": []}
@@ -455,28 +489,11 @@ class TradingEnv(gymnasium.Env):
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space
 
-    def reset(self, *, seed=None, options=None):
-        """``(obs, info)`` of a new episode (``seed``: as gymnasium's)."""
-        super().reset(seed=seed)
-        if options:
-            raise ValueError(f"options: TradingEnv takes none, got {sorted(options)}")
-        obs, infos = self._vec.reset(seed=seed)
-        return obs[0], self._info(infos)
-
-    def step(self, action):
-        """``(obs, reward, terminated, truncated, info)`` after ``action`` (0 Sell, 1 Buy)."""
-        obs, reward, _, truncated, infos = self._vec.step(np.array([action], dtype=np.int64))
-        return obs[0], float(reward[0]), False, bool(truncated[0]), self._info(infos)
-
     @staticmethod
     def _info(infos):
         return {"total_reward": float(infos["total_reward"][0]),
                 "total_profit": float(infos["total_profit"][0]),
                 "position": int(infos["position"][0])}
-
-    def close(self):
-        """Release the device state."""
-        self._vec.close()
 
 
 class ForexVectorEnv(TradingVectorEnv):
