@@ -31,13 +31,23 @@ process::
 
     .venv/bin/python benchmarks/envs.py [--steps 300] [--episodes 8192] [--rounds 3]
 
-The portfolio rows (first; ``--only portfolio`` for them alone) do the same for
-gym-trading-env 0.3.5's ``TradingEnv`` (positions -1, 0, 0.5, 1, 2; 0.1 % fees;
-borrowing; windows 10; on STOCKS_GOOGL with two feature columns): P1
-gymnasium ``SyncVectorEnv`` of 64 of them, random actions; P2
-``flowsim.envs.PortfolioVectorEnv`` at 1,024 environments (the issue's target:
->= 100x P1); P3 ``flowsim.envs.portfolio_rollout`` of a linear softmax policy
-over 8,192 episodes of 256 rows (target >= 1,000x P1).
+The portfolio rows (first; ``--only portfolio`` for them alone) compare
+gym-trading-env 0.3.5's ``TradingEnv`` with flowsim on one configuration
+(``PORTFOLIO``: positions -1, 0, 0.5, 1, 2; 0.1 % fees; borrowing; windows 10;
+256-row episodes from random starts) and one DataFrame (STOCKS_GOOGL with two
+feature columns): P1 gymnasium ``SyncVectorEnv`` of 64 of them stepped with an
+action matrix drawn beforehand; P1b the same with a linear softmax policy
+evaluated in numpy on every observation and actions drawn from it; P2
+``flowsim.envs.PortfolioVectorEnv`` at 1,024 environments stepped from Python
+with the same action matrix (P1 takes its first 64 columns); P3
+``flowsim.envs.portfolio_rollout`` of P1b's policy (same weights) over 8,192
+episodes in the compiled loop.  Every environment steps on from where the round
+before left it (autoresets included, on both sides).  Each round times P1, P1b,
+P2, P3 in turn; the table shows medians over ``--rounds`` rounds of the rates
+and of the ratios taken within each round, wall and per CPU-second (this
+process, all threads).  The issue's targets: P2 >= 100x P1, P3 >= 1,000x P1::
+
+    .venv/bin/python benchmarks/envs.py --only portfolio --rounds 7 [--steps 150]
 
 Needs gymnasium, gym-anytrading and gym-trading-env (the ``test`` extra).
 """

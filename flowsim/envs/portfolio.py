@@ -160,6 +160,7 @@ class Portfolio:
         self.index = df.index.values
         self.info_frame = df[[c for c in df.columns if c not in static]]
         self._kept = None
+        self._kept = self.kept          # trace the functions now: their errors surface here
 
     def _initial(self, initial_position):
         if isinstance(initial_position, str) and initial_position == "random":

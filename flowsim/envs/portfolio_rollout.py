@@ -55,7 +55,8 @@ class PortfolioRollout(Rollout):
     df : pandas.DataFrame
         As :class:`~flowsim.envs.PortfolioVectorEnv`.
     n_episodes, params, episodes, block_size
-        As :class:`~flowsim.envs.Rollout`.
+        As :class:`~flowsim.envs.Rollout`, except that ``block_size`` defaults to
+        even blocks of at most :attr:`max_block` (1,024) episodes.
     **env_kwargs
         :class:`~flowsim.envs.PortfolioVectorEnv`'s rule keywords (``positions``,
         ``trading_fees``, ``borrow_interest_rate``, ``windows``,
@@ -66,6 +67,11 @@ class PortfolioRollout(Rollout):
     (the final valuation over ``portfolio_initial_value``) and ``trades`` (steps
     whose target differed from the position held).
     """
+
+    #: Most episodes per block by default: a portfolio episode's state is larger than
+    #: a StocksEnv one's, and blocks of 1,024 ran faster per episode than 4,096
+    #: (they stay in cache).
+    max_block = 1024
 
     def __init__(self, policy, df, n_episodes=1024, params=None, episodes=False,
                  block_size=None, **env_kwargs):

@@ -93,6 +93,8 @@ class Rollout(Simulation):
     """
 
     dim = 0
+    #: Most episodes per block by default.
+    max_block = MAX_BLOCK
 
     def __init__(self, policy, prices=None, n_episodes=1024, window_size=30, frame_bound=None,
                  episode_length=None, params=None, episodes=False, block_size=None,
@@ -119,7 +121,7 @@ class Rollout(Simulation):
     def set_episodes(self, policy, n_episodes, params, episodes, block_size):
         """Check and set what every rollout takes (as :class:`Rollout`'s arguments):
         ``policy``, ``n_episodes``, ``params`` (rows), ``episodes`` (keep them) and
-        ``block_size`` (default: even blocks of at most :data:`MAX_BLOCK`)."""
+        ``block_size`` (default: even blocks of at most :attr:`max_block`)."""
         if not callable(policy):
             raise TypeError(f"policy must be a TF callable obs -> actions or probabilities, "
                             f"got {policy!r}")
@@ -135,7 +137,7 @@ class Rollout(Simulation):
         self.keep_episodes = episodes
         if block_size is None:
             from ..core.blocks import default_block_size
-            block_size = default_block_size(self.n_events, max_block=MAX_BLOCK)
+            block_size = default_block_size(self.n_events, max_block=self.max_block)
         self.block_size = check_count("block_size", block_size)
         self._episodes = None
 
