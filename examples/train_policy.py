@@ -24,7 +24,10 @@ mean episode return of :func:`flowsim.envs.portfolio_rollout` over 8,192 episode
 on the last 535 days, against a uniformly random policy.  Measured 2026-12-01
 (seed 0, 40 updates, 4.5 min on the shared machine under load): random policy
 -0.0615 +/- 0.0009 (fees and interest eat it), trained +0.0498 +/- 0.0008; the
-training mean rose from -0.066 at the first update to +0.054 at the 40th.
+training mean rose from -0.066 at the first update to +0.054 at the 40th.  (Those
+scores used rollout blocks of 4,096 episodes; portfolio rollouts now default to
+1,024, another random stream: the random policy scored -0.0626 +/- 0.0009 on
+2026-12-02.)
 
 Prints the mean episode return (gym-anytrading's total reward: price gained on
 each closed Long) per update and, per seed, the held-out score ± its standard
