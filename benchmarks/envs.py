@@ -45,9 +45,13 @@ episodes in the compiled loop.  Every environment steps on from where the round
 before left it (autoresets included, on both sides).  Each round times P1, P1b,
 P2, P3 in turn; the table shows medians over ``--rounds`` rounds of the rates
 and of the ratios taken within each round, wall and per CPU-second (this
-process, all threads).  The issue's targets: P2 >= 100x P1, P3 >= 1,000x P1::
+process, all threads).  The issue's targets: P2 >= 100x P1, P3 >= 1,000x P1.
+``--tf-threads 1`` runs flowsim's rows with one TensorFlow intra-op thread
+(XLA then runs a step's small loops on the calling thread instead of splitting
+them over the pool: fewer CPU-seconds per step; gym-trading-env's rows use no
+TensorFlow)::
 
-    .venv/bin/python benchmarks/envs.py --only portfolio --rounds 7 [--steps 150]
+    .venv/bin/python benchmarks/envs.py --only portfolio --rounds 7 [--steps 150] [--tf-threads 1]
 
 Needs gymnasium, gym-anytrading and gym-trading-env (the ``test`` extra).
 """
@@ -283,8 +287,10 @@ PORTFOLIO_ROWS = {
 def portfolio_main(args):
     """Rows P1-P3 timed in turn in each round; ratios within a round; medians."""
     rows = PortfolioRows(portfolio_frame(), args.steps, args.portfolio_episodes)
-    print(f"portfolio: STOCKS_GOOGL, {PORTFOLIO}; rollout {args.portfolio_episodes} "
-          f"episodes: {rows.first}")
+    import tensorflow as tf
+    threads = tf.config.threading.get_intra_op_parallelism_threads() or "default"
+    print(f"portfolio: STOCKS_GOOGL, {PORTFOLIO}; TF intra-op threads {threads}; rollout "
+          f"{args.portfolio_episodes} episodes: {rows.first}")
     rounds = []
     for r in range(args.rounds):
         rates = rows.round()
@@ -322,7 +328,13 @@ def main():
                         help="episodes per portfolio rollout")
     parser.add_argument("--only", choices=("all", "stocks", "portfolio"), default="all",
                         help="the gym-anytrading rows, the gym-trading-env rows, or both")
+    parser.add_argument("--tf-threads", type=int, default=0,
+                        help="TensorFlow intra-op threads for flowsim's rows (0: its "
+                             "default, every core; gym-trading-env's rows do not use TF)")
     args = parser.parse_args()
+    if args.tf_threads:
+        from flowsim.core.backend import set_threads
+        set_threads(args.tf_threads, strict=True, who="--tf-threads")
     if args.only != "stocks":
         portfolio_main(args)
     if args.only == "portfolio":
