@@ -31,13 +31,27 @@ process::
 
     .venv/bin/python benchmarks/envs.py [--steps 300] [--episodes 8192] [--rounds 3]
 
-The portfolio rows (first; ``--only portfolio`` for them alone) do the same for
-gym-trading-env 0.3.5's ``TradingEnv`` (positions -1, 0, 0.5, 1, 2; 0.1 % fees;
-borrowing; windows 10; on STOCKS_GOOGL with two feature columns): P1
-gymnasium ``SyncVectorEnv`` of 64 of them, random actions; P2
-``flowsim.envs.PortfolioVectorEnv`` at 1,024 environments (the issue's target:
->= 100x P1); P3 ``flowsim.envs.portfolio_rollout`` of a linear softmax policy
-over 8,192 episodes of 256 rows (target >= 1,000x P1).
+The portfolio rows (first; ``--only portfolio`` for them alone) compare
+gym-trading-env 0.3.5's ``TradingEnv`` with flowsim on one configuration
+(``PORTFOLIO``: positions -1, 0, 0.5, 1, 2; 0.1 % fees; borrowing; windows 10;
+256-row episodes from random starts) and one DataFrame (STOCKS_GOOGL with two
+feature columns): P1 gymnasium ``SyncVectorEnv`` of 64 of them stepped with an
+action matrix drawn beforehand; P1b the same with a linear softmax policy
+evaluated in numpy on every observation and actions drawn from it; P2
+``flowsim.envs.PortfolioVectorEnv`` at 1,024 environments stepped from Python
+with the same action matrix (P1 takes its first 64 columns); P3
+``flowsim.envs.portfolio_rollout`` of P1b's policy (same weights) over 8,192
+episodes in the compiled loop.  Every environment steps on from where the round
+before left it (autoresets included, on both sides).  Each round times P1, P1b,
+P2, P3 in turn; the table shows medians over ``--rounds`` rounds of the rates
+and of the ratios taken within each round, wall and per CPU-second (this
+process, all threads).  The issue's targets: P2 >= 100x P1, P3 >= 1,000x P1.
+``--tf-threads 1`` runs flowsim's rows with one TensorFlow intra-op thread
+(XLA then runs a step's small loops on the calling thread instead of splitting
+them over the pool: fewer CPU-seconds per step; gym-trading-env's rows use no
+TensorFlow)::
+
+    .venv/bin/python benchmarks/envs.py --only portfolio --rounds 7 [--steps 150] [--tf-threads 1]
 
 Needs gymnasium, gym-anytrading and gym-trading-env (the ``test`` extra).
 """
@@ -157,8 +171,10 @@ def flowsim_rollout_rate(n_episodes, policy, backend=None, tick_features=None):
 
 
 # -- gym-trading-env's TradingEnv against flowsim's PortfolioVectorEnv ------------------
+#: One configuration for every portfolio row (data: portfolio_frame()).
 PORTFOLIO = dict(positions=[-1, 0, 0.5, 1, 2], trading_fees=0.001, borrow_interest_rate=0.0003,
-                 windows=10)
+                 windows=10, max_episode_duration=256)
+N_SYNC, N_ENVS = 64, 1024
 
 
 def portfolio_frame():
@@ -171,41 +187,9 @@ def portfolio_frame():
     return df.dropna()
 
 
-def gym_trading_env_rate(n_steps, df):
-    """gym-trading-env 0.3.5 TradingEnv in gymnasium's SyncVectorEnv x 64, random actions."""
-    import gymnasium
-    saved = list(warnings.filters)
-    from gym_trading_env.environments import TradingEnv
-    warnings.filters[:] = saved          # its import turns every warning into an error
-    env = gymnasium.vector.SyncVectorEnv(
-        [lambda: TradingEnv(df, verbose=0, **PORTFOLIO) for _ in range(64)])
-    env.reset(seed=0)
-    actions = np.random.default_rng(0).integers(0, len(PORTFOLIO["positions"]), (n_steps, 64))
-
-    def run():
-        for a in actions:
-            env.step(a)
-
-    return best_rate(run, 64 * n_steps, repeat=3)
-
-
-def portfolio_step_rate(n_steps, df, n_envs=1024):
-    from flowsim.envs import PortfolioVectorEnv
-    env = PortfolioVectorEnv(df, n_envs, **PORTFOLIO)
-    env.reset(seed=0)
-    actions = np.random.default_rng(0).integers(0, len(PORTFOLIO["positions"]),
-                                                (n_steps, n_envs))
-    env.step(actions[0])                        # compile
-
-    def run():
-        for a in actions:
-            env.step(a)
-
-    return best_rate(run, n_envs * n_steps)
-
-
 class LinearSoftmax:
-    """A linear softmax policy over the flattened [10, 4] observation, for the rollout."""
+    """A linear softmax policy over the flattened [10, 4] observation: TF for the
+    rollout, :meth:`numpy` for gym-trading-env (the same weights)."""
 
     def __init__(self, n_inputs, n_positions, seed=0):
         rng = np.random.default_rng(seed)
@@ -216,48 +200,123 @@ class LinearSoftmax:
         flat = tf.reshape(obs, [tf.shape(obs)[0], -1])
         return tf.nn.softmax(tf.matmul(flat, self.w))
 
+    def numpy(self, obs):
+        x = obs.reshape(len(obs), -1).astype(np.float32) @ self.w
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
 
-def portfolio_rollout_rate(n_episodes, df):
-    from flowsim.envs import portfolio_rollout
-    policy = LinearSoftmax(10 * 4, len(PORTFOLIO["positions"]))
 
-    def run():
-        return portfolio_rollout(policy, df, n_episodes, seed=1, max_episode_duration=256,
-                                 **PORTFOLIO)
+def timed(fn):
+    """``(wall seconds, CPU seconds of this process, all threads)`` of ``fn()``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
 
-    first = run()
-    rate = best_rate(run, n_episodes * 255, repeat=3)
-    assert run().episode_return == first.episode_return      # same bits, run after run
-    return rate, first
+
+class PortfolioRows:
+    """The four portfolio rows, built once; :meth:`round` times each once (in turn)
+    and returns ``{row: (wall, cpu)}`` env-steps per second.  Every row steps the
+    same data with the same configuration; P1 and P2 take the same action matrix
+    (P1 its first 64 columns); P1b and P3 evaluate the same linear softmax policy
+    on every observation and draw the action from its probabilities."""
+
+    def __init__(self, df, steps, episodes):
+        import gymnasium
+        saved = list(warnings.filters)
+        from gym_trading_env.environments import TradingEnv
+        warnings.filters[:] = saved          # its import turns every warning into an error
+
+        from flowsim.envs import PortfolioVectorEnv
+        self.df, self.steps, self.episodes = df, steps, episodes
+        self.sync_steps = max(steps // 3, 30)
+        self.sync = gymnasium.vector.SyncVectorEnv(
+            [lambda: TradingEnv(df, verbose=0, **PORTFOLIO) for _ in range(N_SYNC)])
+        self.sync_obs = self.sync.reset(seed=0)[0]
+        self.env = PortfolioVectorEnv(df, N_ENVS, **PORTFOLIO)
+        self.env.reset(seed=0)
+        k = len(PORTFOLIO["positions"])
+        self.actions = np.random.default_rng(0).integers(0, k, (steps, N_ENVS))
+        self.env.step(self.actions[0])          # compile
+        self.policy = LinearSoftmax(10 * 4, k)
+        self.rng = np.random.default_rng(1)
+        self.first = self._rollout()            # compile
+        assert self._rollout().episode_return == self.first.episode_return   # same bits
+
+    def _rollout(self):
+        from flowsim.envs import portfolio_rollout
+        return portfolio_rollout(self.policy, self.df, self.episodes, seed=1, **PORTFOLIO)
+
+    def _sync_random(self):
+        for a in self.actions[:self.sync_steps, :N_SYNC]:
+            self.sync_obs = self.sync.step(a)[0]
+
+    def _sync_policy(self):
+        obs = self.sync_obs
+        for _ in range(self.sync_steps):
+            p = self.policy.numpy(obs)
+            u = self.rng.random(N_SYNC)[:, None]
+            action = (p.cumsum(axis=1)[:, :-1] <= u).sum(axis=1)
+            obs = self.sync.step(action)[0]
+        self.sync_obs = obs
+
+    def _step(self):
+        for a in self.actions:
+            self.env.step(a)
+
+    def round(self):
+        work = {"P1": N_SYNC * self.sync_steps, "P1b": N_SYNC * self.sync_steps,
+                "P2": N_ENVS * self.steps, "P3": self.episodes * (PORTFOLIO[
+                    "max_episode_duration"] - 1)}
+        runs = {"P1": self._sync_random, "P1b": self._sync_policy, "P2": self._step,
+                "P3": self._rollout}
+        out = {}
+        for name, run in runs.items():
+            wall, cpu = timed(run)
+            out[name] = (work[name] / wall, work[name] / max(cpu, 1e-9))
+        return out
+
+
+PORTFOLIO_ROWS = {
+    "P1": "gym-trading-env TradingEnv, SyncVectorEnv x 64, random actions",
+    "P1b": "same + linear softmax policy in numpy",
+    "P2": f"flowsim PortfolioVectorEnv x {N_ENVS}, step() from Python, P1's actions",
+    "P3": "flowsim portfolio_rollout, P1b's policy in the compiled loop",
+}
 
 
 def portfolio_main(args):
-    """Rows P1-P3, interleaved per round; ratios within each round."""
-    df = portfolio_frame()
-    summary = []
+    """Rows P1-P3 timed in turn in each round; ratios within a round; medians."""
+    rows = PortfolioRows(portfolio_frame(), args.steps, args.portfolio_episodes)
+    import tensorflow as tf
+    threads = tf.config.threading.get_intra_op_parallelism_threads() or "default"
+    print(f"portfolio: STOCKS_GOOGL, {PORTFOLIO}; TF intra-op threads {threads}; rollout "
+          f"{args.portfolio_episodes} episodes: {rows.first}")
+    rounds = []
     for r in range(args.rounds):
-        sync = gym_trading_env_rate(max(args.steps // 3, 50), df)
-        step = portfolio_step_rate(args.steps, df)
-        roll, result = portfolio_rollout_rate(args.portfolio_episodes, df)
-        rows = [("P1 gym-trading-env TradingEnv, SyncVectorEnv x 64", f"{sync:,.0f}", "1x",
-                 f"{sync.cpu:,.0f}", "1x"),
-                ("P2 flowsim PortfolioVectorEnv x 1024, step() from Python", f"{step:,.0f}",
-                 f"{step / sync:.0f}x", f"{step.cpu:,.0f}", f"{step.cpu / sync.cpu:.0f}x"),
-                ("P3 flowsim portfolio_rollout, linear softmax, 256-row episodes",
-                 f"{roll:,.0f}", f"{roll / sync:.0f}x", f"{roll.cpu:,.0f}",
-                 f"{roll.cpu / sync.cpu:.0f}x")]
-        print(f"\nportfolio round {r + 1}/{args.rounds}: STOCKS_GOOGL, positions "
-              f"{PORTFOLIO['positions']}, fees 0.1 %, borrowing, windows 10; load average "
-              f"{os.getloadavg()[0]:.1f}")
-        table(rows, ["what", "env-steps/s", "vs P1", "per CPU-s", "vs P1, per CPU-s"])
-        print(f"rollout: {result}")
-        print(f"targets vs P1: step >= 100x ({'met' if step / sync >= 100 else 'NOT met'}), "
-              f"rollout >= 1000x ({'met' if roll / sync >= 1000 else 'NOT met'})")
-        summary.append((step / sync, roll / sync, step.cpu / sync.cpu, roll.cpu / sync.cpu))
-    if args.rounds > 1:
-        print("\nper round: step / P1, rollout / P1 (wall; then per CPU-second)")
-        for r, (a, b, c, d) in enumerate(summary):
-            print(f"  round {r + 1}: {a:.0f}x  {b:.0f}x   per CPU-s {c:.0f}x  {d:.0f}x")
+        rates = rows.round()
+        rounds.append(rates)
+        ratio = {k: (w / rates["P1"][0], c / rates["P1"][1]) for k, (w, c) in rates.items()}
+        print(f"round {r + 1}/{args.rounds} (load average {os.getloadavg()[0]:.1f}): " +
+              ", ".join(f"{k} {ratio[k][0]:.0f}x / {ratio[k][1]:.0f}x per CPU-s"
+                        for k in ("P2", "P3")) +
+              f", P3 vs P1b {rates['P3'][1] / rates['P1b'][1]:.0f}x per CPU-s")
+
+    def median(f):
+        return float(np.median([f(r) for r in rounds]))
+
+    out = []
+    for k, what in PORTFOLIO_ROWS.items():
+        wall, cpu = median(lambda r, k=k: r[k][0]), median(lambda r, k=k: r[k][1])
+        out.append((f"{k} {what}", f"{wall:,.0f}",
+                    f"{median(lambda r, k=k: r[k][0] / r['P1'][0]):,.0f}x", f"{cpu:,.0f}",
+                    f"{median(lambda r, k=k: r[k][1] / r['P1'][1]):,.0f}x"))
+    print(f"\nmedians over {args.rounds} interleaved rounds (ratios taken within each round)")
+    table(out, ["what", "env-steps/s", "vs P1", "per CPU-s", "vs P1, per CPU-s"])
+    step_cpu = median(lambda r: r["P2"][1] / r["P1"][1])
+    roll_cpu = median(lambda r: r["P3"][1] / r["P1"][1])
+    print(f"targets vs P1 (median, per CPU-s): step >= 100x "
+          f"({'met' if step_cpu >= 100 else 'NOT met'}: {step_cpu:.0f}x), rollout >= 1000x "
+          f"({'met' if roll_cpu >= 1000 else 'NOT met'}: {roll_cpu:.0f}x)")
 
 
 def main():
@@ -269,7 +328,13 @@ def main():
                         help="episodes per portfolio rollout")
     parser.add_argument("--only", choices=("all", "stocks", "portfolio"), default="all",
                         help="the gym-anytrading rows, the gym-trading-env rows, or both")
+    parser.add_argument("--tf-threads", type=int, default=0,
+                        help="TensorFlow intra-op threads for flowsim's rows (0: its "
+                             "default, every core; gym-trading-env's rows do not use TF)")
     args = parser.parse_args()
+    if args.tf_threads:
+        from flowsim.core.backend import set_threads
+        set_threads(args.tf_threads, strict=True, who="--tf-threads")
     if args.only != "stocks":
         portfolio_main(args)
     if args.only == "portfolio":

@@ -7,7 +7,7 @@ import gym_anytrading  # noqa: F401  (registers stocks-v0)
 import gymnasium
 import numpy as np
 import pytest
-from cases_envs import CASES, coin_rollout, momentum_sweep
+from cases_envs import CASES, coin_rollout
 from conftest import run_python
 from gym_anytrading.datasets import STOCKS_GOOGL
 
@@ -402,59 +402,34 @@ def test_rollout_keras_model_policy():
     assert 0 < out.trades.value <= 50 and np.isfinite(out.episode_return.error)
 
 
-def bits(result):
-    return [(np.asarray(r["value"]).tobytes(), np.asarray(r["error"]).tobytes())
-            for r in result.iterations]
+def test_rollout_bits_do_not_depend_on_events_limit(tmp_path):
+    """Every envs conformance case on Flow: chunks of one block give the bits of the
+    case's chunks (values, errors, per-episode values, timeline).  The kernels compile
+    once per process, shared with tests/test_conformance.py's prototypes; that suite
+    runs the same cases on threads over two logical CPUs, joblib loky, MPI and Spark."""
+    import conformance
+    protos = conformance.prototypes()
 
+    def flow(events_limit=None):
+        def make(sim, **spec):
+            if events_limit is not None:
+                spec["events_limit"] = events_limit
+            return flowsim.Flow(sim, quiet=True, **spec)
+        return make
 
-def run_case(name, backend=None, **kwargs):
-    spec = dict(CASES[name])
-    module, _, func = spec.pop("factory").partition(":")
-    sim = {"coin_rollout": coin_rollout, "momentum_sweep": momentum_sweep}.get(func)
-    if sim is None:
-        import cases_envs
-        sim = getattr(cases_envs, func)
-    sim = sim()
-    n_iters = spec.pop("n_iters")
-    spec.update(kwargs)
-    from flowsim.distribution.registry import flow_class
-    with flow_class(backend)(sim, quiet=True, **spec) as flow:
-        return flow.run(n_iters)
-
-
-@pytest.mark.timeout(900)
-def test_rollout_same_bits_on_flow_events_limit_and_joblib():
-    for name in CASES:
-        ref = run_case(name)
-        assert bits(run_case(name, events_limit=CASES[name]["block_size"])) == bits(ref), name
-        loky = run_case(name, backend="joblib", n_jobs=2)
-        assert bits(loky) == bits(ref), name
-        assert loky.meta["backend"] == "joblib"
-        if "episodes" in ref.iterations[0]:
-            assert np.array_equal(loky.iterations[0]["episodes"], ref.iterations[0]["episodes"])
-
-
-@pytest.mark.timeout(900)
-def test_rollout_same_bits_on_threads_with_two_logical_devices():
-    code = (
-        "import sys, json, numpy as np\n"
-        "sys.path.insert(0, 'tests')\n"
-        "import flowsim\n"
-        "flowsim.set_virtual_cpus(2)\n"
-        "from test_envs import run_case, bits\n"
-        "from cases_envs import CASES\n"
-        "out = {}\n"
-        "for name in CASES:\n"
-        "    r = run_case(name, backend='threads')\n"
-        "    assert len({c['device'] for c in r.timeline}) == 2, r.timeline\n"
-        "    out[name] = [[v.hex(), e.hex()] for v, e in bits(r)]\n"
-        "print(json.dumps(out))\n")
-    proc = run_python(code, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    import json
-    threads = json.loads(proc.stdout.strip().splitlines()[-1])
-    for name in CASES:
-        assert threads[name] == [[v.hex(), e.hex()] for v, e in bits(run_case(name))], name
+    for name, spec in CASES.items():
+        want = conformance.run_case(name, flow(), protos, str(tmp_path), "flow")
+        assert "raised" not in want, (name, want)
+        one = flow(spec["block_size"])
+        assert conformance.run_case(name, one, protos, str(tmp_path), "one") == want, name
+        sim = protos.fresh(name)
+        if sim.keep_episodes:
+            kwargs = {k: spec[k] for k in ("n_events", "block_size", "seed")}
+            ref, got = (flowsim.Flow(s, quiet=True, events_limit=limit, **kwargs).run(1)
+                        .iterations[0]["episodes"] for s, limit in (
+                            (sim, spec["events_limit"]), (protos.fresh(name),
+                                                          spec["block_size"])))
+            assert np.array_equal(got, ref) and np.ptp(ref) > 0, name
 
 
 def test_rollout_is_a_flowsim_simulation():
@@ -765,6 +740,29 @@ def test_portfolio_history_functions_run_on_numpy_and_tf():
         tf_h["volume", -1]
     with pytest.raises(TypeError, match="np.where"):
         bool(tf_h["position", -1] > 0)
+
+
+def test_portfolio_steps_keep_only_the_history_the_functions_read():
+    """The reward and feature functions are traced once when the env is built: the
+    steps keep just the columns and entries they read, and a bad read is refused
+    then, with gym-trading-env's message."""
+    df = market_frame(rows=50)
+    env = PortfolioVectorEnv(df, 2, reward_function=value_ratio_reward,
+                             dynamic_feature_functions=[drift_feature])
+    first, ring, now = env.portfolio.kept
+    assert first == ["portfolio_valuation", "data_close"]
+    assert now == ["position", "portfolio_valuation", "data_close"]
+    assert ring == [("portfolio_valuation", 2)]
+    default = PortfolioVectorEnv(df, 2).portfolio.kept
+    assert default == ([], [("portfolio_valuation", 2)],
+                       ["position", "real_position", "portfolio_valuation"])
+    with pytest.raises(ValueError, match="Feature volume does not exist"):
+        PortfolioVectorEnv(df, reward_function=lambda h: h["volume", -1])
+    with pytest.raises(IndexError, match="history_length=2"):
+        PortfolioVectorEnv(df, dynamic_feature_functions=[lambda h: h["position", -3]])
+    deep = PortfolioVectorEnv(df, history_length=3,
+                              dynamic_feature_functions=[lambda h: h["position", -3]])
+    assert ("position", 3) in deep.portfolio.kept[1]
 
 
 def test_portfolio_env_bad_configuration_names_the_argument():

@@ -23,8 +23,6 @@ weights held ``q_i p_{t,i} / V_t``.  Weights are checked against
 this; ``tests/test_envs.py`` checks it against a numpy implementation of these
 equations.
 """
-import numbers
-import secrets
 
 import gymnasium
 import numpy as np
@@ -34,7 +32,7 @@ from gymnasium.vector.utils import batch_space
 from ..core import rng
 from ..core.lazy_tf import tf
 from .portfolio import check_number
-from .vector import BACKENDS, default_device, env_seeds, flat_call, reset_mask
+from .vector import BACKENDS, CompiledVectorEnv, default_device
 
 
 def closes_of(prices):
@@ -50,7 +48,7 @@ def closes_of(prices):
     return array, names
 
 
-class MultiAssetVectorEnv(gymnasium.vector.VectorEnv):
+class MultiAssetVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
     """``num_envs`` portfolios over the ``k`` assets of ``prices``, stepped together.
 
     Parameters
@@ -148,19 +146,7 @@ class MultiAssetVectorEnv(gymnasium.vector.VectorEnv):
             self._ints = t.Variable(np.zeros((4, n), np.int32))        # idx, step, end, done
             self._keys = t.Variable(np.zeros((2, n), np.int64))        # seed, episode
             self._money = t.Variable(np.zeros((k + 1, n), np.float64))  # units, cash
-        step = t.function(self._placed(self._step_fn), jit_compile=self.jit_compile)
-        reset = t.function(self._placed(self._reset_fn), jit_compile=self.jit_compile)
-        self._fns = {"step": flat_call(step.get_concrete_function(
-                         t.TensorSpec([n, k], t.float64))),
-                     "reset": flat_call(reset.get_concrete_function(
-                         t.TensorSpec([n], t.bool), t.TensorSpec([n], t.int64),
-                         t.TensorSpec([n], t.bool)))}
-
-    def _placed(self, fn):
-        def placed(*args):
-            with tf().device(self.device):
-                return fn(*args)
-        return placed
+        self.compile_calls(t.TensorSpec([n, k], t.float64))
 
     def _fresh(self, ints, money, keys, mask):
         t = tf()
@@ -251,17 +237,8 @@ class MultiAssetVectorEnv(gymnasium.vector.VectorEnv):
         """As :meth:`flowsim.envs.TradingVectorEnv.reset`."""
         if self._fns is None:
             self._build()
-        mask = reset_mask(options, self.num_envs, self._ones)
-        seeds = env_seeds(seed, self.num_envs)
-        if isinstance(seed, numbers.Integral):
-            super().reset(seed=int(seed))
-        if not self._seeded:
-            seeds = [secrets.randbits(62) if s is None else s for s in seeds]
-            self._seeded = True
-        given = np.array([s is not None for s in seeds])
-        values = np.array([0 if s is None else s for s in seeds], dtype=np.int64)
-        t = tf()
-        obs, table = self._fns["reset"](t.constant(mask), t.constant(values), t.constant(given))
+        mask, args = self.reset_inputs(seed, options)
+        obs, table = self._fns["reset"](*args)
         out = self._finish(obs, table, mask)
         return out[0], out[4]
 

@@ -17,7 +17,7 @@ The totals are numpy scalars in gym-anytrading: float32 under numpy >= 2
 import numpy as np
 
 from ..core.lazy_tf import tf
-from .market import ACC_DTYPE, BUY, LONG, SELL
+from .market import ACC_DTYPE, trade_prices
 
 #: gym-anytrading ForexEnv's trade fee (price units) and pips per price unit.
 TRADE_FEE, PIPS = 0.0003, 10000
@@ -37,15 +37,8 @@ def step(prices, series, action, tick, last, position, end, total_reward, total_
     t = tf()
     acc = total_profit.dtype
     fee, pips = fees
-    length = t.shape(prices, out_type=t.int32)[1]
-    flat = t.reshape(prices, [-1])
-    tick = tick + 1
-    truncated = t.equal(tick, end)
-    long = t.equal(position, LONG)
-    action = t.cast(action, t.int32)
-    trade = (t.equal(action, BUY) & ~long) | (t.equal(action, SELL) & long)
-    current = t.gather(flat, series * length + t.minimum(tick, length - 1))
-    before = t.gather(flat, series * length + last)
+    tick, truncated, long, trade, current, before = trade_prices(prices, series, action,
+                                                                 tick, last, position, end)
     diff = t.cast(current - before, acc)
     pips_won = t.where(long, diff * pips, -diff * pips)
     reward = t.where(trade, pips_won, t.zeros_like(pips_won))

@@ -193,12 +193,24 @@ class History:
         self._index = {c: i for i, c in enumerate(self.columns)}
         self._first = first
         self._last = list(last)          # last[0] is entry -1, last[1] entry -2, ...
+        self._length = len(self._last)
+        self._values = None
+
+    @classmethod
+    def of_values(cls, columns, values, history_length):
+        """A history holding only ``values``: ``{(column, t): tensor [n]}`` (what
+        :func:`reads` found the functions read); reading another entry is refused."""
+        history = cls(columns, None, [])
+        history._values, history._length = dict(values), int(history_length)
+        return history
 
     @property
     def history_length(self):
-        return len(self._last)
+        return self._length
 
-    def __getitem__(self, arg):
+    def _check(self, arg):
+        """``(column, t)`` of ``history[arg]``, refused with gym-trading-env's message
+        for an unknown column and flowsim's for an entry it does not keep."""
         if not (isinstance(arg, tuple) and len(arg) == 2):
             raise TypeError(f"history[{arg!r}]: flowsim's batched history reads one entry "
                             f"at a time, history[column, t] with t = 0 or -1 .. "
@@ -213,12 +225,56 @@ class History:
                              f"and the last history_length={self.history_length} (-1 .. "
                              f"-{self.history_length}); raise history_length to read further "
                              f"back")
+        return column, int(t)
+
+    def __getitem__(self, arg):
+        column, t = self._check(arg)
+        if self._values is not None:
+            if (column, t) not in self._values:
+                raise RuntimeError(
+                    f"history[{column!r}, {t}] was not read when flowsim first traced the "
+                    f"reward and feature functions (it keeps only the entries they read): "
+                    f"a function must read the same history entries on every call")
+            return Values(self._values[column, t])
         entry = self._first if t == 0 else self._last[-t - 1]
         return Values(entry[self._index[column]])
 
     def __len__(self):
         raise TypeError("len(history): flowsim's batched history has one length per "
                         "environment; read history['step', -1] + 1")
+
+
+class _Recording(History):
+    """A history that notes each ``(column, t)`` read and answers a placeholder."""
+
+    def __init__(self, columns, history_length, placeholder):
+        super().__init__(columns, None, [])
+        self._length, self._placeholder, self.read = int(history_length), placeholder, set()
+
+    def __getitem__(self, arg):
+        key = self._check(arg)
+        self.read.add(key)
+        return Values(self._placeholder)
+
+
+def reads(functions, columns, history_length):
+    """The entries ``{(column, t)}`` that ``functions`` read from a history.
+
+    Each function is called once on a recording history whose values are
+    float64 placeholders ``[None]`` of a throwaway TF graph (nothing runs), so a
+    compiled step can keep just those entries instead of every column of the
+    last ``history_length`` entries.  A function must read the same entries on
+    every call (it cannot branch on values anyway: see :class:`Values`).
+    Errors a function raises (an unknown column, an entry beyond
+    ``history_length``) surface here, when the environment is built.
+    """
+    t = tf()
+    with t.Graph().as_default():
+        placeholder = t.compat.v1.placeholder(t.float64, [None])
+        history = _Recording(columns, history_length, placeholder)
+        for function in functions:
+            function(history)
+    return history.read
 
 
 def last_position_taken(history):

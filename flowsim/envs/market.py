@@ -230,6 +230,25 @@ def fee_factors():
     return np.array([1 - FEE_ASK, 1 - FEE_BID], ACC_DTYPE)
 
 
+def trade_prices(prices, series, action, tick, last, position, end):
+    """What gym-anytrading's StocksEnv and ForexEnv steps share: ``(tick, truncated,
+    long, trade, current, before)``, the next tick, whether it ends the episode,
+    whether the position held is Long, whether ``action`` trades, and the prices at
+    the next tick and at the last trade."""
+    t = tf()
+    length = t.shape(prices, out_type=t.int32)[1]
+    flat = t.reshape(prices, [-1])
+    tick = tick + 1
+    truncated = t.equal(tick, end)
+    long = t.equal(position, LONG)
+    action = t.cast(action, t.int32)
+    trade = (t.equal(action, BUY) & ~long) | (t.equal(action, SELL) & long)
+    # an ended episode (tick == end) may step past its series: clamped, its result unused
+    current = t.gather(flat, series * length + t.minimum(tick, length - 1))
+    before = t.gather(flat, series * length + last)
+    return tick, truncated, long, trade, current, before
+
+
 def step(prices, series, action, tick, last, position, end, total_reward, total_profit,
          fees):
     """One StocksEnv step of every environment.
@@ -245,16 +264,8 @@ def step(prices, series, action, tick, last, position, end, total_reward, total_
     """
     t = tf()
     acc = total_profit.dtype
-    length = t.shape(prices, out_type=t.int32)[1]
-    flat = t.reshape(prices, [-1])
-    tick = tick + 1
-    truncated = t.equal(tick, end)
-    long = t.equal(position, LONG)
-    action = t.cast(action, t.int32)
-    trade = (t.equal(action, BUY) & ~long) | (t.equal(action, SELL) & long)
-    # an ended episode (tick == end) may step past its series: clamped, its result unused
-    current = t.gather(flat, series * length + t.minimum(tick, length - 1))
-    before = t.gather(flat, series * length + last)
+    tick, truncated, long, trade, current, before = trade_prices(prices, series, action,
+                                                                 tick, last, position, end)
     reward = t.where(trade & long, current - before, t.zeros_like(current))
     total_reward = total_reward + t.cast(reward, acc)
     shares = total_profit * fees[0] / t.cast(before, acc)

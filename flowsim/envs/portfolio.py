@@ -36,7 +36,7 @@ import numpy as np
 
 from ..core import rng
 from ..core.lazy_tf import tf
-from .history import History, Values, last_position_taken, log_return, real_position
+from .history import History, Values, last_position_taken, log_return, reads, real_position
 
 #: Columns of a history entry before the DataFrame's ``data_<column>`` ones.
 DISTRIBUTION = ("asset", "fiat", "borrowed_asset", "borrowed_fiat", "interest_asset",
@@ -159,6 +159,8 @@ class Portfolio:
         self.columns = list(ENTRY) + [f"data_{c}" for c in self.data_columns]
         self.index = df.index.values
         self.info_frame = df[[c for c in df.columns if c not in static]]
+        self._kept = None
+        self._kept = self.kept          # trace the functions now: their errors surface here
 
     def _initial(self, initial_position):
         if isinstance(initial_position, str) and initial_position == "random":
@@ -288,17 +290,74 @@ class Portfolio:
             return self.length - 1 - self.first_row
         return self.max_episode_duration - 1
 
-    def _entry(self, c, idx, step, position_index, position, real, value, wallet, reward):
-        """A history entry ``[len(columns), n]`` float64."""
+    # -- the history a step keeps ----------------------------------------------------
+    @property
+    def kept(self):
+        """What of the history the compiled steps keep: ``(first, ring, now)``.
+
+        The reward and feature functions are traced once on a recording history
+        (:func:`flowsim.envs.history.reads`): ``first`` lists the columns they read
+        at entry 0, ``ring`` the rows ``(column, k)`` of the entries ``-k`` (k >= 2)
+        they read back, ``now`` the columns of the current entry (``-1``) they read
+        or that ``ring`` needs.  The rest of an entry is never built in a rollout,
+        and an environment builds it only for its ``infos``.
+        """
+        if self._kept is None:
+            read = reads([self.reward_function, *self.dynamic_feature_functions],
+                         self.columns, self.history_length)
+            order = self.columns.index
+            first = sorted({c for c, t in read if t == 0}, key=order)
+            depth = {}
+            for c, t in read:
+                if t < 0:
+                    depth[c] = max(depth.get(c, 1), -t)
+            now = sorted(depth, key=order)
+            ring = [(c, k) for c in now for k in range(2, depth[c] + 1)]
+            self._kept = (first, ring, now)
+        return self._kept
+
+    def column(self, c, now, name):
+        """History column ``name`` (float64 ``[n]``) of the entry ``now``: a dict of
+        ``idx``, ``step``, ``position_index`` (int), ``position``, ``real``, ``value``,
+        ``wallet`` (asset, fiat, interest in asset, interest in fiat) and ``reward``."""
         t = tf()
-        asset, fiat, ia, if_ = wallet
+        if name in ("idx", "step", "position_index"):
+            return t.cast(now[name], t.float64)
+        simple = {"position": "position", "real_position": "real",
+                  "portfolio_valuation": "value", "reward": "reward"}
+        if name in simple:
+            return now[simple[name]]
+        if name.startswith("data_"):
+            j = self.data_columns.index(name[len("data_"):])
+            return t.gather(c["data"][:, j], now["idx"])
+        asset, fiat, ia, if_ = now["wallet"]
         zero = t.zeros_like(asset)
-        data = t.transpose(t.gather(c["data"], idx))                       # [D, n]
-        rows = [t.cast(idx, t.float64), t.cast(step, t.float64),
-                t.cast(position_index, t.float64), position, real, value,
-                t.maximum(zero, asset), t.maximum(zero, fiat), t.maximum(zero, -asset),
-                t.maximum(zero, -fiat), ia, if_, reward]
-        return t.concat([t.stack(rows), data], axis=0)
+        return {"portfolio_distribution_asset": lambda: t.maximum(zero, asset),
+                "portfolio_distribution_fiat": lambda: t.maximum(zero, fiat),
+                "portfolio_distribution_borrowed_asset": lambda: t.maximum(zero, -asset),
+                "portfolio_distribution_borrowed_fiat": lambda: t.maximum(zero, -fiat),
+                "portfolio_distribution_interest_asset": lambda: ia,
+                "portfolio_distribution_interest_fiat": lambda: if_}[name]()
+
+    def _history(self, c, state, current):
+        """The :class:`History` of the functions at a step: ``current`` the columns of
+        entry -1, ``state`` the kept rows of entry 0 and of the entries before."""
+        first, ring, now = self.kept
+        values = {(col, -1): current[col] for col in now}
+        values.update({(col, 0): state["first"][i] for i, col in enumerate(first)})
+        values.update({(col, -k): state["ring"][i] for i, (col, k) in enumerate(ring)})
+        return History.of_values(self.columns, values, self.history_length)
+
+    def _shift(self, state, current):
+        """The ring of the next step: the current entry becomes entry -2."""
+        t = tf()
+        _, ring, _ = self.kept
+        if not ring:
+            return state["ring"]
+        where = {key: i for i, key in enumerate(ring)}
+        rows = [current[col] if k == 2 else state["ring"][where[col, k - 1]]
+                for col, k in ring]
+        return t.stack(rows)
 
     def _call(self, fn, history, n, what):
         t = tf()
@@ -319,25 +378,37 @@ class Portfolio:
                   for f in self.dynamic_feature_functions]
         return t.cast(t.stack(values, axis=1), t.float32)
 
+    @staticmethod
+    def _rows(columns, values, n):
+        t = tf()
+        if not columns:
+            return t.zeros([0, n], t.float64)
+        return t.stack([values[col] for col in columns])
+
     def fresh(self, c, start, index):
-        """The state of new episodes starting at rows ``start`` with positions
-        ``positions[index]``."""
+        """``(state, now)``: the state of new episodes starting at rows ``start`` with
+        positions ``positions[index]``, and their first entry (as :meth:`column`
+        reads it)."""
         t = tf()
         n = t.shape(start)[0]
         position = t.gather(c["positions"], index)
         price = t.gather(c["close"], start)
         value = t.fill([n], t.constant(self.portfolio_initial_value, t.float64))
-        wallet = (position * value / price, (c["rules"][3] - position) * value,
-                  t.zeros_like(value), t.zeros_like(value))
-        entry = self._entry(c, start, t.zeros_like(start), index, position, position, value,
-                            wallet, t.zeros_like(value))
-        last = [entry] * self.history_length
-        dyn = self._dynamic(History(self.columns, entry, last), n)
+        zero = t.zeros_like(value)
+        wallet = (position * value / price, (c["rules"][3] - position) * value, zero, zero)
+        now = {"idx": start, "step": t.zeros_like(start), "position_index": index,
+               "position": position, "real": position, "value": value, "wallet": wallet,
+               "reward": zero}
+        first, ring, current = self.kept
+        entry = {col: self.column(c, now, col) for col in {*first, *current}}
+        state = {"first": self._rows(first, entry, n),
+                 "ring": self._rows([col for col, _ in ring], entry, n)}
+        dyn = self._dynamic(self._history(c, state, entry), n)
         ring = t.concat([t.zeros([n, self.window_rows - 1, self.n_dynamic], t.float32),
                          dyn[:, None, :]], axis=1)
-        return {"idx": start, "step": t.zeros_like(start), "position": position,
-                "wallet": t.stack(wallet), "first": entry, "last": t.stack(last),
-                "dyn": ring}
+        state.update(idx=start, step=t.zeros_like(start), position=position,
+                     wallet=t.stack(wallet), dyn=ring)
+        return state, now
 
     def trade(self, wallet, position, target, price, rules):
         """gym-trading-env's ``trade_to_position`` where ``target != position``
@@ -370,7 +441,8 @@ class Portfolio:
 
     def step(self, c, state, target, position_index):
         """One step of every environment to target positions ``target`` (float64
-        ``[n]``).  Returns ``(state, reward, terminated, truncated)``."""
+        ``[n]``).  Returns ``(state, reward, terminated, truncated, now)``, ``now``
+        the step's entry as :meth:`column` reads it."""
         t = tf()
         wallet = tuple(t.unstack(state["wallet"]))
         n = t.shape(target)[0]
@@ -389,18 +461,21 @@ class Portfolio:
         truncated = idx >= self.length - 1
         if self.max_episode_duration != "max":
             truncated |= step >= self.max_episode_duration - 1
-        entry = self._entry(c, idx, step, position_index, target, real, value, wallet, zero)
-        last = t.concat([entry[None], state["last"][:-1]], axis=0)
-        history = History(self.columns, state["first"], t.unstack(last))
-        reward = self._call(self.reward_function, history, n, "reward_function")
+        now = {"idx": idx, "step": step, "position_index": position_index, "position": target,
+               "real": real, "value": value, "wallet": wallet, "reward": zero}
+        _, _, current = self.kept
+        entry = {col: self.column(c, now, col) for col in current}
+        reward = self._call(self.reward_function, self._history(c, state, entry), n,
+                            "reward_function")
         reward = t.where(terminated, zero, reward)
-        entry = t.tensor_scatter_nd_update(entry, [[len(ENTRY) - 1]], reward[None])
-        last = t.concat([entry[None], last[1:]], axis=0)
-        dyn = self._dynamic(History(self.columns, state["first"], t.unstack(last)), n)
+        now["reward"] = reward
+        if "reward" in entry:
+            entry["reward"] = reward
+        dyn = self._dynamic(self._history(c, state, entry), n)
         ring = t.concat([state["dyn"][:, 1:], dyn[:, None, :]], axis=1)
         state = dict(state, idx=idx, step=step, position=target, wallet=t.stack(wallet),
-                     last=last, dyn=ring)
-        return state, reward, terminated, truncated
+                     ring=self._shift(state, entry), dyn=ring)
+        return state, reward, terminated, truncated, now
 
     def observe(self, c, state):
         """Observations ``[n, windows, n_features]`` (``[n, n_features]`` without

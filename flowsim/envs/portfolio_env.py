@@ -6,8 +6,6 @@
 one compiled call; :class:`PortfolioEnv` is one of them
 (``gymnasium.make("flowsim/TradingEnv-v0", df=...)``).
 """
-import numbers
-import secrets
 
 import gymnasium
 import numpy as np
@@ -17,12 +15,11 @@ from gymnasium.vector.utils import batch_space
 from ..core.lazy_tf import tf
 from .portfolio import Portfolio
 from .vector import (
-    BACKENDS,
+    CompiledVectorEnv,
+    SingleEnv,
+    check_batch,
     check_discrete_actions,
     default_device,
-    env_seeds,
-    flat_call,
-    reset_mask,
 )
 
 #: History columns reported as integers in ``infos``.
@@ -36,7 +33,7 @@ def metrics_text(close_first, close_last, value_first, value_last):
             "Portfolio Return": f"{100 * (value_last / value_first - 1):5.2f}%"}
 
 
-class PortfolioVectorEnv(gymnasium.vector.VectorEnv):
+class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
     """``num_envs`` gym-trading-env ``TradingEnv`` environments stepped together.
 
     The keywords and their defaults are gym-trading-env 0.3.5's, so its
@@ -131,12 +128,7 @@ class PortfolioVectorEnv(gymnasium.vector.VectorEnv):
                  max_episode_duration="max", verbose=0, name="Stock", render_mode=None,
                  action_space="discrete", history_length=2, backend="numpy", device=None,
                  jit_compile=True):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral):
-            raise TypeError(f"num_envs must be an integer, got {num_envs!r}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        check_batch(num_envs, backend)
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be None or one of {RENDER_MODES}, got "
                              f"{render_mode!r}")
@@ -166,103 +158,107 @@ class PortfolioVectorEnv(gymnasium.vector.VectorEnv):
         self._vars = self._fns = None
         self._seeded = False
         self._ones = np.ones(self.num_envs, dtype=bool)
+        self._first = np.zeros((len(p.columns), self.num_envs))   # entry 0, for metrics
         self._episode = []              # environment 0's entries, for render()
         self._data = {c: p.info_frame[c].to_numpy() for c in p.info_frame.columns}
 
     # -- state on the device -----------------------------------------------------------
+    # Three variables (each captured one costs the call some microseconds): int64 rows
+    # INTS; float64 rows MONEY then the kept history (Portfolio.kept: entry 0's
+    # columns, then the ring of entries before the last), with the rules' numbers as
+    # rows (never constants: Portfolio.rule_rows); float32 dynamic features.
+    INTS = ("idx", "step", "done", "seed", "episode")
+    MONEY = ("asset", "fiat", "interest_asset", "interest_fiat", "position", *Portfolio.RULES)
+
     def _build(self):
         t = tf()
         n, p = self.num_envs, self.portfolio
-        slots, width = p.history_length + 1, len(p.columns)
+        first, ring, _ = p.kept
+        money = np.zeros((len(self.MONEY) + len(first) + len(ring), n), np.float64)
+        money[5:9] = p.rule_rows()[:, None]
         with t.device(self.device):
             self._c = p.constants()
-            self._rules = t.Variable(np.tile(p.rule_rows()[:, None], (1, n)))
-            self._vars = {
-                "ints": t.Variable(np.zeros((3, n), np.int32)),          # idx, step, done
-                "keys": t.Variable(np.zeros((2, n), np.int64)),          # seed, episode
-                "money": t.Variable(np.zeros((5, n), np.float64)),       # wallet, position
-                "hist": t.Variable(np.zeros((slots, width, n), np.float64)),
-                "dyn": t.Variable(np.zeros((n, p.window_rows, p.n_dynamic), np.float32))}
+            self._vars = (t.Variable(np.zeros((len(self.INTS), n), np.int64)),
+                          t.Variable(money),
+                          t.Variable(np.zeros((n, p.window_rows, p.n_dynamic), np.float32)))
         box = p.action_space == "box"
-        action_spec = t.TensorSpec([n], t.float64 if box else t.int32)
-        step = t.function(self._on_device(self._step_fn), jit_compile=self.jit_compile)
-        reset = t.function(self._on_device(self._reset_fn), jit_compile=self.jit_compile)
-        self._fns = {"step": flat_call(step.get_concrete_function(action_spec)),
-                     "reset": flat_call(reset.get_concrete_function(
-                         t.TensorSpec([n], t.bool), t.TensorSpec([n], t.int64),
-                         t.TensorSpec([n], t.bool)))}
-
-    def _on_device(self, fn):
-        def placed(*args):
-            with tf().device(self.device):
-                return fn(*args)
-        return placed
+        self.compile_calls(t.TensorSpec([n], t.float64 if box else t.int32))
 
     def _read(self):
-        v = {k: x.read_value() for k, x in self._vars.items()}
-        return ({"idx": v["ints"][0], "step": v["ints"][1], "wallet": v["money"][:4],
-                 "position": v["money"][4], "first": v["hist"][0], "last": v["hist"][1:],
-                 "dyn": v["dyn"]}, v["ints"][2], v["keys"])
+        """``(state, done, keys)`` from the variables (and the rules into ``self._c``)."""
+        t = tf()
+        ints, money, dyn = (v.read_value() for v in self._vars)
+        n_first = len(self.portfolio.kept[0])
+        self._c["rules"] = money[5:9]
+        state = {"idx": t.cast(ints[0], t.int32), "step": t.cast(ints[1], t.int32),
+                 "wallet": money[:4], "position": money[4], "first": money[9:9 + n_first],
+                 "ring": money[9 + n_first:], "dyn": dyn}
+        return state, t.cast(ints[2], t.bool), ints[3:5]
 
     def _write(self, state, done, keys):
         t = tf()
-        self._vars["ints"].assign(t.stack([state["idx"], state["step"], t.cast(done, t.int32)]))
-        self._vars["keys"].assign(keys)
-        self._vars["money"].assign(t.concat([state["wallet"], state["position"][None]], 0))
-        self._vars["hist"].assign(t.concat([state["first"][None], state["last"]], 0))
-        self._vars["dyn"].assign(state["dyn"])
-
-    @staticmethod
-    def _merge(mask, new, old):
-        t = tf()
-        out = {}
-        for k, a in new.items():
-            m = mask[:, None, None] if k == "dyn" else mask
-            out[k] = t.where(m, a, old[k])
-        return out
+        ints, money, dyn = self._vars
+        ints.assign(t.concat([t.cast(t.stack([state["idx"], state["step"]]), t.int64),
+                              t.cast(done, t.int64)[None], keys], 0))
+        money.assign(t.concat([state["wallet"], state["position"][None], self._c["rules"],
+                               state["first"], state["ring"]], 0))
+        dyn.assign(state["dyn"])
 
     def _fresh(self, state, mask, keys):
-        start, index = self.portfolio.draws(keys[0], keys[1])
-        return self._merge(mask, self.portfolio.fresh(self._c, start, index), state)
-
-    def _outputs(self, state, reward, terminated, truncated):
+        """``(state, now)``: ``state`` with the environments of ``mask`` starting the
+        episode numbered by ``keys``, and the first entry of every environment's
+        next episode."""
         t = tf()
-        obs = self.portfolio.observe(self._c, state)
-        table = t.concat([t.stack([reward, t.cast(terminated, t.float64),
-                                   t.cast(truncated, t.float64)]),
-                          state["last"][0], state["first"]], axis=0)
-        return obs, table
+        start, index = self.portfolio.draws(keys[0], keys[1])
+        fresh, now = self.portfolio.fresh(self._c, start, index)
+        return {k: t.where(mask[:, None, None] if k == "dyn" else mask, a, state[k])
+                for k, a in fresh.items()}, now
+
+    def _outputs(self, state, now, terminated, truncated):
+        """``(obs, table)``: observations and float64 rows reward, terminated, truncated
+        and the entry's columns of ``infos`` (:attr:`info_columns`)."""
+        t = tf()
+        p = self.portfolio
+        obs = p.observe(self._c, state)
+        rows = [now["reward"], t.cast(terminated, t.float64), t.cast(truncated, t.float64)]
+        rows += [p.column(self._c, now, col) for col in self.info_columns]
+        return obs, t.stack(rows)
+
+    @property
+    def info_columns(self):
+        """History columns the compiled call returns for ``infos``: the entry's, less
+        the reward (row 0) and, with numpy infos, the data columns (read on the
+        host from ``idx``)."""
+        p = self.portfolio
+        return [c for c in p.columns if c != "reward" and (
+            self.backend == "tf" or not c.startswith("data_"))]
 
     def _step_fn(self, action):
         t = tf()
         p = self.portfolio
-        self._c["rules"] = self._rules.read_value()
-        state, done, keys = self._read()
-        reset = t.cast(done, t.bool)
+        state, reset, keys = self._read()
         if p.action_space == "box":
             target, index = action, -t.ones_like(state["idx"])
         else:
             target, index = t.gather(self._c["positions"], action), action
-        stepped, reward, terminated, truncated = p.step(self._c, state, target, index)
+        stepped, reward, terminated, truncated, now = p.step(self._c, state, target, index)
         keys = t.stack([keys[0], keys[1] + t.cast(reset, t.int64)])
-        state = self._fresh(stepped, reset, keys)
-        zero = t.zeros_like(reward)
-        reward = t.where(reset, zero, reward)
+        state, fresh = self._fresh(stepped, reset, keys)
+        now = {k: tuple(t.where(reset, x, y) for x, y in zip(a, now[k])) if k == "wallet"
+               else t.where(reset, a, now[k]) for k, a in fresh.items()}
         terminated, truncated = terminated & ~reset, truncated & ~reset
         self._write(state, terminated | truncated, keys)
-        return self._outputs(state, reward, terminated, truncated)
+        return self._outputs(state, now, terminated, truncated)
 
     def _reset_fn(self, mask, seeds, seeded):
         t = tf()
-        self._c["rules"] = self._rules.read_value()
         state, done, keys = self._read()
         episode = t.where(mask, t.where(seeded, t.zeros_like(keys[1]), keys[1] + 1), keys[1])
         keys = t.stack([t.where(mask & seeded, seeds, keys[0]), episode])
-        state = self._fresh(state, mask, keys)
-        self._write(state, t.cast(done, t.bool) & ~mask, keys)
-        zero = t.zeros([self.num_envs], t.float64)
+        state, now = self._fresh(state, mask, keys)
+        self._write(state, done & ~mask, keys)
         false = t.zeros([self.num_envs], t.bool)
-        return self._outputs(state, zero, false, false)
+        return self._outputs(state, now, false, false)
 
     def episode_starts(self, seed, episode=0):
         """``(rows, positions)``: the start rows and initial positions (numpy
@@ -282,18 +278,9 @@ class PortfolioVectorEnv(gymnasium.vector.VectorEnv):
         :meth:`flowsim.envs.TradingVectorEnv.reset`.  Returns ``(obs, infos)``."""
         if self._vars is None:
             self._build()
-        mask = reset_mask(options, self.num_envs, self._ones)
-        seeds = env_seeds(seed, self.num_envs)
-        if isinstance(seed, numbers.Integral):
-            super().reset(seed=int(seed))
-        if not self._seeded:
-            seeds = [secrets.randbits(62) if s is None else s for s in seeds]
-            self._seeded = True
-        given = np.array([s is not None for s in seeds])
-        values = np.array([0 if s is None else s for s in seeds], dtype=np.int64)
-        t = tf()
-        obs, table = self._fns["reset"](t.constant(mask), t.constant(values), t.constant(given))
-        obs, _, _, _, infos = self._finish(obs, table, mask)
+        mask, args = self.reset_inputs(seed, options)
+        obs, table = self._fns["reset"](*args)
+        obs, _, _, _, infos = self._finish(obs, table, mask, fresh=mask)
         if mask[0]:
             self._record(infos)
         return obs, infos
@@ -308,7 +295,7 @@ class PortfolioVectorEnv(gymnasium.vector.VectorEnv):
         obs, table = self._fns["step"](actions)
         out = self._finish(obs, table, self._ones)
         if self.backend == "numpy":
-            self._episode_ends(table.numpy(), out[2] | out[3])
+            self._episode_ends(out[4], out[2] | out[3])
             self._record(out[4])
         return out
 
@@ -329,51 +316,62 @@ class PortfolioVectorEnv(gymnasium.vector.VectorEnv):
                              f"(positions[0], positions[-1]), got {float(a[bad][0])!r}")
         return t.constant(a.astype(np.float64))
 
-    def _finish(self, obs, table, mask):
+    def _finish(self, obs, table, mask, fresh=None):
+        """gymnasium's ``(obs, rewards, terminations, truncations, infos)`` from the
+        compiled call's outputs; ``fresh``: the environments that start an episode
+        (default: those at step 0), whose entry 0 the metrics keep."""
         t = tf()
-        p = self.portfolio
-        width = len(p.columns)
+        columns = self.info_columns
         if self.backend == "tf":
-            infos = {c: table[3 + i] for i, c in enumerate(p.columns)}
+            infos = {c: table[3 + i] for i, c in enumerate(columns)}
             infos = {c: t.cast(x, t.int64) if c in INT_COLUMNS else x for c, x in infos.items()}
+            infos["reward"] = table[0]
             masks = {f"_{c}": t.constant(mask) for c in infos}
             return (obs, table[0], t.cast(table[1], t.bool), t.cast(table[2], t.bool),
                     {**infos, **masks})
         table = table.numpy()
-        entry = table[3:3 + width]
-        infos = {c: entry[i].astype(np.int64) if c in INT_COLUMNS else entry[i]
-                 for i, c in enumerate(p.columns) if not c.startswith("data_")}
+        infos = {c: table[3 + i].astype(np.int64) if c in INT_COLUMNS else table[3 + i]
+                 for i, c in enumerate(columns)}
         idx = infos["idx"]
-        infos["date"] = p.index[idx]
+        infos["date"] = self.portfolio.index[idx]
         for c, values in self._data.items():
             infos[f"data_{c}"] = values[idx]
+        infos["reward"] = table[0]
+        fresh = np.flatnonzero(infos["step"] == 0 if fresh is None else fresh)
+        if fresh.size:
+            self._first[:, fresh] = self._entries(infos, fresh)
         if mask is not self._ones:
             infos = {k: np.where(mask, x, np.zeros_like(x)) for k, x in infos.items()}
         for k in list(infos):
             infos[f"_{k}"] = mask.copy()
         return obs.numpy(), table[0], table[1].astype(bool), table[2].astype(bool), infos
 
-    def _episode_ends(self, table, ended):
+    def _entries(self, infos, rows):
+        """History entries ``[len(columns), len(rows)]`` (float64) of environments
+        ``rows`` from numpy ``infos``."""
+        return np.stack([np.asarray(infos[c][rows], np.float64)
+                         for c in self.portfolio.columns])
+
+    def _episode_ends(self, infos, ended):
         if not ended.any():
             return
         p = self.portfolio
-        width = len(p.columns)
-        last, first = table[3:3 + width], table[3 + width:3 + 2 * width]
+        rows = np.flatnonzero(ended)
+        first, last = self._first[:, rows], self._entries(infos, rows)
         value, close = p.columns.index("portfolio_valuation"), p.columns.index("data_close")
-        for i in np.flatnonzero(ended):
-            self.results_metrics[i] = metrics_text(first[close, i], last[close, i],
-                                                   first[value, i], last[value, i])
+        for j, i in enumerate(rows):
+            self.results_metrics[i] = metrics_text(first[close, j], last[close, j],
+                                                   first[value, j], last[value, j])
         if self.log_metrics:
             from .history import History
-            rows = np.flatnonzero(ended)
-            history = History(p.columns, first[:, rows], [last[:, rows]])
+            history = History(p.columns, first, [last])
             for metric in self.log_metrics:
                 values = np.asarray(metric["function"](history))
                 for j, i in enumerate(rows):
                     self.results_metrics[i][metric["name"]] = (
                         values.reshape(-1)[j] if values.size > 1 else values.item())
         if self.verbose > 0:
-            for i in np.flatnonzero(ended):
+            for i in rows:
                 print("".join(f"{k} : {v}   |   " for k, v in self.results_metrics[i].items()))
 
     def add_metric(self, name, function):
@@ -423,7 +421,7 @@ class PortfolioVectorEnv(gymnasium.vector.VectorEnv):
                 f"backend={self.backend!r}, device={self.device!r})")
 
 
-class PortfolioEnv(gymnasium.Env):
+class PortfolioEnv(SingleEnv):
     """One gym-trading-env ``TradingEnv`` on :class:`PortfolioVectorEnv`'s code
     (``gymnasium.make("flowsim/TradingEnv-v0", df=...)``).
 
@@ -447,19 +445,10 @@ class PortfolioEnv(gymnasium.Env):
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space
 
-    def reset(self, *, seed=None, options=None):
-        """``(obs, info)`` of a new episode (``seed`` as gymnasium's)."""
-        super().reset(seed=seed)
-        if options:
-            raise ValueError(f"options: PortfolioEnv takes none, got {sorted(options)}")
-        obs, infos = self._vec.reset(seed=seed)
-        return obs[0], self._info(infos)
-
-    def step(self, action):
-        """``(obs, reward, terminated, truncated, info)`` after ``action`` (a position
-        index; a target position with ``action_space="box"``)."""
-        obs, reward, term, trunc, infos = self._vec.step(np.reshape(np.asarray(action), [1]))
-        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), self._info(infos)
+    @staticmethod
+    def _action(action):
+        """A position index, or a target position with ``action_space="box"``."""
+        return np.reshape(np.asarray(action), [1])
 
     @staticmethod
     def _info(infos):
@@ -483,7 +472,4 @@ class PortfolioEnv(gymnasium.Env):
 
     def render_all(self, path=None):
         return self._vec.render_all(path)
-
-    def close(self):
-        self._vec.close()
 

@@ -93,30 +93,16 @@ class Rollout(Simulation):
     """
 
     dim = 0
+    #: Most episodes per block by default.
+    max_block = MAX_BLOCK
 
     def __init__(self, policy, prices=None, n_episodes=1024, window_size=30, frame_bound=None,
                  episode_length=None, params=None, episodes=False, block_size=None,
                  tick_features=None):
-        if not callable(policy):
-            raise TypeError(f"policy must be a TF callable obs -> actions or probabilities, "
-                            f"got {policy!r}")
-        self.policy = policy
+        self.set_episodes(policy, n_episodes, params, episodes, block_size)
         self.market = Market(prices, window_size, frame_bound)
         check_window(policy, self.market.window_size)
         self.episode_length = self.market.check_episode_length(episode_length)
-        self.n_episodes = check_count("n_episodes", n_episodes)
-        if params is not None:
-            from ..algorithms.sweep import param_rows
-            params = param_rows(params)
-        self.params = params
-        self.n_rows = 1 if params is None else params.shape[0]
-        if not isinstance(episodes, bool):
-            raise TypeError(f"episodes must be True or False, got {episodes!r}")
-        self.keep_episodes = episodes
-        if block_size is None:
-            from ..core.blocks import default_block_size
-            block_size = default_block_size(self.n_events, max_block=MAX_BLOCK)
-        self.block_size = check_count("block_size", block_size)
         split = (callable(getattr(policy, "observation_features", None))
                  and callable(getattr(policy, "head", None)))
         if tick_features is None:
@@ -131,6 +117,28 @@ class Rollout(Simulation):
                 raise ValueError("tick_features=True: the observation table is too large to "
                                  "precompute (market.WINDOWS_BYTES)")
         self.tick_features = bool(tick_features)
+
+    def set_episodes(self, policy, n_episodes, params, episodes, block_size):
+        """Check and set what every rollout takes (as :class:`Rollout`'s arguments):
+        ``policy``, ``n_episodes``, ``params`` (rows), ``episodes`` (keep them) and
+        ``block_size`` (default: even blocks of at most :attr:`max_block`)."""
+        if not callable(policy):
+            raise TypeError(f"policy must be a TF callable obs -> actions or probabilities, "
+                            f"got {policy!r}")
+        self.policy = policy
+        self.n_episodes = check_count("n_episodes", n_episodes)
+        if params is not None:
+            from ..algorithms.sweep import param_rows
+            params = param_rows(params)
+        self.params = params
+        self.n_rows = 1 if params is None else params.shape[0]
+        if not isinstance(episodes, bool):
+            raise TypeError(f"episodes must be True or False, got {episodes!r}")
+        self.keep_episodes = episodes
+        if block_size is None:
+            from ..core.blocks import default_block_size
+            block_size = default_block_size(self.n_events, max_block=self.max_block)
+        self.block_size = check_count("block_size", block_size)
         self._episodes = None
 
     @property
@@ -379,12 +387,20 @@ def rollout(policy, prices=None, n_episodes=1024, *, params=None, window_size=30
 
     Returns a :class:`RolloutResult`.
     """
-    from ..distribution.registry import flow_class
     sim = Rollout(policy, prices, n_episodes, window_size, frame_bound, episode_length,
                   params=params, episodes=episodes, block_size=block_size,
                   tick_features=tick_features)
     share_kernel(sim)
-    flow_kwargs.setdefault("events_limit", max(sim.block_size, 16 * sim.block_size))
+    return run_rollout(sim, seed, backend, flow_kwargs)
+
+
+def run_rollout(sim, seed, backend, flow_kwargs):
+    """Run the rollout ``sim`` (one iteration) on the Flow of ``backend`` with
+    ``flow_kwargs`` (``events_limit`` default 16 blocks) and return its
+    :class:`RolloutResult`."""
+    from ..distribution.registry import flow_class
+    flow_kwargs = dict(flow_kwargs or {})
+    flow_kwargs.setdefault("events_limit", 16 * sim.block_size)
     flow = flow_class(backend)(sim, n_events=sim.n_events, seed=seed, quiet=True,
                                block_size=sim.block_size, **flow_kwargs)
     try:

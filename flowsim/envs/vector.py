@@ -82,6 +82,17 @@ def env_seeds(seed, n):
     return seeds
 
 
+def check_batch(num_envs, backend):
+    """Refuse a ``num_envs`` that is not an integer >= 1 or a ``backend`` not in
+    :data:`BACKENDS`, naming the argument."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral):
+        raise TypeError(f"num_envs must be an integer, got {num_envs!r}")
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+
+
 def check_discrete_actions(actions, num_envs, n_actions, what):
     """``actions`` (numpy or TF) as an int32 tensor ``[num_envs]`` of values in
     ``[0, n_actions)``; anything else is refused naming ``actions`` and the range
@@ -111,7 +122,57 @@ def check_discrete_actions(actions, num_envs, n_actions, what):
     return actions
 
 
-class TradingVectorEnv(gymnasium.vector.VectorEnv):
+class CompiledVectorEnv:
+    """What flowsim's vector environments share: a step and a reset compiled once.
+
+    A subclass sets ``num_envs``, ``device`` and ``jit_compile``, defines
+    ``_step_fn(actions)`` and ``_reset_fn(mask, seeds, seeded)`` (both return
+    ``(obs or None, table)``) and calls :meth:`compile_calls` when it builds its
+    state; :meth:`reset_inputs` turns ``reset``'s arguments into the reset
+    call's (``self._ones``, all True ``[num_envs]``, is the mask of a full reset).
+    """
+
+    _seeded = False
+
+    def compile_calls(self, action_spec):
+        """``self._fns``: ``step`` and ``reset`` as concrete TF functions placed on
+        ``self.device`` and called through :func:`flat_call` (a call skips
+        ``tf.function``'s argument binding)."""
+        t = tf()
+        n = self.num_envs
+
+        def placed(fn):
+            def call(*args):
+                with t.device(self.device):
+                    return fn(*args)
+            return t.function(call, jit_compile=self.jit_compile)
+
+        self._fns = {"step": flat_call(placed(self._step_fn).get_concrete_function(
+                         action_spec)),
+                     "reset": flat_call(placed(self._reset_fn).get_concrete_function(
+                         t.TensorSpec([n], t.bool), t.TensorSpec([n], t.int64),
+                         t.TensorSpec([n], t.bool)))}
+
+    def reset_inputs(self, seed, options):
+        """``(mask, args)`` of a ``reset(seed=, options=)``: the environments reset
+        (numpy bool ``[num_envs]``) and the reset call's tensors (mask, seeds,
+        which seeds are given).  An int ``seed`` also seeds gymnasium's
+        ``np_random`` (for its wrappers); the first reset gives unseeded
+        environments OS entropy."""
+        t = tf()
+        mask = reset_mask(options, self.num_envs, self._ones)
+        seeds = env_seeds(seed, self.num_envs)
+        if isinstance(seed, numbers.Integral):
+            gymnasium.vector.VectorEnv.reset(self, seed=int(seed))
+        if not self._seeded:
+            seeds = [secrets.randbits(62) if s is None else s for s in seeds]
+            self._seeded = True
+        given = np.array([s is not None for s in seeds])
+        values = np.array([0 if s is None else s for s in seeds], dtype=np.int64)
+        return mask, (t.constant(mask), t.constant(values), t.constant(given))
+
+
+class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
     """``num_envs`` gym-anytrading ``StocksEnv`` environments, stepped together on one device.
 
     Parameters
@@ -165,12 +226,7 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
     def __init__(self, prices=None, num_envs=1, window_size=30, frame_bound=None,
                  episode_length=None, backend="numpy", device=None, jit_compile=True,
                  render_mode=None):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral):
-            raise TypeError(f"num_envs must be an integer, got {num_envs!r}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        check_batch(num_envs, backend)
         if render_mode is not None:
             raise ValueError(f"render_mode: TradingVectorEnv does not render, got "
                              f"{render_mode!r}")
@@ -226,20 +282,7 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
             self._vars = (t.Variable(np.zeros((len(self.INTS), n), np.int32)),
                           t.Variable(totals),
                           t.Variable(np.zeros((len(self.KEYS), n), np.int64)))
-        n_spec = t.TensorSpec([n], t.int32)
-        step = t.function(self._on_device(self._step_fn), jit_compile=self.jit_compile)
-        reset = t.function(self._on_device(self._reset_fn), jit_compile=self.jit_compile)
-        # concrete functions: a call skips tf.function's argument binding (~0.2 ms)
-        self._fns = {"step": flat_call(step.get_concrete_function(n_spec)),
-                     "reset": flat_call(reset.get_concrete_function(
-                         t.TensorSpec([n], t.bool), t.TensorSpec([n], t.int64),
-                         t.TensorSpec([n], t.bool)))}
-
-    def _on_device(self, fn):
-        def placed(*args):
-            with tf().device(self.device):
-                return fn(*args)
-        return placed
+        self.compile_calls(t.TensorSpec([n], t.int32))
 
     def _read(self):
         ints, totals, keys = (v.read_value() for v in self._vars)
@@ -345,17 +388,8 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
         """
         if self._vars is None:
             self._build()
-        mask = reset_mask(options, self.num_envs, self._ones)
-        seeds = env_seeds(seed, self.num_envs)
-        if isinstance(seed, numbers.Integral):
-            super().reset(seed=int(seed))       # gymnasium's np_random, for its wrappers
-        if not self._seeded:            # first reset: unseeded environments get OS entropy
-            seeds = [secrets.randbits(62) if s is None else s for s in seeds]
-            self._seeded = True
-        given = np.array([s is not None for s in seeds])
-        values = np.array([0 if s is None else s for s in seeds], dtype=np.int64)
-        obs, table = self._fns["reset"](tf().constant(mask), tf().constant(values),
-                                        tf().constant(given))
+        mask, args = self.reset_inputs(seed, options)
+        obs, table = self._fns["reset"](*args)
         _, infos = self._finish(obs, table, mask)
         return self._observations, infos
 
@@ -406,15 +440,43 @@ class TradingVectorEnv(gymnasium.vector.VectorEnv):
                 f"device={self.device!r})")
 
 
-class TradingEnv(gymnasium.Env):
+class SingleEnv(gymnasium.Env):
+    """One environment on a vector environment's code: a subclass sets ``self._vec``
+    (``num_envs=1``) and ``_info(infos)`` (gymnasium's ``info`` from the vector
+    ``infos``); ``_action(action)`` makes the vector action (default int64 ``[1]``)."""
+
+    def reset(self, *, seed=None, options=None):
+        """``(obs, info)`` of a new episode (``seed``: as gymnasium's)."""
+        super().reset(seed=seed)
+        if options:
+            raise ValueError(f"options: {type(self).__name__} takes none, got "
+                             f"{sorted(options)}")
+        obs, infos = self._vec.reset(seed=seed)
+        return obs[0], self._info(infos)
+
+    def step(self, action):
+        """``(obs, reward, terminated, truncated, info)`` after ``action``."""
+        obs, reward, term, trunc, infos = self._vec.step(self._action(action))
+        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), self._info(infos)
+
+    @staticmethod
+    def _action(action):
+        return np.array([action], dtype=np.int64)
+
+    def close(self):
+        """Release the device state."""
+        self._vec.close()
+
+
+class TradingEnv(SingleEnv):
     """One gym-anytrading ``StocksEnv`` on :class:`TradingVectorEnv`'s code
     (``gymnasium.make("flowsim/Stocks-v0")``).
 
     Takes :class:`TradingVectorEnv`'s keywords except ``num_envs`` and ``backend``.
-    ``info`` holds ``total_reward``, ``total_profit`` (floats) and ``position``
-    (0 Short, 1 Long).  For speed, step many environments with
-    :class:`TradingVectorEnv` instead: one call costs about the same for one
-    environment or a thousand.
+    An action is 0 (Sell) or 1 (Buy).  ``info`` holds ``total_reward``,
+    ``total_profit`` (floats) and ``position`` (0 Short, 1 Long).  For speed, step
+    many environments with :class:`TradingVectorEnv` instead: one call costs about
+    the same for one environment or a thousand.
     """
 
     metadata = {"render_modes": []}
@@ -427,28 +489,11 @@ class TradingEnv(gymnasium.Env):
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space
 
-    def reset(self, *, seed=None, options=None):
-        """``(obs, info)`` of a new episode (``seed``: as gymnasium's)."""
-        super().reset(seed=seed)
-        if options:
-            raise ValueError(f"options: TradingEnv takes none, got {sorted(options)}")
-        obs, infos = self._vec.reset(seed=seed)
-        return obs[0], self._info(infos)
-
-    def step(self, action):
-        """``(obs, reward, terminated, truncated, info)`` after ``action`` (0 Sell, 1 Buy)."""
-        obs, reward, _, truncated, infos = self._vec.step(np.array([action], dtype=np.int64))
-        return obs[0], float(reward[0]), False, bool(truncated[0]), self._info(infos)
-
     @staticmethod
     def _info(infos):
         return {"total_reward": float(infos["total_reward"][0]),
                 "total_profit": float(infos["total_profit"][0]),
                 "position": int(infos["position"][0])}
-
-    def close(self):
-        """Release the device state."""
-        self._vec.close()
 
 
 class ForexVectorEnv(TradingVectorEnv):
