@@ -351,19 +351,29 @@ def test_several_markets_keep_each_markets_paths_and_statistics(venues_run):
     jump = {m: np.log(venues_run.paths[m]["fundamental"][:, 17]
                       / venues_run.paths[m]["fundamental"][:, 16]) for m in ("Spot", "Other")}
     assert (abs(jump["Other"] - np.log(0.95)) < 0.02).all() and (abs(jump["Spot"]) < 0.02).all()
+    from flowsim.markets import plots
+    labels = [t.get_text() for t in plots.paths(venues_run).axes[0].get_legend().get_texts()]
+    assert {"Spot", "Other", "execution starts", "fundamental x0.95"} <= set(labels), labels
 
 
-def test_several_markets_resume_from_a_checkpoint_to_the_same_bits(venues_run, tmp_path):
-    """(paths=3 as the fixture: the same compiled loop.)"""
+def test_several_markets_resume_from_a_checkpoint_in_the_cli(tmp_path, capsys):
+    """A run stopped after one iteration resumes (``flowsim run markets --config FILE
+    --iters 2 --checkpoint``) to the bits of an uninterrupted ensemble."""
     import flowsim
+    from flowsim.cli import main
+    cfg = tmp_path / "venues.json"
+    cfg.write_text(json.dumps(venues_config()))
     path = tmp_path / "venues.ckpt"
-    sim = fm.from_pams(venues_config(), block_markets=BLOCK, paths=3)
+    sim = fm.from_pams(venues_config(), block_markets=BLOCK)
     flowsim.Flow(sim, BLOCK, seed=5, block_size=BLOCK, quiet=True).run(1, checkpoint=path)
-    resumed = fm.ensemble(venues_config(), 2 * BLOCK, seed=5, block_markets=BLOCK,
-                          iterations=2, checkpoint=path, paths=3)
+    assert main(["run", "markets", "--config", str(cfg), "--markets", str(2 * BLOCK),
+                 "--seed", "5", "--block-size", str(BLOCK), "--iters", "2",
+                 "--checkpoint", str(path), "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)["table"]
     whole = fm.ensemble(venues_config(), 2 * BLOCK, seed=5, block_markets=BLOCK,
-                        iterations=2, paths=3)
-    assert resumed.per_market.tobytes() == whole.per_market.tobytes()
+                        iterations=2)
+    assert list(table) == whole.names and "Spot|Other:return_correlation" in table
+    assert [tuple(v) for v in table.values()] == list(whole.table.values())
     assert np.isfinite(whole.value).all()
 
 

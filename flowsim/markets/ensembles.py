@@ -332,9 +332,10 @@ def decorate(result, sim):
 
 def report(result):
     """The named statistics of an ensemble Result as a text table."""
-    lines = [f"{'statistic':<18} {'mean':>14} {'s.e.':>11}"]
+    width = max([18] + [len(n) for n in result.table])
+    lines = [f"{'statistic':<{width}} {'mean':>14} {'s.e.':>11}"]
     for name, (v, e) in result.table.items():
-        lines.append(f"{name:<18} {v:>14.6g} {e:>11.3g}")
+        lines.append(f"{name:<{width}} {v:>14.6g} {e:>11.3g}")
     return "\n".join(lines)
 
 

@@ -118,7 +118,8 @@ class Structure:
         self.learned = tuple(learned)
         tw = [g.max_time_window for g in cfg.groups] + [lg.max_time_window for lg in learned]
         self.capacity = max(tw) + 1
-        self.fundamental_noise = cfg.fundamental_volatility != 0
+        self.fundamental_noise = any(v.fundamental_volatility != 0
+                                     for v in (getattr(cfg, "venues", ()) or (cfg,)))
         # an agent without noise can expect E == P exactly and place no order; pams then
         # asks the next agent (kernel.ask_others); with noise that has probability 0
         self.may_abstain = bool(learned) or any(_noiseless(g) for g in cfg.groups)
@@ -488,12 +489,13 @@ def run(S, key, M, state):
                     sweep = sweep | t_.reduce_any(fire)
             orders[0][0] = side
         vol_sum = None
+        cleared = acc.get("cleared")
         for j, (side, level, ttl) in enumerate(orders):
             q = t if R == 1 else t * R + j
-            book, price, traded, did, vol, nb, na, active = process(
+            book, price, traded, did, vol, nb, na, active, cleared = process(
                 t, q, side, level, ttl, book, price, traded, running,
                 clear if j == 0 else t_.constant(False), sweep if j == 0 else None,
-                est if S.events else None)
+                est if S.events else None, cleared)
             vol_sum = vol if vol_sum is None else vol_sum + vol
         vol = vol_sum
         hist = t_.tensor_scatter_nd_update(hist, [[t]], price[None])
@@ -510,6 +512,7 @@ def run(S, key, M, state):
             "depth_bid": acc["depth_bid"] + t_.where(inside, t_.cast(nb, f64), 0.0),
             "depth_ask": acc["depth_ask"] + t_.where(inside, t_.cast(na, f64), 0.0),
             "overflow": acc["overflow"] | over,
+            **({"cleared": cleared} if K > 1 else {}),
             **({"events": acc["events"]} if S.events else {}),
         }
         if S.events:
@@ -519,10 +522,14 @@ def run(S, key, M, state):
         fund = _fundamental_step(S, fund, _normal(u[2]), drift, volatility, chol, M)
         return t + 1, price, traded, fund, book, hist, fhist, acc
 
-    def process(t, q, side, level, ttl, book, price, traded, running, clear, sweep, est):
+    def process(t, q, side, level, ttl, book, price, traded, running, clear, sweep, est,
+                cleared):
         """Place one order per market (slot ``q mod C`` of the ring, ``q`` its
         placement number) and match it as pams executes after each order; update the
-        market price.  Returns ``(book, price, traded, did, vol, nb, na, active)``."""
+        market price.  With several markets a market executes only where an order
+        arrived (pams's ``_process_order``), so the book crossed during the warm-up
+        clears at the first order of a running market (``cleared``: markets that had
+        one).  Returns ``(book, price, traded, did, vol, nb, na, active, cleared)``."""
         bidkey, askkey, expiry = book[:3]
         s = q % C
         packed = t_.bitwise.left_shift(level, tb)
@@ -563,7 +570,13 @@ def run(S, key, M, state):
             out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
             return tuple(out[:-1])
 
-        if S.halts or S.extra_order:
+        if K > 1:
+            active = running & (side != 0)
+            book, bk, ak, nb, na, vol, lvl = t_.cond(
+                t_.reduce_any(active & ~cleared), lambda: masked_clearing(t, book, active),
+                lambda: masked_pass(t, book, active))
+            cleared = cleared | active
+        elif S.halts or S.extra_order:
             halted = [h for h in (e.halted(x) for e, x in zip(S.events, est)) if h is not None]
             active = running & t_.ones([L], t_.bool)
             for h in halted:
@@ -589,7 +602,7 @@ def run(S, key, M, state):
         new_price = t_.where(did, t_.cast(lvl, f64) * tick,
                              t_.where(~traded & has_both, mid, price))
         price = t_.where(active, new_price, price)
-        return book, price, traded | did, did, vol, nb, na, active
+        return book, price, traded | did, did, vol, nb, na, active, cleared
 
     zero = t_.zeros([L], f64)
     book = (t_.fill([C, L], t_.constant(_IMIN, i64)), t_.fill([C, L], t_.constant(_IMAX, i64)),
@@ -598,6 +611,8 @@ def run(S, key, M, state):
     fhist = t_.zeros([T + 1, L], f64) if S.paths else None
     acc = {k: zero for k in ("mispricing", "trades", "clearing", "depth_bid", "depth_ask")}
     acc["overflow"] = t_.zeros([L], t_.bool)
+    if K > 1:
+        acc["cleared"] = t_.zeros([L], t_.bool)
     if S.events:
         acc["events"] = tuple(e.init_state(L) for e in S.events)
     if S.extra_order:
