@@ -9,8 +9,10 @@ and event has its own module, registered by class name (:mod:`flowsim.markets.re
 * agent groups: ``FCNAgent`` (:mod:`flowsim.markets.agents.fcn`);
 * events: ``FundamentalPriceShock``, ``PriceLimitRule``, ``TradingHaltRule``,
   ``OrderMistakeShock`` (:mod:`flowsim.markets.events`);
-* ``simulation``: ``markets``, ``agents``, ``sessions``
-  (:mod:`flowsim.markets.sessions`); ``extends`` anywhere pams allows it.
+* ``simulation``: ``markets`` (several: each statistic per market, see
+  :func:`flowsim.markets.stats.names`), ``agents``, ``sessions``
+  (:mod:`flowsim.markets.sessions`), ``fundamentalCorrelations``; ``extends``
+  anywhere pams allows it.
 
 Keys pams ignores by convention (``"MEMO"``, comments) pass; a key read by neither
 pams nor flowsim gives a :class:`~flowsim.markets.registry.ConfigWarning` naming it

@@ -22,8 +22,8 @@ DEFAULT_BLOCK_MARKETS = 256
 
 
 class MarketEnsemble(Simulation):
-    """Independent runs of one pams market; the estimate is each statistic's mean over
-    markets with its standard error.
+    """Independent runs of a pams config (one market or several); the estimate is each
+    statistic's mean over runs with its standard error (:attr:`names`).
 
     Parameters
     ----------
@@ -248,7 +248,8 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
         Keep the price paths of the first ``paths`` markets: ``Result.paths =
         {"market_price": [paths, T + 1], "fundamental": [paths, T + 1]}`` at times
         ``0 .. T`` (warm-up included), as pams's ``get_market_prices()`` and
-        ``get_fundamental_prices()``.
+        ``get_fundamental_prices()``; with several markets one such dict per market,
+        ``Result.paths[MARKET]``.
     learned : sequence of LearnedAgents
         Learned groups beside the FCN groups.
     block_markets : int or None
@@ -276,7 +277,8 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
         ``rng`` and the backend's own keywords.
 
     Returns a :class:`flowsim.Result` whose ``value`` and ``error`` are arrays over
-    :data:`flowsim.markets.stats.NAMES` (mean over markets, standard error), plus:
+    :data:`flowsim.markets.stats.NAMES` (mean over markets, standard error; with
+    several markets over :func:`flowsim.markets.stats.names`), plus:
     ``names``; ``table``, ``{name: (value, error)}``; ``per_market``, ``[n_markets,
     len(names)]``; ``paths`` (with ``paths=k``).
     """
