@@ -377,6 +377,21 @@ def test_several_markets_resume_from_a_checkpoint_in_the_cli(tmp_path, capsys):
     assert np.isfinite(whole.value).all()
 
 
+def test_several_markets_refuse_what_runs_on_one_market_only():
+    """Learned groups and agents that may place no order run on one market only."""
+    import cases_markets
+    group = fm.LearnedAgents(cases_markets.policy(), 5, time_window=[4, 12],
+                             order_margin=[0.0, 0.05], lags=5)
+    with pytest.raises(ValueError, match="learned= groups trade one market; this config "
+                                         "has 2"):
+        fm.from_pams(venues_config(), learned=[group])
+    quiet = venues_config()
+    quiet["Followers"]["noiseScale"] = 0.0
+    with pytest.raises(ValueError, match="may place no order.*maxNormalOrders 1 only: give "
+                                         "every group noise"):
+        fm.from_pams(quiet)
+
+
 def test_fundamental_correlations_follow_pams_cholesky():
     """Log-returns of the fundamentals: drift + L z (no -sigma**2/2), corr as given."""
     from flowsim.markets.venues.correlations import cholesky
