@@ -66,7 +66,8 @@ def _refused(mutate, *words):
 @pytest.mark.parametrize("mutate, words", [
     (lambda c: c["FCNAgents"].update({"class": "MarketMakerAgent"}),
      ["MarketMakerAgent", "FCNAgents", "not implemented", "run this config in pams"]),
-    (lambda c: c["Market"].update({"class": "IndexMarket"}), ["IndexMarket"]),
+    (lambda c: c["Market"].update({"class": "IndexMarket"}),
+     ["Market.markets is required for an IndexMarket"]),
     (lambda c: c["simulation"].update({"fundamentalCorrelations": {"cross": []}}),
      ["fundamentalCorrelations.cross", "only 'pairwise'"]),
     (lambda c: c["simulation"]["sessions"][1].update({"events": ["Shock"]}),
@@ -142,6 +143,15 @@ def _refused(mutate, *words):
     (lambda c: _sample(c, "test", lambda t: t["SpotMarket-N"].update(
         {"fundamentalVolatility": 0.2})),
      ["SpotMarket-0: fundamentalDrift", "larger tickSize"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: t["SpotMarket"].pop(
+        "outstandingShares")), ["SpotMarket-1.outstandingShares is required",
+                                "component of the IndexMarket IndexMarket-I"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: t["IndexMarket-I"].pop("markets")),
+     ["IndexMarket-I.markets is required", "component"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: t["IndexMarket-I"].update(
+        {"markets": ["SpotMarket-1", "SpotMarket-3"]})), ["'SpotMarket-3'", "not a market"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: None),
+     ["ArbitrageAgent", "not implemented", "run this config in pams"]),
     (lambda c: c["simulation"]["sessions"][1].update({"withOrderExecution": False}),
      ["withOrderExecution"]),
 ])
@@ -171,11 +181,15 @@ def test_several_markets_are_named_and_read_as_pams_reads_them():
     c["Other"].update({"numMarkets": 2})
     c["Shock"]["target"] = "Other-1"
     c["simulation"]["fundamentalCorrelations"]["pairwise"] = [["Spot-3", "Other-0", 0.5]]
+    c["Index"]["markets"] = ["Other-1", "Spot-3"]
     got = parse(c)
-    assert got.market_names == ("Spot-3", "Spot-4", "Other-0", "Other-1")
-    assert [g.venues for g in got.groups] == [(0, 1, 2, 3), (2, 3)]
+    assert got.market_names == ("Spot-3", "Spot-4", "Other-0", "Other-1", "Index")
+    assert [g.venues for g in got.groups] == [(0, 1, 2, 3, 4), (2, 3)]
     assert got.max_orders == 2 and got.events[0].targets == (3,)
-    assert fm.from_pams(c).names[-1] == "Other-0|Other-1:return_correlation"
+    assert got.indexes == ((4, (3, 0), (300, 100)),)
+    assert got.venues[4].fundamental_price == (104.0 * 300 + 100.0 * 100) / 400
+    names = list(fm.from_pams(c).names)
+    assert names[-2:] == ["Other-1|Index:return_correlation", "Index:index_deviation"]
 
 
 def test_keys_pams_ignores_pass_and_unknown_keys_warn_naming_them():
@@ -220,7 +234,7 @@ def test_every_pams_sample_is_bundled_and_parses_or_is_refused_naming_why():
     assert parse(fm.config_path("test")).n_venues == 3
     for name, words in {"market_share": "ExtendedMarket",
                         "market_share_mm": "ExtendedMarket",
-                        "shock_transfer": "IndexMarket"}.items():
+                        "shock_transfer": "ArbitrageAgent"}.items():
         with pytest.raises(ValueError, match=words):
             parse(fm.config_path(name))
     with pytest.raises(ValueError, match="classes= maps 'UserDefinedFCNAgent' to 'FCN'"):
@@ -327,17 +341,18 @@ def venues_run():
 
 
 def test_several_markets_keep_each_markets_paths_and_statistics(venues_run):
-    """Paths per market; each market's statistics and the pair's return correlation
-    equal their numpy definitions on those paths; the shock hits its target only."""
+    """Paths per market; each market's statistics, the return correlation and the
+    index deviation equal their numpy definitions on those paths; the shock hits its
+    target only, and the IndexMarket's fundamental one step later, as in pams."""
     cfg = parse(venues_config())
     T, t0 = cfg.n_steps, cfg.first_execution
-    assert set(venues_run.paths) == {"Spot", "Other"}
-    assert venues_run.names == list(stats.names(["Spot", "Other"]))
+    assert set(venues_run.paths) == {"Spot", "Other", "Index"}
+    assert venues_run.names == list(stats.names(["Spot", "Other", "Index"], ["Index"]))
     zeros = np.zeros((3, T))
     cols = [i for i, n in enumerate(stats.NAMES)
             if n not in ("trades_per_step", "depth_bid", "depth_ask", "clearing_volume")]
     S = len(stats.NAMES)
-    for k, (m, f0) in enumerate([("Spot", 100.0), ("Other", 104.0)]):
+    for k, (m, f0) in enumerate([("Spot", 100.0), ("Other", 104.0), ("Index", 103.0)]):
         p, f = venues_run.paths[m]["market_price"], venues_run.paths[m]["fundamental"]
         assert p.shape == f.shape == (3, T + 1) and (f[:, 0] == f0).all()
         ref = stats.market_statistics(p, f, zeros, zeros, zeros, t0)
@@ -346,14 +361,25 @@ def test_several_markets_keep_each_markets_paths_and_statistics(venues_run):
     r = [np.diff(np.log(venues_run.paths[m]["market_price"][:, t0:T]), axis=1)
          for m in ("Spot", "Other")]
     corr = [np.corrcoef(a, b)[0, 1] for a, b in zip(*r)]
-    np.testing.assert_allclose(venues_run.per_market[:3, -1], corr, rtol=1e-9)
+    col = venues_run.names.index("Spot|Other:return_correlation")
+    np.testing.assert_allclose(venues_run.per_market[:3, col], corr, rtol=1e-9)
+    p = {m: venues_run.paths[m]["market_price"] for m in ("Spot", "Other", "Index")}
+    index = (100 * p["Spot"] + 300 * p["Other"]) / 400
+    dev = np.abs(np.log(p["Index"][:, t0:T] / index[:, t0:T])).mean(axis=1)
+    col = venues_run.names.index("Index:index_deviation")
+    np.testing.assert_allclose(venues_run.per_market[:3, col], dev, rtol=1e-9)
+    f = {m: venues_run.paths[m]["fundamental"] for m in ("Spot", "Other", "Index")}
+    fi = (100 * f["Spot"] + 300 * f["Other"]) / 400
+    lagged = fi.copy()
+    lagged[:, 17] = (100 * f["Spot"][:, 17] + 300 * f["Other"][:, 17] / 0.95) / 400
+    np.testing.assert_allclose(f["Index"], lagged, rtol=1e-12)
     # the shock (x0.95 at step 17) in Other only: that log-return is 25 sd off
     jump = {m: np.log(venues_run.paths[m]["fundamental"][:, 17]
                       / venues_run.paths[m]["fundamental"][:, 16]) for m in ("Spot", "Other")}
     assert (abs(jump["Other"] - np.log(0.95)) < 0.02).all() and (abs(jump["Spot"]) < 0.02).all()
     from flowsim.markets import plots
     labels = [t.get_text() for t in plots.paths(venues_run).axes[0].get_legend().get_texts()]
-    assert {"Spot", "Other", "execution starts", "fundamental x0.95"} <= set(labels), labels
+    assert {"Spot", "Index", "execution starts", "fundamental x0.95"} <= set(labels), labels
 
 
 def test_several_markets_resume_from_a_checkpoint_in_the_cli(tmp_path, capsys):
@@ -383,7 +409,7 @@ def test_several_markets_refuse_what_runs_on_one_market_only():
     group = fm.LearnedAgents(cases_markets.policy(), 5, time_window=[4, 12],
                              order_margin=[0.0, 0.05], lags=5)
     with pytest.raises(ValueError, match="learned= groups trade one market; this config "
-                                         "has 2"):
+                                         "has 3"):
         fm.from_pams(venues_config(), learned=[group])
     quiet = venues_config()
     quiet["Followers"]["noiseScale"] = 0.0

@@ -5,7 +5,8 @@
 and event has its own module, registered by class name (:mod:`flowsim.markets.registry`):
 
 * markets: ``Market`` (:mod:`flowsim.markets.venues.market`), with ``numMarkets`` and
-  ``prefix``; ``fundamentalCorrelations`` (:mod:`flowsim.markets.venues.correlations`);
+  ``prefix``, ``IndexMarket`` (:mod:`flowsim.markets.venues.index_market`);
+  ``fundamentalCorrelations`` (:mod:`flowsim.markets.venues.correlations`);
 * agent groups: ``FCNAgent`` (:mod:`flowsim.markets.agents.fcn`);
 * events: ``FundamentalPriceShock``, ``PriceLimitRule``, ``TradingHaltRule``,
   ``OrderMistakeShock`` (:mod:`flowsim.markets.events`);
@@ -16,9 +17,9 @@ and event has its own module, registered by class name (:mod:`flowsim.markets.re
 
 Keys pams ignores by convention (``"MEMO"``, comments) pass; a key read by neither
 pams nor flowsim gives a :class:`~flowsim.markets.registry.ConfigWarning` naming it
-and where; a key or class pams runs and flowsim does not (``IndexMarket``,
-``ArbitrageAgent``, ``MarketMakerAgent``, ``MarketShareFCNAgent``) is refused with a
-``ValueError`` naming it.  User classes (pams's ``register_classes``) run when
+and where; a key or class pams runs and flowsim does not (``ArbitrageAgent``,
+``MarketMakerAgent``, ``MarketShareFCNAgent``) is refused with a ``ValueError``
+naming it.  User classes (pams's ``register_classes``) run when
 ``classes=`` maps them to a class flowsim runs: ``classes={"UserDefinedFCNAgent":
 "FCNAgent"}``, or ``(class, [extra keys the class reads])``.
 
@@ -35,6 +36,7 @@ from .registry import EVENTS, check_keys, lookup
 from .sessions import Session, parse_session  # noqa: F401
 from .values import Dist, extends, load  # noqa: F401
 from .venues.correlations import parse_correlations
+from .venues.index_market import resolve
 from .venues.market import MAX_LEVEL, TIME_BITS, level_bits  # noqa: F401
 
 _SIMULATION_KEYS = {"markets", "agents", "sessions", "fundamentalCorrelations"}
@@ -64,6 +66,8 @@ class MarketConfig:
     market_name: str = "Market"
     venues: tuple = ()
     correlations: tuple = ()
+    #: IndexMarkets: ``((venue, (component venues), (outstanding shares)), ...)``
+    indexes: tuple = ()
 
     @property
     def n_venues(self):
@@ -175,6 +179,7 @@ class MarketConfig:
         if self.n_venues > 1:
             out["venues"] = [dataclasses.asdict(v) for v in self.venues]
             out["correlations"] = [list(c) for c in self.correlations]
+            out["indexes"] = [[i, list(c), list(w)] for i, c, w in self.indexes]
         if self.max_orders > 1:
             out["max_orders"] = [s.max_orders for s in self.sessions]
         if self.events:
@@ -215,7 +220,7 @@ def _markets(settings, sim, classes):
         if names.count(n) > 1:
             raise ValueError(f"simulation.markets: two markets are named {n!r}; give the "
                              f"groups different prefixes")
-    return tuple(specs), groups
+    return specs, groups
 
 
 def _groups(settings, sim, market_names, classes):
@@ -271,6 +276,7 @@ def parse(config, classes=None):
         if key not in sim:
             raise ValueError(f"simulation.{key} is required")
     specs, market_groups = _markets(settings, sim, classes)
+    specs, indexes = resolve(specs)
     groups = _groups(settings, sim, market_groups, classes)
     names = [s.name for s in specs]
     sessions, evs = _sessions(settings, sim, names)
@@ -281,7 +287,7 @@ def parse(config, classes=None):
     return MarketConfig(m.tick_size, m.market_price, m.fundamental_price,
                         m.fundamental_drift, m.fundamental_volatility,
                         sessions, groups, settings, evs, m.name,
-                        specs if len(specs) > 1 else (), correlations).validate()
+                        specs if len(specs) > 1 else (), correlations, indexes).validate()
 
 
 #: pams event classes flowsim.markets runs.

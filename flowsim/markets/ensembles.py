@@ -71,7 +71,8 @@ class MarketEnsemble(Simulation):
                              f"{self.market.n_venues}: keep one market for learned agents")
         self.structure = Structure(self.market, self.learned, block_markets, self.paths)
         #: statistic names, in the order of ``value`` (:func:`flowsim.markets.stats.names`)
-        self.names = names(self.market.market_names)
+        m = self.market
+        self.names = names(m.market_names, [m.market_names[i] for i, _, _ in m.indexes])
         self._rows = None
 
     # -- sizes ------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from ..core.lazy_tf import tf
 from ..finance.pricing import inverse_normal
 from .agents.fcn import FCN_PARAMS
 from .stats import ABS_LAGS, COARSE, NAMES
+from .venues.index_market import index_of
 from .venues.market import level_bits, time_bits
 
 #: Distribution kinds as codes of the state arrays.
@@ -118,8 +119,6 @@ class Structure:
         self.learned = tuple(learned)
         tw = [g.max_time_window for g in cfg.groups] + [lg.max_time_window for lg in learned]
         self.capacity = max(tw) + 1
-        self.fundamental_noise = any(v.fundamental_volatility != 0
-                                     for v in (getattr(cfg, "venues", ()) or (cfg,)))
         # an agent without noise can expect E == P exactly and place no order; pams then
         # asks the next agent (kernel.ask_others); with noise that has probability 0
         self.may_abstain = bool(learned) or any(_noiseless(g) for g in cfg.groups)
@@ -140,6 +139,9 @@ class Structure:
                             for _ in range(s.steps))
         self.access = tuple(g.venues for g in cfg.groups) if self.n_venues > 1 else ()
         self.correlated = bool(cfg.correlations)
+        self.fundamental_noise = any(v.fundamental_volatility != 0
+                                     for v in (cfg.venues or (cfg,)))
+        self.indexes = tuple(getattr(cfg, "indexes", ()))
         self.time_bits = time_bits(self.n_steps, self.max_orders)
         self.level_bits = level_bits(self.n_steps, self.max_orders)
         if (self.n_venues > 1 or self.max_orders > 1) and self.may_abstain:
@@ -154,7 +156,7 @@ class Structure:
                 self.fundamental_noise, self.block_markets, self.paths,
                 tuple(e.trace_key() for e in self.events), self.n_venues, self.max_orders,
                 self.orders if self.max_orders > 1 else (), self.access, self.correlated,
-                self.time_bits)
+                self.time_bits, self.indexes)
 
     @property
     def n_agents(self):
@@ -192,6 +194,18 @@ def _venue_columns(S, M, state):
     return tuple(t_.reshape(t_.tile(m[i][None, :], [M, 1]), [-1]) for i in range(5))
 
 
+def _venue_masks(S, gid, M):
+    """``(access [N, K], [event target mask [M K]])``: the markets each agent orders in,
+    the markets each event acts on."""
+    t_ = tf()
+    K = S.n_venues
+    access = np.zeros((len(gid), K), bool)
+    for i, g in enumerate(gid):
+        access[i, list(S.access[g])] = True
+    masks = [t_.constant(np.tile(np.isin(np.arange(K), e.targets), M)) for e in S.events]
+    return t_.constant(access), masks
+
+
 def _distinct(u, chosen, N):
     """An agent uniform over the ``N - len(chosen)`` not yet ``chosen`` (``[M]``):
     pams's shuffled agent list, taken in order (``maxNormalOrders`` > 1)."""
@@ -220,8 +234,21 @@ def _order_draws(S, u, j, n_draws, M):
 
 
 def _fundamental_step(S, fund, z, drift, volatility, chol, M):
-    """pams's fundamental walk: ``F *= exp(drift + vol z)``, or with correlations
-    ``exp(drift + (L z)_k)`` (``L`` the Cholesky factor, summed in a fixed order)."""
+    """pams's fundamental walk, then each IndexMarket's fundamental: the index of its
+    components' new fundamentals (:func:`flowsim.markets.venues.index_market.index_of`)."""
+    fund = _walk(S, fund, z, drift, volatility, chol, M)
+    if not S.indexes:
+        return fund
+    t_ = tf()
+    cols = t_.unstack(t_.reshape(fund, [M, S.n_venues]), axis=1)
+    for i, comps, shares in S.indexes:
+        cols[i] = index_of([cols[c] for c in comps], shares)
+    return t_.reshape(t_.stack(cols, 1), [-1])
+
+
+def _walk(S, fund, z, drift, volatility, chol, M):
+    """``F *= exp(drift + vol z)``, or with correlations ``exp(drift + (L z)_k)`` (``L``
+    the Cholesky factor, summed in a fixed order)."""
     t_ = tf()
     if not S.fundamental_noise:
         return fund * t_.exp(drift)
@@ -273,12 +300,7 @@ def run(S, key, M, state):
         return x if K == 1 else t_.repeat(x, K)
 
     if K > 1:
-        access = np.zeros((N, K), bool)
-        for i, g in enumerate(gid):
-            access[i, list(S.access[g])] = True
-        access = t_.constant(access)
-        masks = [t_.constant(np.tile(np.isin(np.arange(K), e.targets), M))
-                 for e in S.events]
+        access, masks = _venue_masks(S, gid, M)
 
     def pick(x, a):
         return t_.gather(x, a, batch_dims=1)
@@ -687,6 +709,11 @@ def venue_statistics(S, M, hist, acc):
         for b in range(a + 1, K):
             c = _pearson(r1[:, :, a], r1[:, :, b])
             cols.append(t.where(~bad, c, np.nan)[:, None])
+    prices = t.unstack(t.reshape(hist[S.t0:S.n_steps], [-1, M, K]), axis=2)
+    for i, comps, shares in S.indexes:          # mean |ln(P_index / index of prices)|
+        index = index_of([prices[c] for c in comps], shares)
+        dev = t.reduce_mean(t.abs(t.math.log(prices[i] / index)), axis=0)
+        cols.append(t.where(~bad, dev, np.nan)[:, None])
     return t.concat(cols, axis=1)
 
 

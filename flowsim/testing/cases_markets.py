@@ -64,20 +64,24 @@ def events():
 
 
 def venues_config():
-    """Two markets in each ensemble member: correlated fundamentals, a group trading
-    one market and a group trading both, two agents' orders per step
-    (``maxNormalOrders``), a fundamental shock in the second market."""
+    """Three markets in each ensemble member: two with correlated fundamentals and an
+    IndexMarket of them; a group trading all three and a group trading one, two
+    agents' orders per step (``maxNormalOrders``), a fundamental shock in the
+    second market."""
     cfg = small_config()
-    cfg["simulation"]["markets"] = ["Spot", "Other"]
+    cfg["simulation"]["markets"] = ["Spot", "Other", "Index"]
     cfg["simulation"]["fundamentalCorrelations"] = {"pairwise": [["Spot", "Other", 0.5]]}
     for s in cfg["simulation"]["sessions"]:
         s["maxNormalOrders"] = 2
     cfg["simulation"]["sessions"][1]["events"] = ["Shock"]
     cfg["Shock"] = {"class": "FundamentalPriceShock", "target": "Other", "triggerTime": 5,
                     "priceChangeRate": -0.05, "enabled": True}
-    cfg["Spot"] = cfg.pop("Market")
-    cfg["Other"] = {"extends": "Spot", "tickSize": 0.05, "fundamentalPrice": 104.0}
-    cfg["Followers"]["markets"] = ["Spot", "Other"]
+    cfg["Spot"] = dict(cfg.pop("Market"), outstandingShares=100)
+    cfg["Other"] = {"extends": "Spot", "tickSize": 0.05, "fundamentalPrice": 104.0,
+                    "outstandingShares": 300}
+    cfg["Index"] = {"class": "IndexMarket", "tickSize": 0.01, "marketPrice": 103.0,
+                    "markets": ["Spot", "Other"]}
+    cfg["Followers"]["markets"] = ["Spot", "Other", "Index"]
     cfg["Contrarians"]["markets"] = ["Other"]
     return cfg
 

@@ -34,7 +34,7 @@ def level_bits(n_steps, orders_per_step=1):
     return min(62 - time_bits(n_steps, orders_per_step), 53)
 KEYS = GROUP_KEYS | {"tickSize", "marketPrice", "fundamentalPrice", "fundamentalDrift",
                      "fundamentalVolatility", "outstandingShares", "numMarkets"}
-#: Keys pams's IndexMarket reads (refused with the class).
+#: Keys pams's IndexMarket reads (:mod:`.index_market`).
 PAMS_ONLY = {"markets", "requires"}
 
 
@@ -46,6 +46,9 @@ class MarketSpec:
     fundamental_price: float
     fundamental_drift: float
     fundamental_volatility: float
+    outstanding_shares: int = None
+    #: an IndexMarket's component market names (:mod:`.index_market`)
+    components: tuple = ()
 
 
 def market_names(name, market):
@@ -79,12 +82,13 @@ def parse_market(name, market, extra_keys=frozenset()):
     vol = number(market.get("fundamentalVolatility", 0.0), f"{name}.fundamentalVolatility")
     if vol < 0:
         raise ValueError(f"{name}.fundamentalVolatility must be >= 0, got {vol}")
+    shares = None
     if "outstandingShares" in market:
-        integer(market["outstandingShares"], f"{name}.outstandingShares", 1)
+        shares = integer(market["outstandingShares"], f"{name}.outstandingShares", 1)
     for what, p in (("marketPrice", price), ("fundamentalPrice", fundamental)):
         if p / tick >= MAX_LEVEL:
             raise ValueError(f"{name}.{what} / tickSize = {p / tick:.3g} ticks; "
                              f"flowsim.markets needs fewer than {MAX_LEVEL:.3g} "
                              f"(2**{62 - TIME_BITS - 10}) for integer tick levels with room "
                              f"to move: use a larger tickSize")
-    return [MarketSpec(n, tick, price, fundamental, drift, vol) for n in names]
+    return [MarketSpec(n, tick, price, fundamental, drift, vol, shares) for n in names]
