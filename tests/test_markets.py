@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from cases_markets import CASES, small_config
+from cases_markets import CASES, small_config, venues_config
 from conftest import ROOT, run_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -66,16 +66,23 @@ def _refused(mutate, *words):
 @pytest.mark.parametrize("mutate, words", [
     (lambda c: c["FCNAgents"].update({"class": "MarketMakerAgent"}),
      ["MarketMakerAgent", "FCNAgents", "not implemented", "run this config in pams"]),
-    (lambda c: c["Market"].update({"class": "IndexMarket"}), ["IndexMarket"]),
-    (lambda c: c["simulation"].update({"fundamentalCorrelations": {}}),
-     ["'fundamentalCorrelations'", "not implemented", "remove it"]),
+    (lambda c: c["Market"].update({"class": "IndexMarket"}),
+     ["Market.markets is required for an IndexMarket"]),
+    (lambda c: c["simulation"].update({"fundamentalCorrelations": {"cross": []}}),
+     ["fundamentalCorrelations.cross", "only 'pairwise'"]),
     (lambda c: c["simulation"]["sessions"][1].update({"events": ["Shock"]}),
      ["'Shock'", "events", "add an entry"]),
-    (lambda c: c["simulation"]["sessions"][1].update({"maxNormalOrders": 2}),
-     ["maxNormalOrders", "set it to 1"]),
+    (lambda c: c["simulation"]["sessions"][1].update({"maxNormalOrders": 0}),
+     ["maxNormalOrders", ">= 1"]),
     (lambda c: c["simulation"].update({"markets": ["Market", "Market2"]}),
-     ["one market", "keep one"]),
-    (lambda c: c["Market"].update({"numMarkets": 3}), ["numMarkets", "set it to 1"]),
+     ["'Market2'", "add an entry"]),
+    (lambda c: c["simulation"].update({"markets": ["Market", "Market"]}),
+     ["'Market'", "twice"]),
+    (lambda c: c.update({"M2": {"extends": "Market", "prefix": "Market"}})
+     or c["simulation"].update({"markets": ["Market", "M2"]}),
+     ["two markets are named 'Market'", "prefixes"]),
+    (lambda c: c["FCNAgents"].update({"markets": ["Spot"]}),
+     ["FCNAgents.markets", "'Spot'", "fix the name"]),
     (lambda c: c["Market"].update({"markets": ["Market"]}), ["'markets'", "not implemented"]),
     (lambda c: c["FCNAgents"].update({"numAgents": "many"}), ["numAgents", "int()"]),
     (lambda c: c["FCNAgents"].update({"class": "UserDefinedFCNAgent"}),
@@ -111,13 +118,78 @@ def _refused(mutate, *words):
     (lambda c: c["FCNAgents"].update({"noiseScale": {"gamma": [1]}}), ["'gamma'"]),
     (lambda c: c["FCNAgents"].pop("noiseScale"), ["noiseScale", "required"]),
     (lambda c: c["Market"].update({"tickSize": 1e-12}), ["tickSize", "ticks"]),
-    (lambda c: c["Market"].update({"fundamentalVolatility": 0.1}),
+    (lambda c: c["Market"].update({"fundamentalVolatility": 0.3}),
      ["fundamentalVolatility", "600 steps", "integer tick levels", "larger tickSize"]),
+    # several markets (the test sample's three correlated SpotMarket-N)
+    (lambda c: _sample(c, "test", lambda t: t["SpotMarket-N"].update(
+        {"fundamentalVolatility": 0.0})),
+     ["fundamentalCorrelations", "SpotMarket-0 needs fundamentalVolatility > 0"]),
+    (lambda c: _sample(c, "test", lambda t: t["simulation"]["fundamentalCorrelations"][
+        "pairwise"].append(["SpotMarket-1", "SpotMarket-2", 1.0])),
+     ["corr of SpotMarket-1, SpotMarket-2", "(-1, 1)"]),
+    (lambda c: _sample(c, "test", lambda t: t["simulation"]["fundamentalCorrelations"][
+        "pairwise"].append(["SpotMarket-1", "SpotMarket-2", -0.95])),
+     ["not a valid (positive definite) correlation matrix", "remove a circle"]),
+    (lambda c: _sample(c, "test", lambda t: t["simulation"]["fundamentalCorrelations"][
+        "pairwise"].append(["SpotMarket-1", "SpotMarket-9", 0.1])),
+     ["'SpotMarket-9'", "not a market"]),
+    (lambda c: _sample(c, "test", lambda t: t["FundamentalPriceShock"].update(
+        {"target": "SpotMarket-N"})), ["target", "'SpotMarket-N'", "SpotMarket-0"]),
+    (lambda c: _sample(c, "test", lambda t: t.update({"Halt": {
+        "class": "TradingHaltRule", "targetMarkets": ["SpotMarket-0"],
+        "triggerChangeRate": 0.1, "haltingTimeLength": 5}})
+        or t["simulation"]["sessions"][1]["events"].append("Halt")),
+     ["TradingHaltRule", "one market with maxNormalOrders 1", "3 markets"]),
+    (lambda c: _sample(c, "test", lambda t: t["SpotMarket-N"].update(
+        {"fundamentalVolatility": 0.2})),
+     ["SpotMarket-0: fundamentalDrift", "larger tickSize"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: t["SpotMarket"].pop(
+        "outstandingShares")), ["SpotMarket-1.outstandingShares is required",
+                                "component of the IndexMarket IndexMarket-I"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: t["IndexMarket-I"].pop("markets")),
+     ["IndexMarket-I.markets is required", "component"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: t["IndexMarket-I"].update(
+        {"markets": ["SpotMarket-1", "SpotMarket-3"]})), ["'SpotMarket-3'", "not a market"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: None),
+     ["ArbitrageAgent", "not implemented", "run this config in pams"]),
     (lambda c: c["simulation"]["sessions"][1].update({"withOrderExecution": False}),
      ["withOrderExecution"]),
 ])
 def test_unsupported_configs_are_refused_naming_the_key(mutate, words):
     _refused(mutate, *words)
+
+
+def _sample(cfg, name, mutate):
+    """Replace ``cfg`` by the bundled sample ``name``, changed by ``mutate``."""
+    with open(fm.config_path(name)) as fh:
+        sample = json.load(fh)
+    mutate(sample)
+    cfg.clear()
+    cfg.update(sample)
+
+
+def test_several_markets_are_named_and_read_as_pams_reads_them():
+    """numMarkets/prefix/from/to name markets as pams's _parse_group; an agent group's
+    markets are market entries (groups); correlations, event targets, maxNormalOrders."""
+    cfg = parse(fm.config_path("test"))
+    assert cfg.market_names == ("SpotMarket-0", "SpotMarket-1", "SpotMarket-2")
+    assert cfg.correlations == ((0, 1, 0.9), (0, 2, -0.1))
+    assert cfg.groups[0].venues == (0, 1, 2) and cfg.events[0].targets == (1,)
+    assert [v.fundamental_volatility for v in cfg.venues] == [0.1] * 3
+    c = venues_config()
+    c["Spot"].update({"from": 3, "to": 4})
+    c["Other"].update({"numMarkets": 2})
+    c["Shock"]["target"] = "Other-1"
+    c["simulation"]["fundamentalCorrelations"]["pairwise"] = [["Spot-3", "Other-0", 0.5]]
+    c["Index"]["markets"] = ["Other-1", "Spot-3"]
+    got = parse(c)
+    assert got.market_names == ("Spot-3", "Spot-4", "Other-0", "Other-1", "Index")
+    assert [g.venues for g in got.groups] == [(0, 1, 2, 3, 4), (2, 3)]
+    assert got.max_orders == 2 and got.events[0].targets == (3,)
+    assert got.indexes == ((4, (3, 0), (300, 100)),)
+    assert got.venues[4].fundamental_price == (104.0 * 300 + 100.0 * 100) / 400
+    names = list(fm.from_pams(c).names)
+    assert names[-2:] == ["Other-1|Index:return_correlation", "Index:index_deviation"]
 
 
 def test_keys_pams_ignores_pass_and_unknown_keys_warn_naming_them():
@@ -159,9 +231,10 @@ def test_every_pams_sample_is_bundled_and_parses_or_is_refused_naming_why():
         assert cfg.n_steps == 600 and cfg.first_execution == 100
     shock = parse(fm.config_path("trading_halt")).events[0]
     assert (shock.start, shock.rate, shock.length) == (100, -0.1, 1)   # session-relative
-    for name, words in {"market_share": "one market", "market_share_mm": "one market",
-                        "shock_transfer": "one market",
-                        "test": "'fundamentalCorrelations'"}.items():
+    assert parse(fm.config_path("test")).n_venues == 3
+    for name, words in {"market_share": "ExtendedMarket",
+                        "market_share_mm": "ExtendedMarket",
+                        "shock_transfer": "ArbitrageAgent"}.items():
         with pytest.raises(ValueError, match=words):
             parse(fm.config_path(name))
     with pytest.raises(ValueError, match="classes= maps 'UserDefinedFCNAgent' to 'FCN'"):
@@ -262,11 +335,110 @@ def test_ensemble_and_a_flow_of_from_pams_are_the_same_run():
     assert np.asarray(a.error).tobytes() == np.asarray(b.error).tobytes()
 
 
+@pytest.fixture(scope="module")
+def venues_run():
+    return fm.ensemble(venues_config(), 2 * BLOCK, seed=5, paths=3, block_markets=BLOCK)
+
+
+def test_several_markets_keep_each_markets_paths_and_statistics(venues_run):
+    """Paths per market; each market's statistics, the return correlation and the
+    index deviation equal their numpy definitions on those paths; the shock hits its
+    target only, and the IndexMarket's fundamental one step later, as in pams."""
+    cfg = parse(venues_config())
+    T, t0 = cfg.n_steps, cfg.first_execution
+    assert set(venues_run.paths) == {"Spot", "Other", "Index"}
+    assert venues_run.names == list(stats.names(["Spot", "Other", "Index"], ["Index"]))
+    zeros = np.zeros((3, T))
+    cols = [i for i, n in enumerate(stats.NAMES)
+            if n not in ("trades_per_step", "depth_bid", "depth_ask", "clearing_volume")]
+    S = len(stats.NAMES)
+    for k, (m, f0) in enumerate([("Spot", 100.0), ("Other", 104.0), ("Index", 103.0)]):
+        p, f = venues_run.paths[m]["market_price"], venues_run.paths[m]["fundamental"]
+        assert p.shape == f.shape == (3, T + 1) and (f[:, 0] == f0).all()
+        ref = stats.market_statistics(p, f, zeros, zeros, zeros, t0)
+        got = venues_run.per_market[:3, k * S:(k + 1) * S]
+        np.testing.assert_allclose(got[:, cols], ref[:, cols], rtol=1e-9, atol=1e-12)
+    r = [np.diff(np.log(venues_run.paths[m]["market_price"][:, t0:T]), axis=1)
+         for m in ("Spot", "Other")]
+    corr = [np.corrcoef(a, b)[0, 1] for a, b in zip(*r)]
+    col = venues_run.names.index("Spot|Other:return_correlation")
+    np.testing.assert_allclose(venues_run.per_market[:3, col], corr, rtol=1e-9)
+    p = {m: venues_run.paths[m]["market_price"] for m in ("Spot", "Other", "Index")}
+    index = (100 * p["Spot"] + 300 * p["Other"]) / 400
+    dev = np.abs(np.log(p["Index"][:, t0:T] / index[:, t0:T])).mean(axis=1)
+    col = venues_run.names.index("Index:index_deviation")
+    np.testing.assert_allclose(venues_run.per_market[:3, col], dev, rtol=1e-9)
+    f = {m: venues_run.paths[m]["fundamental"] for m in ("Spot", "Other", "Index")}
+    fi = (100 * f["Spot"] + 300 * f["Other"]) / 400
+    lagged = fi.copy()
+    lagged[:, 17] = (100 * f["Spot"][:, 17] + 300 * f["Other"][:, 17] / 0.95) / 400
+    np.testing.assert_allclose(f["Index"], lagged, rtol=1e-12)
+    # the shock (x0.95 at step 17) in Other only: that log-return is 25 sd off
+    jump = {m: np.log(venues_run.paths[m]["fundamental"][:, 17]
+                      / venues_run.paths[m]["fundamental"][:, 16]) for m in ("Spot", "Other")}
+    assert (abs(jump["Other"] - np.log(0.95)) < 0.02).all() and (abs(jump["Spot"]) < 0.02).all()
+    from flowsim.markets import plots
+    labels = [t.get_text() for t in plots.paths(venues_run).axes[0].get_legend().get_texts()]
+    assert {"Spot", "Index", "execution starts", "fundamental x0.95"} <= set(labels), labels
+
+
+def test_several_markets_resume_from_a_checkpoint_in_the_cli(tmp_path, capsys):
+    """A run stopped after one iteration resumes (``flowsim run markets --config FILE
+    --iters 2 --checkpoint``) to the bits of an uninterrupted ensemble."""
+    import flowsim
+    from flowsim.cli import main
+    cfg = tmp_path / "venues.json"
+    cfg.write_text(json.dumps(venues_config()))
+    path = tmp_path / "venues.ckpt"
+    sim = fm.from_pams(venues_config(), block_markets=BLOCK)
+    flowsim.Flow(sim, BLOCK, seed=5, block_size=BLOCK, quiet=True).run(1, checkpoint=path)
+    assert main(["run", "markets", "--config", str(cfg), "--markets", str(2 * BLOCK),
+                 "--seed", "5", "--block-size", str(BLOCK), "--iters", "2",
+                 "--checkpoint", str(path), "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)["table"]
+    whole = fm.ensemble(venues_config(), 2 * BLOCK, seed=5, block_markets=BLOCK,
+                        iterations=2)
+    assert list(table) == whole.names and "Spot|Other:return_correlation" in table
+    assert [tuple(v) for v in table.values()] == list(whole.table.values())
+    assert np.isfinite(whole.value).all()
+
+
+def test_several_markets_refuse_what_runs_on_one_market_only():
+    """Learned groups and agents that may place no order run on one market only."""
+    import cases_markets
+    group = fm.LearnedAgents(cases_markets.policy(), 5, time_window=[4, 12],
+                             order_margin=[0.0, 0.05], lags=5)
+    with pytest.raises(ValueError, match="learned= groups trade one market; this config "
+                                         "has 3"):
+        fm.from_pams(venues_config(), learned=[group])
+    quiet = venues_config()
+    quiet["Followers"]["noiseScale"] = 0.0
+    with pytest.raises(ValueError, match="may place no order.*maxNormalOrders 1 only: give "
+                                         "every group noise"):
+        fm.from_pams(quiet)
+
+
+def test_fundamental_correlations_follow_pams_cholesky():
+    """Log-returns of the fundamentals: drift + L z (no -sigma**2/2), corr as given."""
+    from flowsim.markets.venues.correlations import cholesky
+    cfg = parse(fm.config_path("test"))
+    low = cholesky(cfg.venues, cfg.correlations)
+    cov = low @ low.T
+    np.testing.assert_allclose(cov, 0.01 * np.array([[1, 0.9, -0.1], [0.9, 1, 0],
+                                                     [-0.1, 0, 1]]), atol=1e-15)
+    c = venues_config()
+    c["Spot"]["fundamentalVolatility"] = 0.0
+    c["Other"]["fundamentalVolatility"] = 0.002
+    c["simulation"].pop("fundamentalCorrelations")
+    one = cholesky(parse(c).venues, ())
+    assert one[0, 0] == 0 and one[1, 1] == 0.002
+
+
 # -- against pams ---------------------------------------------------------------------------
 #: Markets per configuration (one block each: one compilation per configuration;
 #: user_class is ci2002 with a renamed class and shares its compilation).
 REFERENCE = {"ci2002": 512, "two_groups": 256, "fat_finger": 256, "price_limit": 256,
-             "trading_halt": 256, "user_class": 512}
+             "trading_halt": 256, "user_class": 512, "test": 256}
 CLASSES = {"UserDefinedFCNAgent": "FCNAgent"}
 
 
@@ -275,15 +447,19 @@ def test_statistics_agree_with_pams(name):
     """Every statistic within 4 combined standard errors of pams's (200-400 seeds, stored
     by benchmarks/make_pams_reference.py).  With 19 statistics the chance that an honest
     run fails is about 19 x 6e-5 ~ 0.1 % per configuration, 0.7 % for the six (normal
-    tails; the seed is fixed, so the outcome is too)."""
-    ref = np.loadtxt(os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv"),
-                     delimiter=",", skiprows=1)[:, 1:]
+    tails; the seed is fixed, so the outcome is too).  ``test`` (three markets: 60
+    statistics, ~0.4 %) has σ = 0.1 per step: prices from ~1e-3 to ~1e7."""
+    path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
+    with open(path) as fh:
+        columns = fh.readline().strip().split(",")[1:]
+    ref = np.loadtxt(path, delimiter=",", skiprows=1)[:, 1:]
     assert len(ref) >= 200
     mean, err, _ = stats.summarize(ref)
     result = fm.ensemble(fm.config_path(name), REFERENCE[name], seed=2026,
                          block_markets=REFERENCE[name], classes=CLASSES)
+    assert columns == result.names
     z = stats.z_scores(result.value, result.error, mean, err)
-    bad = {n: round(float(v), 2) for n, v in zip(stats.NAMES, z) if not abs(v) < 4}
+    bad = {n: round(float(v), 2) for n, v in zip(result.names, z) if not abs(v) < 4}
     assert not bad, bad
     if name == "price_limit":           # every order was moved into 300 (1 +- 0.05)
         final = result.per_market[:, stats.NAMES.index("final_price")]

@@ -4,25 +4,29 @@
 :class:`MarketConfig`, with pams 0.3.0's meaning.  It only dispatches: each pams class
 and event has its own module, registered by class name (:mod:`flowsim.markets.registry`):
 
-* the market: ``Market`` (:mod:`flowsim.markets.venues.market`), one per config;
+* markets: ``Market`` (:mod:`flowsim.markets.venues.market`), with ``numMarkets`` and
+  ``prefix``, ``IndexMarket`` (:mod:`flowsim.markets.venues.index_market`);
+  ``fundamentalCorrelations`` (:mod:`flowsim.markets.venues.correlations`);
 * agent groups: ``FCNAgent`` (:mod:`flowsim.markets.agents.fcn`);
 * events: ``FundamentalPriceShock``, ``PriceLimitRule``, ``TradingHaltRule``,
   ``OrderMistakeShock`` (:mod:`flowsim.markets.events`);
-* ``simulation``: ``markets``, ``agents``, ``sessions``
-  (:mod:`flowsim.markets.sessions`); ``extends`` anywhere pams allows it.
+* ``simulation``: ``markets`` (several: each statistic per market, see
+  :func:`flowsim.markets.stats.names`), ``agents``, ``sessions``
+  (:mod:`flowsim.markets.sessions`), ``fundamentalCorrelations``; ``extends``
+  anywhere pams allows it.
 
 Keys pams ignores by convention (``"MEMO"``, comments) pass; a key read by neither
 pams nor flowsim gives a :class:`~flowsim.markets.registry.ConfigWarning` naming it
-and where; a key or class pams runs and flowsim does not (several markets,
-``fundamentalCorrelations``, ``IndexMarket``, ``ArbitrageAgent``, ``MarketMakerAgent``,
-``MarketShareFCNAgent``, ``maxNormalOrders`` other than 1) is refused with a
-``ValueError`` naming it.  User classes (pams's ``register_classes``) run when
+and where; a key or class pams runs and flowsim does not (``ArbitrageAgent``,
+``MarketMakerAgent``, ``MarketShareFCNAgent``) is refused with a ``ValueError``
+naming it.  User classes (pams's ``register_classes``) run when
 ``classes=`` maps them to a class flowsim runs: ``classes={"UserDefinedFCNAgent":
 "FCNAgent"}``, or ``(class, [extra keys the class reads])``.
 
 Parameter values are pams's JSON random values: a number, ``{"const": [v]}``,
 ``[a, b]`` or ``{"uniform": [a, b]}``, ``{"normal": [mu, sigma]}``, ``{"expon": [lam]}``.
 """
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -31,16 +35,24 @@ from .agents.fcn import FCN_PARAMS, MAX_TIME_WINDOW, FCNGroup, check_group  # no
 from .registry import EVENTS, check_keys, lookup
 from .sessions import Session, parse_session  # noqa: F401
 from .values import Dist, extends, load  # noqa: F401
-from .venues.market import MAX_LEVEL, TIME_BITS  # noqa: F401
+from .venues.correlations import parse_correlations
+from .venues.index_market import resolve
+from .venues.market import MAX_LEVEL, TIME_BITS, level_bits  # noqa: F401
 
-_SIMULATION_KEYS = {"markets", "agents", "sessions"}
+_SIMULATION_KEYS = {"markets", "agents", "sessions", "fundamentalCorrelations"}
 #: simulation keys pams reads and flowsim does not run.
-_SIMULATION_PAMS_ONLY = {"fundamentalCorrelations"}
+_SIMULATION_PAMS_ONLY = set()
+#: Standard deviations of the fundamental walk the tick levels must hold (a market
+#: beyond them gets NaN statistics; the chance is about 1e-12 per market).
+REACH_SIGMAS = 7.0
 
 
 @dataclass(frozen=True)
 class MarketConfig:
-    """One pams market with FCN groups, sessions and events, validated."""
+    """pams markets with FCN groups, sessions and events, validated.  ``tick_size`` ...
+    ``market_name`` are the first market's; ``venues`` holds every market
+    (:class:`flowsim.markets.venues.market.MarketSpec`, in config order) and
+    ``correlations`` the fundamentals' ``(i, j, corr)``."""
 
     tick_size: float
     market_price: float
@@ -52,6 +64,23 @@ class MarketConfig:
     source: dict = field(default=None, compare=False, hash=False, repr=False)
     events: tuple = ()
     market_name: str = "Market"
+    venues: tuple = ()
+    correlations: tuple = ()
+    #: IndexMarkets: ``((venue, (component venues), (outstanding shares)), ...)``
+    indexes: tuple = ()
+
+    @property
+    def n_venues(self):
+        return max(len(self.venues), 1)
+
+    @property
+    def market_names(self):
+        return tuple(v.name for v in self.venues) or (self.market_name,)
+
+    @property
+    def max_orders(self):
+        """Most agents whose orders one step processes (``maxNormalOrders``)."""
+        return max(s.max_orders for s in self.sessions)
 
     @property
     def n_steps(self):
@@ -89,11 +118,7 @@ class MarketConfig:
         groups = list(self.groups)
         idx = group if isinstance(group, int) else [g.name for g in groups].index(group)
         groups[idx] = groups[idx].with_params(**params)
-        out = MarketConfig(self.tick_size, self.market_price, self.fundamental_price,
-                           self.fundamental_drift, self.fundamental_volatility,
-                           self.sessions, tuple(groups), self.source, self.events,
-                           self.market_name)
-        return out.validate()
+        return dataclasses.replace(self, groups=tuple(groups)).validate()
 
     def validate(self):
         for g in self.groups:
@@ -107,21 +132,38 @@ class MarketConfig:
         if sum(e.extra_order for e in self.events) > 1:
             raise ValueError("events: flowsim.markets runs one OrderMistakeShock per config; "
                              "keep one")
-        self._check_price_room()
+        self._check_one_book()
+        for v in self.venues or (self,):
+            self._check_price_room(v)
         return self
 
-    def _check_price_room(self):
+    def _check_one_book(self):
+        """Halts and fat-finger orders are implemented for one market taking one order
+        per step only."""
+        if self.n_venues == 1 and self.max_orders == 1:
+            return
+        for e in self.events:
+            if e.halts or e.extra_order:
+                raise ValueError(
+                    f"events: {type(e).__name__} runs in flowsim.markets on one market with "
+                    f"maxNormalOrders 1; this config has {self.n_venues} markets and "
+                    f"maxNormalOrders {self.max_orders}: drop the event or run it in pams")
+
+    def _check_price_room(self, v):
         """Refuse a fundamental walk that could carry prices beyond the packed tick
-        levels (``2**(62 - TIME_BITS)``): its drift over the run plus 10 standard
-        deviations, with a factor 4 for the market price straying from it."""
-        top = max(self.market_price, self.fundamental_price) / self.tick_size
-        room = math.log(2 ** (62 - TIME_BITS) / top) - math.log(4.0)
-        reach = (abs(self.fundamental_drift) * self.n_steps
-                 + 10.0 * self.fundamental_volatility * math.sqrt(self.n_steps))
+        levels (:func:`flowsim.markets.venues.market.level_bits`): its drift over the
+        run plus :data:`REACH_SIGMAS` standard deviations, with a factor 2 for the
+        market price straying from it."""
+        bits = level_bits(self.n_steps, self.max_orders)
+        top = max(v.market_price, v.fundamental_price) / v.tick_size
+        room = math.log(2 ** bits / top) - math.log(2.0)
+        reach = (abs(v.fundamental_drift) * self.n_steps
+                 + REACH_SIGMAS * v.fundamental_volatility * math.sqrt(self.n_steps))
         if reach > room:
+            name = f"{v.name}: " if self.venues else ""
             raise ValueError(
-                f"fundamentalDrift {self.fundamental_drift} and fundamentalVolatility "
-                f"{self.fundamental_volatility} over {self.n_steps} steps could move prices "
+                f"{name}fundamentalDrift {v.fundamental_drift} and fundamentalVolatility "
+                f"{v.fundamental_volatility} over {self.n_steps} steps could move prices "
                 f"by a factor exp({reach:.1f}); integer tick levels leave room for "
                 f"exp({room:.1f}) from {top:.3g} ticks: use a smaller volatility or drift, "
                 f"fewer steps or a larger tickSize")
@@ -134,6 +176,12 @@ class MarketConfig:
                "fundamental_volatility": self.fundamental_volatility,
                "sessions": [[s.steps, s.placement, s.execution] for s in self.sessions],
                "groups": [g.describe() for g in self.groups]}
+        if self.n_venues > 1:
+            out["venues"] = [dataclasses.asdict(v) for v in self.venues]
+            out["correlations"] = [list(c) for c in self.correlations]
+            out["indexes"] = [[i, list(c), list(w)] for i, c, w in self.indexes]
+        if self.max_orders > 1:
+            out["max_orders"] = [s.max_orders for s in self.sessions]
         if self.events:
             out["events"] = [e.describe() for e in self.events]
         return out
@@ -156,16 +204,23 @@ def _names(sim, key):
     return value
 
 
-def _market(settings, sim, classes):
-    names = _names(sim, "markets")
-    if len(names) != 1:
-        raise ValueError(f"simulation.markets: flowsim.markets runs one market, got "
-                         f"{names!r}; several markets (and index markets, arbitrage, "
-                         f"market makers, market share) are not implemented yet: keep one, "
-                         f"or run this config in pams")
-    market = _entry(settings, names[0], "simulation.markets")
-    parse, extra = lookup("market", market.get("class"), names[0], classes)
-    return parse(names[0], market, extra)
+def _markets(settings, sim, classes):
+    """``(specs, {entry name: [market indices]})`` of ``simulation.markets``."""
+    specs, groups = [], {}
+    for name in _names(sim, "markets"):
+        if name in groups:
+            raise ValueError(f"simulation.markets lists {name!r} twice; list it once")
+        market = _entry(settings, name, "simulation.markets")
+        parse, extra = lookup("market", market.get("class"), name, classes)
+        new = parse(name, market, extra)
+        groups[name] = list(range(len(specs), len(specs) + len(new)))
+        specs += new
+    names = [s.name for s in specs]
+    for n in names:
+        if names.count(n) > 1:
+            raise ValueError(f"simulation.markets: two markets are named {n!r}; give the "
+                             f"groups different prefixes")
+    return specs, groups
 
 
 def _groups(settings, sim, market_names, classes):
@@ -188,6 +243,10 @@ def _sessions(settings, sim, market_names):
                        ("numMarkets", "from", "to", "prefix"))
             cls, _ = lookup("event", e.get("class"), name)
             event = cls.parse(name, e, start, market_names)
+            if event is not None and len(market_names) > 1:
+                # the kernel applies an event's hooks to its target markets only
+                targets = [e["target"]] if "target" in e else e.get("targetMarkets", [])
+                event.targets = tuple(market_names.index(m) for m in targets)
             if event is not None:
                 evs.append(event)
         sessions.append(session)
@@ -216,12 +275,19 @@ def parse(config, classes=None):
     for key in ("markets", "agents", "sessions"):
         if key not in sim:
             raise ValueError(f"simulation.{key} is required")
-    market = _market(settings, sim, classes)
-    groups = _groups(settings, sim, [market.name], classes)
-    sessions, evs = _sessions(settings, sim, [market.name])
-    return MarketConfig(market.tick_size, market.market_price, market.fundamental_price,
-                        market.fundamental_drift, market.fundamental_volatility,
-                        sessions, groups, settings, evs, market.name).validate()
+    specs, market_groups = _markets(settings, sim, classes)
+    specs, indexes = resolve(specs)
+    groups = _groups(settings, sim, market_groups, classes)
+    names = [s.name for s in specs]
+    sessions, evs = _sessions(settings, sim, names)
+    correlations = ()
+    if "fundamentalCorrelations" in sim:
+        correlations = parse_correlations(sim["fundamentalCorrelations"], specs)
+    m = specs[0]
+    return MarketConfig(m.tick_size, m.market_price, m.fundamental_price,
+                        m.fundamental_drift, m.fundamental_volatility,
+                        sessions, groups, settings, evs, m.name,
+                        specs if len(specs) > 1 else (), correlations, indexes).validate()
 
 
 #: pams event classes flowsim.markets runs.

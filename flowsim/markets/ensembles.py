@@ -15,15 +15,15 @@ from ..core.lazy_tf import tf
 from ..core.simulation import Simulation
 from ..core.sums import block_sum
 from . import config as _config
-from .stats import NAMES
+from .stats import names
 
 #: Markets per block unless told: enough to vectorise, small enough for a fine progress bar.
 DEFAULT_BLOCK_MARKETS = 256
 
 
 class MarketEnsemble(Simulation):
-    """Independent runs of one pams market; the estimate is each statistic's mean over
-    markets with its standard error.
+    """Independent runs of a pams config (one market or several); the estimate is each
+    statistic's mean over runs with its standard error (:attr:`names`).
 
     Parameters
     ----------
@@ -66,7 +66,13 @@ class MarketEnsemble(Simulation):
         if self.paths and block_markets is None:
             raise ValueError("paths= needs block_markets= (the rows of a block hold its paths)")
         self.block_markets = block_markets
+        if self.market.n_venues > 1 and self.learned:
+            raise ValueError("learned= groups trade one market; this config has "
+                             f"{self.market.n_venues}: keep one market for learned agents")
         self.structure = Structure(self.market, self.learned, block_markets, self.paths)
+        #: statistic names, in the order of ``value`` (:func:`flowsim.markets.stats.names`)
+        m = self.market
+        self.names = names(m.market_names, [m.market_names[i] for i, _, _ in m.indexes])
         self._rows = None
 
     # -- sizes ------------------------------------------------------------------------
@@ -78,8 +84,9 @@ class MarketEnsemble(Simulation):
         """Device memory one market of a block holds while it runs (book, price
         history, agents' parameters, events' state), in bytes."""
         S = self.structure
-        book = S.capacity * 3 * 8
-        history = (S.n_steps + 1) * 8 * (2 if S.paths else 1)
+        K = S.n_venues
+        book = S.capacity * S.max_orders * 3 * 8 * K
+        history = (S.n_steps + 1) * 8 * (2 if S.paths else 1) * K
         agents = S.n_agents * (len(_config.FCN_PARAMS) + 1) * 8
         extra = 4 * 8 if S.extra_order else 0            # the order outside the ring
         events = 4 * 8 * sum(e.halts for e in S.events)  # a halt's state
@@ -90,21 +97,30 @@ class MarketEnsemble(Simulation):
         from .kernel import dist_arrays
         kind, a, b = dist_arrays(list(self.market.groups) + [lg.group for lg in self.learned])
         m = self.market
-        market = np.array([m.tick_size, m.market_price, m.fundamental_price,
-                           m.fundamental_drift, m.fundamental_volatility], np.float64)
-        return {"kind": kind, "a": a, "b": b, "market": market}
+        out = {"kind": kind, "a": a, "b": b}
+        venues = m.venues or (m,)
+        market = np.array([[v.tick_size, v.market_price, v.fundamental_price,
+                            v.fundamental_drift, v.fundamental_volatility] for v in venues],
+                          np.float64).T
+        out["market"] = market[:, 0] if len(venues) == 1 else market
+        if m.correlations:
+            from .venues.correlations import cholesky
+            out["chol"] = cholesky(m.venues, m.correlations)
+        return out
 
     def get_state(self):
         """Nothing adapts: the state is the config (checked by :meth:`config`)."""
         return {}
 
     def accumulators(self):
-        s = len(NAMES)
+        s = len(self.names)
         acc = {"sum": (s,), "sum2": (s,), "count": (s,)}
         if self.block_markets:
             acc["markets"] = (self.block_markets * s,)
         if self.paths:
-            acc["paths"] = (min(self.paths, self.block_markets), 2, self.n_steps + 1)
+            K = self.market.n_venues
+            acc["paths"] = ((min(self.paths, self.block_markets),) + ((K,) if K > 1 else ())
+                            + (2, self.n_steps + 1))
         return acc
 
     def inputs(self, key, first_event, size, dtype, state):
@@ -134,7 +150,14 @@ class MarketEnsemble(Simulation):
             out["markets"] = t.reshape(t.where(valid[:, None], stats, 0.0), [-1])
         if self.paths:
             k = min(self.paths, self.block_markets)
-            out["paths"] = t.stack([t.transpose(hist[:, :k]), t.transpose(fhist[:, :k])], 1)
+            K = self.market.n_venues
+            if K == 1:
+                out["paths"] = t.stack([t.transpose(hist[:, :k]), t.transpose(fhist[:, :k])],
+                                       1)
+            else:                   # [k, K, 2, T + 1]
+                def member(h):
+                    return t.transpose(t.reshape(h[:, :k * K], [-1, k, K]), [1, 2, 0])
+                out["paths"] = t.stack([member(hist), member(fhist)], 2)
         return out
 
     def combine(self, rows, n_events):
@@ -156,7 +179,7 @@ class MarketEnsemble(Simulation):
             fields = {name: (a, b, shape) for name, shape, a, b in layout(self)[0]}
             if self.block_markets:
                 a, b, _ = fields["markets"]
-                out["markets"] = rows[:, a:b].reshape(-1, len(NAMES))[:n_events]
+                out["markets"] = rows[:, a:b].reshape(-1, len(self.names))[:n_events]
             if self.paths:
                 a, b, shape = fields["paths"]
                 kb = shape[0]
@@ -226,7 +249,8 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
         Keep the price paths of the first ``paths`` markets: ``Result.paths =
         {"market_price": [paths, T + 1], "fundamental": [paths, T + 1]}`` at times
         ``0 .. T`` (warm-up included), as pams's ``get_market_prices()`` and
-        ``get_fundamental_prices()``.
+        ``get_fundamental_prices()``; with several markets one such dict per market,
+        ``Result.paths[MARKET]``.
     learned : sequence of LearnedAgents
         Learned groups beside the FCN groups.
     block_markets : int or None
@@ -254,7 +278,8 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
         ``rng`` and the backend's own keywords.
 
     Returns a :class:`flowsim.Result` whose ``value`` and ``error`` are arrays over
-    :data:`flowsim.markets.stats.NAMES` (mean over markets, standard error), plus:
+    :data:`flowsim.markets.stats.NAMES` (mean over markets, standard error; with
+    several markets over :func:`flowsim.markets.stats.names`), plus:
     ``names``; ``table``, ``{name: (value, error)}``; ``per_market``, ``[n_markets,
     len(names)]``; ``paths`` (with ``paths=k``).
     """
@@ -285,10 +310,11 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
 
 def decorate(result, sim):
     """Add ``names``, ``table``, ``per_market`` and ``paths`` to a Result of ``sim``."""
-    result.names = list(NAMES)
+    result.names = list(sim.names)
     value, error = np.atleast_1d(result.value), np.atleast_1d(result.error)
-    result.table = {n: (float(v), float(e)) for n, v, e in zip(NAMES, value, error)}
-    result.meta["statistics"] = list(NAMES)
+    result.table = {n: (float(v), float(e)) for n, v, e in zip(sim.names, value, error)}
+    result.meta["statistics"] = list(sim.names)
+    result.meta["markets"] = list(sim.market.market_names)
     result.meta["bytes_per_market"] = sim.bytes_per_market()
     result.meta["n_steps"] = sim.n_steps
     result.meta["first_execution"] = sim.market.first_execution
@@ -299,15 +325,20 @@ def decorate(result, sim):
                                             for r in records])
     if sim.paths and records and "paths" in records[0]:
         p = np.asarray(records[0]["paths"], np.float64)
-        result.paths = {"market_price": p[:, 0], "fundamental": p[:, 1]}
+        if sim.market.n_venues == 1:
+            result.paths = {"market_price": p[:, 0], "fundamental": p[:, 1]}
+        else:
+            result.paths = {m: {"market_price": p[:, k, 0], "fundamental": p[:, k, 1]}
+                            for k, m in enumerate(sim.market.market_names)}
     return result
 
 
 def report(result):
     """The named statistics of an ensemble Result as a text table."""
-    lines = [f"{'statistic':<18} {'mean':>14} {'s.e.':>11}"]
+    width = max([18] + [len(n) for n in result.table])
+    lines = [f"{'statistic':<{width}} {'mean':>14} {'s.e.':>11}"]
     for name, (v, e) in result.table.items():
-        lines.append(f"{name:<18} {v:>14.6g} {e:>11.3g}")
+        lines.append(f"{name:<{width}} {v:>14.6g} {e:>11.3g}")
     return "\n".join(lines)
 
 

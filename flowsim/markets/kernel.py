@@ -35,13 +35,13 @@ from ..core.lazy_tf import tf
 from ..finance.pricing import inverse_normal
 from .agents.fcn import FCN_PARAMS
 from .stats import ABS_LAGS, COARSE, NAMES
-from .venues.market import TIME_BITS
+from .venues.index_market import index_of
+from .venues.market import level_bits, time_bits
 
 #: Distribution kinds as codes of the state arrays.
 KINDS = {"const": 0, "uniform": 1, "expon": 2, "normal": 3, "same": 4}
 #: FCN parameters in draw order (columns of the parameter arrays).
 ATTRS = tuple(FCN_PARAMS.values())
-_TMASK = (1 << TIME_BITS) - 1
 _IMIN = np.iinfo(np.int64).min
 _IMAX = np.iinfo(np.int64).max
 
@@ -119,7 +119,6 @@ class Structure:
         self.learned = tuple(learned)
         tw = [g.max_time_window for g in cfg.groups] + [lg.max_time_window for lg in learned]
         self.capacity = max(tw) + 1
-        self.fundamental_noise = cfg.fundamental_volatility != 0
         # an agent without noise can expect E == P exactly and place no order; pams then
         # asks the next agent (kernel.ask_others); with noise that has probability 0
         self.may_abstain = bool(learned) or any(_noiseless(g) for g in cfg.groups)
@@ -130,13 +129,34 @@ class Structure:
         self.events = tuple(getattr(cfg, "events", ()))
         self.halts = any(e.halts for e in self.events)
         self.extra_order = any(e.extra_order for e in self.events)
+        self._venues(cfg)
+
+    def _venues(self, cfg):
+        """Several markets (venues) per ensemble member, several agents' orders per step."""
+        self.n_venues = cfg.n_venues
+        self.max_orders = min(cfg.max_orders, self.n_agents)
+        self.orders = tuple(min(s.max_orders, self.n_agents) for s in cfg.sessions
+                            for _ in range(s.steps))
+        self.access = tuple(g.venues for g in cfg.groups) if self.n_venues > 1 else ()
+        self.correlated = bool(cfg.correlations)
+        self.fundamental_noise = any(v.fundamental_volatility != 0
+                                     for v in (cfg.venues or (cfg,)))
+        self.indexes = tuple(getattr(cfg, "indexes", ()))
+        self.time_bits = time_bits(self.n_steps, self.max_orders)
+        self.level_bits = level_bits(self.n_steps, self.max_orders)
+        if (self.n_venues > 1 or self.max_orders > 1) and self.may_abstain:
+            raise ValueError("flowsim.markets runs agents that may place no order (noiseless "
+                             "FCN groups, learned groups) on one market with maxNormalOrders "
+                             "1 only: give every group noise (noiseWeight and noiseScale > 0)")
 
     def key(self):
         return (self.flags, self.t0, self.sizes, self.margin_normal, self.chart_sign,
                 self.may_abstain,
                 tuple(lg.trace_key() for lg in self.learned), self.capacity,
                 self.fundamental_noise, self.block_markets, self.paths,
-                tuple(e.trace_key() for e in self.events))
+                tuple(e.trace_key() for e in self.events), self.n_venues, self.max_orders,
+                self.orders if self.max_orders > 1 else (), self.access, self.correlated,
+                self.time_bits, self.indexes)
 
     @property
     def n_agents(self):
@@ -164,15 +184,98 @@ def agent_params(S, key, M, state):
     return out, gid
 
 
-def run(S, key, M, state):
-    """Step ``M`` markets through the whole run.  Returns ``(stats [M, len(NAMES)],
-    prices [T + 1, M], fundamental [T + 1, M] or None)``."""
+def _venue_columns(S, M, state):
+    """The markets' ``(tick, p0, f0, drift, volatility)``: scalars for one market, else
+    ``[M K]`` columns (member-major: column ``m K + k`` is market ``k`` of member ``m``)."""
     t_ = tf()
-    T, C = S.n_steps, S.capacity
+    m = state["market"]
+    if S.n_venues == 1:
+        return tuple(m[i] for i in range(5))
+    return tuple(t_.reshape(t_.tile(m[i][None, :], [M, 1]), [-1]) for i in range(5))
+
+
+def _venue_masks(S, gid, M):
+    """``(access [N, K], [event target mask [M K]])``: the markets each agent orders in,
+    the markets each event acts on."""
+    t_ = tf()
+    K = S.n_venues
+    access = np.zeros((len(gid), K), bool)
+    for i, g in enumerate(gid):
+        access[i, list(S.access[g])] = True
+    masks = [t_.constant(np.tile(np.isin(np.arange(K), e.targets), M)) for e in S.events]
+    return t_.constant(access), masks
+
+
+def _distinct(u, chosen, N):
+    """An agent uniform over the ``N - len(chosen)`` not yet ``chosen`` (``[M]``):
+    pams's shuffled agent list, taken in order (``maxNormalOrders`` > 1)."""
+    t_ = tf()
+    j = len(chosen)
+    c = t_.minimum(t_.cast(u * (N - j), t_.int64), N - j - 1)
+    if chosen:
+        done = t_.sort(t_.stack(chosen, 1), axis=1)
+        for i in range(j):
+            c = c + t_.cast(done[:, i] <= c, t_.int64)
+    return c
+
+
+def _order_draws(S, u, j, n_draws, M):
+    """Uniforms of order ``j`` of a step: ``[pick [M], noise [M K], -, margin [M K]]``
+    (rows 0, 1, 3 for the first, 2 is the fundamental's; one market and one order:
+    ``u`` itself, today's layout)."""
+    t_ = tf()
+    K = S.n_venues
+    if K == 1 and S.max_orders == 1:
+        return u
+    rows = (0, 1, 3) if j == 0 else tuple(n_draws + (j - 1) * (n_draws - 1) + i
+                                          for i in range(3))
+    pick = u[rows[0]] if K == 1 else t_.reshape(u[rows[0]], [M, K])[:, 0]
+    return [pick, u[rows[1]], None, u[rows[2]] if n_draws > 3 else None]
+
+
+def _fundamental_step(S, fund, z, drift, volatility, chol, M):
+    """pams's fundamental walk, then each IndexMarket's fundamental: the index of its
+    components' new fundamentals (:func:`flowsim.markets.venues.index_market.index_of`)."""
+    fund = _walk(S, fund, z, drift, volatility, chol, M)
+    if not S.indexes:
+        return fund
+    t_ = tf()
+    cols = t_.unstack(t_.reshape(fund, [M, S.n_venues]), axis=1)
+    for i, comps, shares in S.indexes:
+        cols[i] = index_of([cols[c] for c in comps], shares)
+    return t_.reshape(t_.stack(cols, 1), [-1])
+
+
+def _walk(S, fund, z, drift, volatility, chol, M):
+    """``F *= exp(drift + vol z)``, or with correlations ``exp(drift + (L z)_k)`` (``L``
+    the Cholesky factor, summed in a fixed order)."""
+    t_ = tf()
+    if not S.fundamental_noise:
+        return fund * t_.exp(drift)
+    if not S.correlated:
+        return fund * t_.exp(drift + volatility * z)
+    K = S.n_venues
+    zm = t_.reshape(z, [M, K])
+    cols = []
+    for k in range(K):
+        acc = chol[k, 0] * zm[:, 0]
+        for j in range(1, k + 1):
+            acc = acc + chol[k, j] * zm[:, j]
+        cols.append(acc)
+    return fund * t_.exp(drift + t_.reshape(t_.stack(cols, 1), [-1]))
+
+
+def run(S, key, M, state):
+    """Step ``M`` ensemble members (each ``K`` markets) through the whole run.  Returns
+    ``(stats [M, statistics], prices [T + 1, M K], fundamental [T + 1, M K] or None)``."""
+    t_ = tf()
+    T, K, R = S.n_steps, S.n_venues, S.max_orders
+    C = S.capacity * R                  # ring slots: R orders a step, C steps of life
     N = S.n_agents
+    L = M * K
     i64, f64 = t_.int64, t_.float64
-    tick, p0, f0 = state["market"][0], state["market"][1], state["market"][2]
-    drift, volatility = state["market"][3], state["market"][4]
+    tick, p0, f0, drift, volatility = _venue_columns(S, M, state)
+    chol = state.get("chol")
     params, gid = agent_params(S, key, M, state)
     n_fcn = sum(S.sizes)
     margin_normal = t_.constant(np.array([S.margin_normal[g] if g < len(S.sizes) else False
@@ -184,10 +287,20 @@ def run(S, key, M, state):
     place_at = t_.constant(flags & 1 > 0)
     run_at = t_.constant(flags & 2 > 0)
     clear_at = t_.constant(flags & 4 > 0)
-    markets = t_.range(M, dtype=i64)
-    tmax = t_.constant(_TMASK, i64)
-    tb = t_.constant(TIME_BITS, i64)
+    markets = t_.range(L, dtype=i64)
+    tmax = t_.constant((1 << S.time_bits) - 1, i64)
+    tb = t_.constant(S.time_bits, i64)
+    level_cap = (1 << S.level_bits) - 1
     n_draws = 3 + int(any_normal_margin)
+    n_rows = n_draws + (R - 1) * (n_draws - 1)
+    orders_at = t_.constant(np.array(S.orders, np.int64))
+
+    def spread(x):
+        """A member's value ``[M]`` for each of its markets ``[M K]``."""
+        return x if K == 1 else t_.repeat(x, K)
+
+    if K > 1:
+        access, masks = _venue_masks(S, gid, M)
 
     def pick(x, a):
         return t_.gather(x, a, batch_dims=1)
@@ -244,18 +357,18 @@ def run(S, key, M, state):
         agent ``u[0]`` picks uniformly)."""
         if a is None:
             a = t_.minimum(t_.cast(u[0] * N, i64), N - 1)
-        tau = pick(params["time_window"], a)
-        k = pick(params["order_margin"], a)
-        wf, wc, wn = (pick(params[x], a) for x in ("fundamental_weight", "chart_weight",
-                                                   "noise_weight"))
-        mrt = pick(params["mean_reversion_time"], a)
-        ns = pick(params["noise_scale"], a)
+        tau = spread(pick(params["time_window"], a))
+        k = spread(pick(params["order_margin"], a))
+        wf, wc, wn = (spread(pick(params[x], a)) for x in ("fundamental_weight",
+                                                           "chart_weight", "noise_weight"))
+        mrt = spread(pick(params["mean_reversion_time"], a))
+        ns = spread(pick(params["noise_scale"], a))
         w = t_.minimum(t_.cast(t, f64), tau)
         back = t - t_.cast(w, i64)
         past = t_.gather_nd(hist, t_.stack([back, markets], 1))
         past = t_.where(w > 0, past, price)
         fundamental = t_.math.log(fund / price) / t_.maximum(mrt, 1.0)
-        chart = t_.gather(chart_sign, a) * t_.math.log(price / past) / t_.maximum(w, 1.0)
+        chart = spread(t_.gather(chart_sign, a)) * t_.math.log(price / past) / t_.maximum(w, 1.0)
         noise = ns * _normal(u[1])
         r = (wf * fundamental + wc * chart + wn * noise) / (wf + wc + wn)
         expected = price * t_.exp(r * tau)
@@ -269,14 +382,19 @@ def run(S, key, M, state):
         fixed = t_.where(buy, expected * (1 - margin_k), expected * (1 + margin_k))
         if any_normal_margin:
             normal_price = expected + _normal(u[3]) * k
-            value = t_.where(t_.gather(margin_normal, a), normal_price, fixed)
+            value = t_.where(spread(t_.gather(margin_normal, a)), normal_price, fixed)
         else:
             value = fixed
-        for e in S.events:
-            value = e.limit_price(value, p0)
-        level = t_.clip_by_value(tick_level(value, tick, buy), 1, (1 << (62 - TIME_BITS)) - 1)
+        for i, e in enumerate(S.events):
+            limited = e.limit_price(value, p0)
+            value = limited if K == 1 or limited is value else t_.where(masks[i], limited,
+                                                                        value)
+        raw = tick_level(value, tick, buy)
+        level = t_.clip_by_value(raw, 1, level_cap)
         side = t_.where(buy, 1, t_.where(sell, -1, 0))
-        return t_.cast(side, i64), level, t_.cast(tau, i64)
+        if K > 1:
+            side = t_.where(t_.reshape(t_.gather(access, a), [-1]), side, 0)
+        return t_.cast(side, i64), level, t_.cast(tau, i64), (raw > level_cap) & (side != 0)
 
     def ask_others(t, u, price, fund, hist, side, level, ttl, place):
         """pams asks agents in a shuffled order until one orders: where the first agent
@@ -296,7 +414,7 @@ def run(S, key, M, state):
             def ask(k, side, level, ttl):
                 a = perm[:, k]
                 u2 = rng.uniform(key, [n_draws, M], f64, stream=4, step=t * N + k)
-                s2, l2, t2 = order(t, u2, price, fund, hist, a)
+                s2, l2, t2, _ = order(t, u2, price, fund, hist, a)
                 redo = (side == 0) & (a != first)
                 return (k + 1, t_.where(redo, s2, side), t_.where(redo, l2, level),
                         t_.where(redo, t2, ttl))
@@ -324,7 +442,7 @@ def run(S, key, M, state):
             return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
                     t_.reduce_any(crossed))
 
-        z = t_.zeros([M], i64)
+        z = t_.zeros([L], i64)
         out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
         return tuple(out[:-1])
 
@@ -342,26 +460,45 @@ def run(S, key, M, state):
             gone_a = t_.cast(crossed & ~((ak == xtra[1]) & (ak != _IMAX) & stays), i64)
         return book2, bk, ak, nb - gone_b, na - gone_a, vol, t_.where(crossed, lvl, 0)
 
+    def collect(t, u, price, fund, hist, place):
+        """The step's orders, all decided on the state at its start (pams collects
+        ``maxNormalOrders`` agents' orders, then processes them): ``R`` lists of
+        ``(side, level, ttl)`` over the ``[M K]`` markets, and whether a level left the
+        packed range."""
+        out, chosen, over = [], [], None
+        for j in range(R):
+            uj = _order_draws(S, u, j, n_draws, M)
+            a = None if R == 1 else _distinct(uj[0], chosen, N)
+            if a is not None:
+                chosen.append(a)
+            side, level, ttl, ov = order(t, uj, price, fund, hist, a)
+            if S.may_abstain:
+                side, level, ttl = ask_others(t, u, price, fund, hist, side, level, ttl, place)
+            if j > 0:                      # this session's maxNormalOrders
+                side = t_.where(j < orders_at[t], side, t_.zeros_like(side))
+            side = t_.where(place, side, t_.zeros_like(side))
+            over = ov if over is None else over | ov
+            out.append([side, level, ttl])
+        return out, over & place
+
     def body(t, price, traded, fund, book, hist, fhist, acc):
-        bidkey, askkey, expiry = book[:3]
         place, running, clear = place_at[t], run_at[t], clear_at[t]
         if S.events:
             est = list(acc["events"])
             for i, e in enumerate(S.events):
-                fund, est[i] = e.before_step(t, fund, est[i])
-        u = rng.uniform(key, [n_draws, M], f64, stream=2, step=t)
-        side, level, ttl = order(t, u, price, fund, hist)
-        if S.may_abstain:
-            side, level, ttl = ask_others(t, u, price, fund, hist, side, level, ttl, place)
-        side = t_.where(place, side, t_.zeros_like(side))
+                shocked, est[i] = e.before_step(t, fund, est[i])
+                fund = shocked if K == 1 else t_.where(masks[i], shocked, fund)
+        u = rng.uniform(key, [n_rows, L], f64, stream=2, step=t)
+        orders, over = collect(t, u, price, fund, hist, place)
         sweep = clear                        # a step that may cross more than one pair
         if S.extra_order:
+            side = orders[0][0]
             for e in S.events:
                 mistake = e.mistake_order(t, side, price, tick)
                 if mistake is not None:
                     fire, m_side, m_level, m_ttl, m_vol = mistake
                     m_packed = t_.bitwise.left_shift(
-                        t_.clip_by_value(m_level, 1, (1 << (62 - TIME_BITS)) - 1), tb)
+                        t_.clip_by_value(m_level, 1, level_cap), tb)
                     fire = fire & place
                     book = book[:3] + (
                         t_.where(fire & (m_side > 0), t_.bitwise.bitwise_or(m_packed, tmax - t),
@@ -372,10 +509,54 @@ def run(S, key, M, state):
                         t_.where(fire, t + m_ttl, book[6]))
                     side = t_.where(fire, t_.zeros_like(side), side)
                     sweep = sweep | t_.reduce_any(fire)
-        s = t % C
+            orders[0][0] = side
+        vol_sum = None
+        cleared = acc.get("cleared")
+        for j, (side, level, ttl) in enumerate(orders):
+            q = t if R == 1 else t * R + j
+            book, price, traded, did, vol, nb, na, active, cleared = process(
+                t, q, side, level, ttl, book, price, traded, running,
+                clear if j == 0 else t_.constant(False), sweep if j == 0 else None,
+                est if S.events else None, cleared)
+            vol_sum = vol if vol_sum is None else vol_sum + vol
+        vol = vol_sum
+        hist = t_.tensor_scatter_nd_update(hist, [[t]], price[None])
+        if fhist is not None:
+            fhist = t_.tensor_scatter_nd_update(fhist, [[t]], fund[None])
+        inside = t >= S.t0
+        after = t > S.t0
+        vol_f = t_.cast(vol, f64)
+        acc = {
+            "mispricing": acc["mispricing"] + t_.where(
+                inside, t_.abs(t_.math.log(price / fund)), 0.0),
+            "trades": acc["trades"] + t_.where(after, vol_f, 0.0),
+            "clearing": acc["clearing"] + t_.where(t == S.t0, vol_f, 0.0),
+            "depth_bid": acc["depth_bid"] + t_.where(inside, t_.cast(nb, f64), 0.0),
+            "depth_ask": acc["depth_ask"] + t_.where(inside, t_.cast(na, f64), 0.0),
+            "overflow": acc["overflow"] | over,
+            **({"cleared": cleared} if K > 1 else {}),
+            **({"events": acc["events"]} if S.events else {}),
+        }
+        if S.events:
+            for i, e in enumerate(S.events):
+                est[i] = e.after_match(t, active, did, price, p0, est[i])
+            acc["events"] = tuple(est)
+        fund = _fundamental_step(S, fund, _normal(u[2]), drift, volatility, chol, M)
+        return t + 1, price, traded, fund, book, hist, fhist, acc
+
+    def process(t, q, side, level, ttl, book, price, traded, running, clear, sweep, est,
+                cleared):
+        """Place one order per market (slot ``q mod C`` of the ring, ``q`` its
+        placement number) and match it as pams executes after each order; update the
+        market price.  With several markets a market executes only where an order
+        arrived (pams's ``_process_order``), so the book crossed during the warm-up
+        clears at the first order of a running market (``cleared``: markets that had
+        one).  Returns ``(book, price, traded, did, vol, nb, na, active, cleared)``."""
+        bidkey, askkey, expiry = book[:3]
+        s = q % C
         packed = t_.bitwise.left_shift(level, tb)
-        new_bid = t_.where(side > 0, t_.bitwise.bitwise_or(packed, tmax - t), _IMIN)
-        new_ask = t_.where(side < 0, t_.bitwise.bitwise_or(packed, t), _IMAX)
+        new_bid = t_.where(side > 0, t_.bitwise.bitwise_or(packed, tmax - q), _IMIN)
+        new_ask = t_.where(side < 0, t_.bitwise.bitwise_or(packed, q), _IMAX)
         new_exp = t_.where(side != 0, t + ttl, -1 * t_.ones_like(ttl))
         row = [[s]]
         bidkey = t_.tensor_scatter_nd_update(bidkey, row, new_bid[None])
@@ -386,8 +567,8 @@ def run(S, key, M, state):
 
         def no_match():
             bk, ak, nb, na = bests(live, bidkey, askkey)
-            zero = t_.zeros([M], i64)
-            return book, bk, ak, nb, na, zero, t_.zeros([M], i64)
+            zero = t_.zeros([L], i64)
+            return book, bk, ak, nb, na, zero, t_.zeros([L], i64)
 
         def one_pass():
             bk, ak, nb, na = bests(live, bidkey, askkey)
@@ -407,13 +588,19 @@ def run(S, key, M, state):
                 return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
                         t_.reduce_any(crossed))
 
-            z = t_.zeros([M], i64)
+            z = t_.zeros([L], i64)
             out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
             return tuple(out[:-1])
 
-        if S.halts or S.extra_order:
+        if K > 1:
+            active = running & (side != 0)
+            book, bk, ak, nb, na, vol, lvl = t_.cond(
+                t_.reduce_any(active & ~cleared), lambda: masked_clearing(t, book, active),
+                lambda: masked_pass(t, book, active))
+            cleared = cleared | active
+        elif S.halts or S.extra_order:
             halted = [h for h in (e.halted(x) for e, x in zip(S.events, est)) if h is not None]
-            active = running & t_.ones([M], t_.bool)
+            active = running & t_.ones([L], t_.bool)
             for h in halted:
                 active = active & ~h
             for e, x in zip(S.events, est):
@@ -430,7 +617,6 @@ def run(S, key, M, state):
         # bk/ak are the bests before the last pairing: after a trade the market price is
         # the trade's; without any trade yet, the mid of the (uncrossed) book
         did = vol > 0
-        traded_now = traded | did
         has_both = (bk != _IMIN) & (ak != _IMAX)
         b_level = t_.cast(t_.bitwise.right_shift(bk, tb), f64)
         a_level = t_.cast(t_.bitwise.right_shift(ak, tb), f64)
@@ -438,42 +624,23 @@ def run(S, key, M, state):
         new_price = t_.where(did, t_.cast(lvl, f64) * tick,
                              t_.where(~traded & has_both, mid, price))
         price = t_.where(active, new_price, price)
-        hist = t_.tensor_scatter_nd_update(hist, [[t]], price[None])
-        if fhist is not None:
-            fhist = t_.tensor_scatter_nd_update(fhist, [[t]], fund[None])
-        inside = t >= S.t0
-        after = t > S.t0
-        vol_f = t_.cast(vol, f64)
-        acc = {
-            "mispricing": acc["mispricing"] + t_.where(
-                inside, t_.abs(t_.math.log(price / fund)), 0.0),
-            "trades": acc["trades"] + t_.where(after, vol_f, 0.0),
-            "clearing": acc["clearing"] + t_.where(t == S.t0, vol_f, 0.0),
-            "depth_bid": acc["depth_bid"] + t_.where(inside, t_.cast(nb, f64), 0.0),
-            "depth_ask": acc["depth_ask"] + t_.where(inside, t_.cast(na, f64), 0.0),
-        }
-        if S.events:
-            for i, e in enumerate(S.events):
-                est[i] = e.after_match(t, active, did, price, p0, est[i])
-            acc["events"] = tuple(est)
-        if S.fundamental_noise:
-            fund = fund * t_.exp(drift + volatility * _normal(u[2]))
-        else:
-            fund = fund * t_.exp(drift)
-        return t + 1, price, traded_now, fund, book, hist, fhist, acc
+        return book, price, traded | did, did, vol, nb, na, active, cleared
 
-    zero = t_.zeros([M], f64)
-    book = (t_.fill([C, M], t_.constant(_IMIN, i64)), t_.fill([C, M], t_.constant(_IMAX, i64)),
-            t_.fill([C, M], t_.constant(-1, i64)))
-    hist = t_.zeros([T + 1, M], f64)
-    fhist = t_.zeros([T + 1, M], f64) if S.paths else None
+    zero = t_.zeros([L], f64)
+    book = (t_.fill([C, L], t_.constant(_IMIN, i64)), t_.fill([C, L], t_.constant(_IMAX, i64)),
+            t_.fill([C, L], t_.constant(-1, i64)))
+    hist = t_.zeros([T + 1, L], f64)
+    fhist = t_.zeros([T + 1, L], f64) if S.paths else None
     acc = {k: zero for k in ("mispricing", "trades", "clearing", "depth_bid", "depth_ask")}
+    acc["overflow"] = t_.zeros([L], t_.bool)
+    if K > 1:
+        acc["cleared"] = t_.zeros([L], t_.bool)
     if S.events:
-        acc["events"] = tuple(e.init_state(M) for e in S.events)
+        acc["events"] = tuple(e.init_state(L) for e in S.events)
     if S.extra_order:
-        book = book + (t_.fill([M], t_.constant(_IMIN, i64)), t_.fill([M], t_.constant(_IMAX, i64)),
-                       t_.zeros([M], i64), t_.fill([M], t_.constant(-1, i64)))
-    loop = [t_.constant(0, i64), zero + p0, t_.zeros([M], t_.bool), zero + f0, book, hist,
+        book = book + (t_.fill([L], t_.constant(_IMIN, i64)), t_.fill([L], t_.constant(_IMAX, i64)),
+                       t_.zeros([L], i64), t_.fill([L], t_.constant(-1, i64)))
+    loop = [t_.constant(0, i64), zero + p0, t_.zeros([L], t_.bool), zero + f0, book, hist,
             fhist, acc]
     if fhist is None:
         loop[6] = t_.zeros([0], f64)
@@ -490,7 +657,7 @@ def run(S, key, M, state):
         fhist = t_.tensor_scatter_nd_update(fhist, [[T]], fund[None])
     else:
         fhist = None
-    return statistics(S, hist, acc), hist, fhist
+    return venue_statistics(S, M, hist, acc), hist, fhist
 
 
 def _acf(x, lag):
@@ -513,6 +680,41 @@ def _return_statistics(r):
     safe = t.where(m2 > 0, m2, 1.0)
     kurt = t.where(m2 > 0, m4 / (safe * safe) - 3.0, np.nan)
     return [t.sqrt(m2), kurt, _acf(r, 1)] + [_acf(t.abs(r), k) for k in ABS_LAGS]
+
+
+def _pearson(x, y):
+    """Correlation of the columns of ``x`` and ``y`` ``[n, M]``; NaN if one is constant."""
+    t = tf()
+    dx = x - t.reduce_mean(x, axis=0, keepdims=True)
+    dy = y - t.reduce_mean(y, axis=0, keepdims=True)
+    den = t.sqrt(t.reduce_sum(dx * dx, axis=0) * t.reduce_sum(dy * dy, axis=0))
+    return t.where(den > 0, t.reduce_sum(dx * dy, axis=0) / t.where(den > 0, den, 1.0), np.nan)
+
+
+def venue_statistics(S, M, hist, acc):
+    """``[M, statistics]``: per market :func:`statistics` (NaN for a market whose tick
+    levels left the packed range); with several markets their columns market by market,
+    then the one-step return correlation of each pair (:func:`flowsim.markets.stats.names`)."""
+    t = tf()
+    K = S.n_venues
+    per = statistics(S, hist, acc)                             # [M K, len(NAMES)]
+    per = t.where(~acc["overflow"][:, None], per, np.nan)
+    if K == 1:
+        return per
+    cols = [t.reshape(per, [M, K * len(NAMES)])]
+    p = t.reshape(t.math.log(hist[S.t0:S.n_steps]), [-1, M, K])
+    r1 = p[1:] - p[:-1]
+    bad = t.reduce_any(t.reshape(acc["overflow"], [M, K]), axis=1)
+    for a in range(K):
+        for b in range(a + 1, K):
+            c = _pearson(r1[:, :, a], r1[:, :, b])
+            cols.append(t.where(~bad, c, np.nan)[:, None])
+    prices = t.unstack(t.reshape(hist[S.t0:S.n_steps], [-1, M, K]), axis=2)
+    for i, comps, shares in S.indexes:          # mean |ln(P_index / index of prices)|
+        index = index_of([prices[c] for c in comps], shares)
+        dev = t.reduce_mean(t.abs(t.math.log(prices[i] / index)), axis=0)
+        cols.append(t.where(~bad, dev, np.nan)[:, None])
+    return t.concat(cols, axis=1)
 
 
 def statistics(S, hist, acc):

@@ -24,28 +24,48 @@ def _axes(ax, width=8.0, height=4.0):
 
 
 def _paths(result):
+    """``(prices [k, T + 1], fundamentals [k, T + 1])``; with several markets every
+    market's kept paths, stacked."""
     if getattr(result, "paths", None) is None:
         raise ValueError("this Result has no paths: run flowsim.markets.ensemble(..., paths=k)")
-    return result.paths["market_price"], result.paths["fundamental"]
+    if "market_price" in result.paths:
+        return result.paths["market_price"], result.paths["fundamental"]
+    markets = list(result.paths.values())
+    return (np.concatenate([m["market_price"] for m in markets]),
+            np.concatenate([m["fundamental"] for m in markets]))
+
+
+def _lines(result, n):
+    """``(label, prices, fundamental)`` to draw: the first ``n`` runs of one market, or
+    the first run of each of several markets."""
+    if "market_price" in result.paths:
+        p, f = result.paths["market_price"], result.paths["fundamental"]
+        return [(f"market {i}", p[i], f[i]) for i in range(min(n, len(p)))]
+    return [(name, m["market_price"][0], m["fundamental"][0])
+            for name, m in list(result.paths.items())[:n]]
 
 
 def paths(result, ax=None, n=5):
-    """Market price (solid) and fundamental (dashed) of the first ``n`` markets, with
-    the config's events marked (``result.meta["marks"]``: a shock's or a mistaken
-    order's step as a vertical line, a price limit's bounds as horizontal ones) and
-    the first step with execution (dotted)."""
+    """Market price (solid) and fundamental (dashed) of the first ``n`` markets (with
+    several markets per run: the first run's path of each market, labelled by its
+    name, on a log scale), with the config's events marked (``result.meta["marks"]``:
+    a shock's or a mistaken order's step as a vertical line, a price limit's bounds as
+    horizontal ones) and the first step with execution (dotted)."""
     fig, ax = _axes(ax)
-    p, f = _paths(result)
-    for i in range(min(n, len(p))):
-        line, = ax.plot(p[i], lw=0.8, label=f"market {i}")
-        ax.plot(f[i], lw=0.8, ls="--", color=line.get_color())
+    _paths(result)
+    several = "market_price" not in result.paths
+    for label, p, f in _lines(result, n):
+        line, = ax.plot(p, lw=0.8, label=label)
+        ax.plot(f, lw=0.8, ls="--", color=line.get_color())
+    if several:
+        ax.set_yscale("log")
     t0 = result.meta.get("first_execution")
     if t0:
         ax.axvline(t0, color="0.5", lw=0.6, ls=":", label="execution starts")
     for kind, where, label in result.meta.get("marks", []):
         line = ax.axvline if kind == "time" else ax.axhline
         line(where, color="k", lw=0.8, ls="-." if kind == "time" else ":", label=label)
-    if result.meta.get("marks"):
+    if result.meta.get("marks") or several:
         ax.legend(fontsize="small")
     ax.set_xlabel("step")
     ax.set_ylabel("price")

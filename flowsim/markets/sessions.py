@@ -2,7 +2,8 @@
 
 Keys: ``sessionName``, ``iterationSteps`` (int), ``withOrderPlacement``,
 ``withOrderExecution``, ``withPrint`` (booleans, required as pams requires them),
-``maxNormalOrders`` (default 1: flowsim runs 1), ``maxHighFrequencyOrders`` /
+``maxNormalOrders`` (default 1: the number of agents, drawn without replacement from
+all groups, whose orders a step collects before it processes them), ``maxHighFrequencyOrders`` /
 ``maxHifreqOrders`` and ``highFrequencySubmitRate`` / ``hifreqSubmitRate`` (defaults 1
 and 1.0; no effect without high-frequency agents, which flowsim has none of), and
 ``events`` (names of event entries, see :mod:`flowsim.markets.events`).
@@ -22,6 +23,7 @@ class Session:
     steps: int
     placement: bool
     execution: bool
+    max_orders: int = 1
 
 
 def parse_session(s, where):
@@ -35,11 +37,11 @@ def parse_session(s, where):
     steps = integer(s.get("iterationSteps"), f"{where}.iterationSteps")
     flags = [flag(s.get(key), f"{where}.{key}")
              for key in ("withOrderPlacement", "withOrderExecution")]
-    if pams_int(s.get("maxNormalOrders", 1), f"{where}.maxNormalOrders") != 1:
-        raise ValueError(f"{where}.maxNormalOrders: flowsim.markets runs 1 order per step "
-                         f"(pams's default) on one market, got {s['maxNormalOrders']!r}; "
-                         f"set it to 1 or drop it")
+    max_orders = pams_int(s.get("maxNormalOrders", 1), f"{where}.maxNormalOrders")
+    if max_orders < 1:
+        raise ValueError(f"{where}.maxNormalOrders must be >= 1 (flowsim.markets needs an "
+                         f"order per step), got {s['maxNormalOrders']!r}")
     events = s.get("events", [])
     if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
         raise ValueError(f"{where}.events must be a list of event names, got {events!r}")
-    return Session(steps, *flags), events
+    return Session(steps, *flags, max_orders), events

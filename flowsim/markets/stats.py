@@ -55,6 +55,26 @@ NAMES = tuple(_return_names(1) + _return_names(COARSE)
                  "final_price", "clearing_volume"])
 
 
+def names(markets, indexes=()):
+    """Statistics of a run of ``markets`` (their names, config order): :data:`NAMES`
+    for one market; for several, ``"MARKET:NAME"`` for each market and name, then
+    ``"A|B:return_correlation"`` for each pair ``A`` before ``B``: the Pearson
+    correlation of the two markets' one-step log returns over the steps
+    ``volatility_1`` uses (NaN if either is constant); then ``"INDEX:index_deviation"``
+    for each IndexMarket (``indexes``: their names): per run, the mean over the same
+    prices as ``mispricing`` of ``|ln(P_index / I)|``, ``I`` the index (pams's formula,
+    :func:`flowsim.markets.venues.index_market.index_of`) of its components' market
+    prices at the same time."""
+    markets = list(markets)
+    if len(markets) == 1:
+        return NAMES
+    out = [f"{m}:{n}" for m in markets for n in NAMES]
+    out += [f"{a}|{b}:return_correlation" for i, a in enumerate(markets)
+            for b in markets[i + 1:]]
+    out += [f"{i}:index_deviation" for i in indexes]
+    return tuple(out)
+
+
 def _acf(x, lag):
     """``[k]`` autocorrelation of each row of ``x`` ``[k, n]`` at ``lag``."""
     d = x - x.mean(axis=1, keepdims=True)

@@ -63,6 +63,34 @@ def events():
     return from_pams(events_config())
 
 
+def venues_config():
+    """Three markets in each ensemble member: two with correlated fundamentals and an
+    IndexMarket of them; a group trading all three and a group trading one, two
+    agents' orders per step (``maxNormalOrders``), a fundamental shock in the
+    second market."""
+    cfg = small_config()
+    cfg["simulation"]["markets"] = ["Spot", "Other", "Index"]
+    cfg["simulation"]["fundamentalCorrelations"] = {"pairwise": [["Spot", "Other", 0.5]]}
+    for s in cfg["simulation"]["sessions"]:
+        s["maxNormalOrders"] = 2
+    cfg["simulation"]["sessions"][1]["events"] = ["Shock"]
+    cfg["Shock"] = {"class": "FundamentalPriceShock", "target": "Other", "triggerTime": 5,
+                    "priceChangeRate": -0.05, "enabled": True}
+    cfg["Spot"] = dict(cfg.pop("Market"), outstandingShares=100)
+    cfg["Other"] = {"extends": "Spot", "tickSize": 0.05, "fundamentalPrice": 104.0,
+                    "outstandingShares": 300}
+    cfg["Index"] = {"class": "IndexMarket", "tickSize": 0.01, "marketPrice": 103.0,
+                    "markets": ["Spot", "Other"]}
+    cfg["Followers"]["markets"] = ["Spot", "Other", "Index"]
+    cfg["Contrarians"]["markets"] = ["Other"]
+    return cfg
+
+
+def venues():
+    from flowsim.markets import from_pams
+    return from_pams(venues_config())
+
+
 def policy():
     """A fixed tiny MLP (numpy weights: picklable, deterministic)."""
     from flowsim.markets import MLP
@@ -86,5 +114,8 @@ CASES = {
         n_events=130, n_iters=1, block_size=64, events_limit=128),
     "markets_events": dict(
         factory="flowsim.testing.cases_markets:events",
+        n_events=130, n_iters=1, block_size=64, events_limit=128),
+    "markets_venues": dict(
+        factory="flowsim.testing.cases_markets:venues",
         n_events=130, n_iters=1, block_size=64, events_limit=128),
 }

@@ -3,13 +3,16 @@
 (:func:`flowsim.markets.kernel.run`, ``order``).
 
 Keys: ``numAgents`` (or ``from``/``to``; pams reads it with ``int()``, so ``"100"`` is
-100), ``markets``, ``fundamentalWeight``, ``chartWeight``, ``noiseWeight``,
+100), ``markets`` (names of market entries: an agent orders, on its turn, in every
+market of them, one order each, in the config's market order), ``fundamentalWeight``,
+``chartWeight``, ``noiseWeight``,
 ``noiseScale``, ``timeWindowSize``, ``orderMargin`` (required), ``marginType``
 (``"fixed"``, default, or ``"normal"``), ``meanReversionTime`` (default: the time
 window), ``cashAmount`` and ``assetVolume`` (no effect: pams's FCN agents have no cash
 or position limits), ``prefix``; and one extension pams ignores, ``isChartFollowing``
 (default true; false makes the group contrarian).
 """
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -39,6 +42,8 @@ class FCNGroup:
     params: tuple           # ((attribute, Dist), ...) in FCN_PARAMS order
     margin_normal: bool = False
     chart_following: bool = True
+    #: indices of the markets the agents order in (``()``: the one market)
+    venues: tuple = ()
 
     def dist(self, attribute):
         return dict(self.params)[attribute]
@@ -54,28 +59,39 @@ class FCNGroup:
             if key not in FCN_PARAMS:
                 raise ValueError(f"unknown FCN parameter {key!r}; one of {', '.join(FCN_PARAMS)}")
             new[FCN_PARAMS[key]] = Dist.parse(value, f"{self.name}.{key}")
-        return FCNGroup(self.name, self.n_agents,
-                        tuple((a, new[a]) for a in FCN_PARAMS.values()),
-                        self.margin_normal, self.chart_following)
+        return dataclasses.replace(self, params=tuple((a, new[a]) for a in FCN_PARAMS.values()))
 
     def describe(self):
-        return {"name": self.name, "n_agents": self.n_agents,
-                "params": {a: d.to_json() for a, d in self.params},
-                "margin_normal": self.margin_normal,
-                "chart_following": self.chart_following}
+        out = {"name": self.name, "n_agents": self.n_agents,
+               "params": {a: d.to_json() for a, d in self.params},
+               "margin_normal": self.margin_normal,
+               "chart_following": self.chart_following}
+        if self.venues and self.venues != (0,):
+            out["venues"] = list(self.venues)
+        return out
+
+
+def accessible(name, g, markets):
+    """Indices of the markets group ``name`` orders in: ``markets`` maps the config's
+    market entry names to their markets' indices (pams's ``markets_group_name2market``)."""
+    if not isinstance(g.get("markets"), list) or not g["markets"]:
+        raise ValueError(f"{name}.markets is required: a list of market names, e.g. "
+                         f"{list(markets)[:1]}")
+    out = set()
+    for m in g["markets"]:
+        if m not in markets:
+            raise ValueError(f"{name}.markets names {m!r}, which is not a market entry of "
+                             f"simulation.markets ({', '.join(markets)}): fix the name")
+        out.update(markets[m])
+    return tuple(sorted(out))
 
 
 @register("agent", "FCNAgent")
 def parse_group(name, g, markets, extra_keys=frozenset()):
     """:class:`FCNGroup` of the (extended) settings ``g`` of group ``name``; ``markets``
-    are the config's market names."""
+    maps the config's market entry names to their markets' indices."""
     check_keys(g, KEYS, name, extra_ok=extra_keys)
-    if not isinstance(g.get("markets"), list) or not g["markets"]:
-        raise ValueError(f"{name}.markets is required: a list of market names, e.g. "
-                         f"{list(markets)[:1]}")
-    if list(g["markets"]) != list(markets):
-        raise ValueError(f"{name}.markets must be {list(markets)!r} (flowsim.markets runs "
-                         f"one market), got {g['markets']!r}")
+    venues = accessible(name, g, markets)
     for key in REQUIRED:
         if key not in g:
             raise ValueError(f"{name}.{key} is required (FCNAgent): add it, e.g. "
@@ -90,7 +106,7 @@ def parse_group(name, g, markets, extra_keys=frozenset()):
     following = flag(g.get("isChartFollowing", True), f"{name}.isChartFollowing")
     group = FCNGroup(name, count(g, "numAgents", name),
                      tuple((a, dists[a]) for a in FCN_PARAMS.values()),
-                     margin == "normal", following)
+                     margin == "normal", following, venues)
     check_group(group)
     return group
 

@@ -1,2 +1,2 @@
 """pams market classes flowsim.markets runs, one module each (registered by class name)."""
-from . import market  # noqa: F401
+from . import index_market, market  # noqa: F401

@@ -5,20 +5,36 @@ defaults.  The continuous double auction itself is the compiled step's
 Keys: ``tickSize`` (required), ``marketPrice`` and/or ``fundamentalPrice`` (each the
 other's default), ``fundamentalDrift`` and ``fundamentalVolatility`` (default 0: the
 fundamental's log-return per step is ``drift + volatility * N(0, 1)``),
-``outstandingShares`` (no effect on one market), ``numMarkets`` 1, ``prefix``.
+``outstandingShares`` (no effect: pams's FCN agents have no position limits),
+``numMarkets`` (or ``from``/``to``) and ``prefix``: a group of markets named as pams
+names them (``prefix`` + index when there are several, ``SpotMarket-0``,
+``SpotMarket-1`` ...; the prefix defaults to the entry's name, with ``-`` for a group).
 """
 from dataclasses import dataclass
 
 from ..registry import GROUP_KEYS, check_keys, register
 from ..values import count, integer, number, positive
 
-#: Market prices are integer tick levels packed with the placement time in an int64
-#: (``level * 2**TIME_BITS + time``): the initial level must leave this much headroom.
+#: Market prices are integer tick levels packed with the placement sequence number in
+#: an int64 (``level * 2**bits + number``, :func:`time_bits`); the initial level must be
+#: below ``MAX_LEVEL``, which leaves every run at least 2**10 of headroom.
 TIME_BITS = 21
 MAX_LEVEL = 2 ** (62 - TIME_BITS - 10)
+
+
+def time_bits(n_steps, orders_per_step=1):
+    """Bits of the placement number in a packed order key: enough for ``n_steps *
+    orders_per_step`` orders (the rest of the int64 holds the tick level)."""
+    return max(int(n_steps * orders_per_step).bit_length(), 1)
+
+
+def level_bits(n_steps, orders_per_step=1):
+    """Bits left for tick levels: ``62 - time_bits``, at most 53 (levels times the tick
+    stay exact in float64)."""
+    return min(62 - time_bits(n_steps, orders_per_step), 53)
 KEYS = GROUP_KEYS | {"tickSize", "marketPrice", "fundamentalPrice", "fundamentalDrift",
                      "fundamentalVolatility", "outstandingShares", "numMarkets"}
-#: Keys pams's IndexMarket reads (refused with the class).
+#: Keys pams's IndexMarket reads (:mod:`.index_market`).
 PAMS_ONLY = {"markets", "requires"}
 
 
@@ -30,15 +46,28 @@ class MarketSpec:
     fundamental_price: float
     fundamental_drift: float
     fundamental_volatility: float
+    outstanding_shares: int = None
+    #: an IndexMarket's component market names (:mod:`.index_market`)
+    components: tuple = ()
+
+
+def market_names(name, market):
+    """pams's names of the markets of group ``name`` (``runners/sequential.py``,
+    ``_parse_group``): ``prefix`` + index when numbered (several, or ``from``/``to``)."""
+    n = count(market, "numMarkets", name)
+    first = int(market["from"]) if "from" in market else 0
+    numbered = n != 1 or "from" in market
+    prefix = market.get("prefix", name + ("-" if n > 1 else ""))
+    if not isinstance(prefix, str):
+        raise ValueError(f"{name}.prefix must be a string, got {prefix!r}")
+    return [prefix + (str(i) if numbered else "") for i in range(first, first + n)]
 
 
 @register("market", "Market")
 def parse_market(name, market, extra_keys=frozenset()):
-    """:class:`MarketSpec` of the (extended) settings of market ``name``."""
+    """:class:`MarketSpec` list of the (extended) settings of market group ``name``."""
     check_keys(market, KEYS, name, pams_only=PAMS_ONLY, extra_ok=extra_keys)
-    if count(market, "numMarkets", name) != 1:
-        raise ValueError(f"{name}.numMarkets: flowsim.markets runs one market; set it to 1 "
-                         f"or drop it")
+    names = market_names(name, market)
     if "tickSize" not in market:
         raise ValueError(f"{name}.tickSize is required: add e.g. \"tickSize\": 0.00001")
     tick = positive(market["tickSize"], f"{name}.tickSize")
@@ -53,12 +82,13 @@ def parse_market(name, market, extra_keys=frozenset()):
     vol = number(market.get("fundamentalVolatility", 0.0), f"{name}.fundamentalVolatility")
     if vol < 0:
         raise ValueError(f"{name}.fundamentalVolatility must be >= 0, got {vol}")
+    shares = None
     if "outstandingShares" in market:
-        integer(market["outstandingShares"], f"{name}.outstandingShares", 1)
+        shares = integer(market["outstandingShares"], f"{name}.outstandingShares", 1)
     for what, p in (("marketPrice", price), ("fundamentalPrice", fundamental)):
         if p / tick >= MAX_LEVEL:
             raise ValueError(f"{name}.{what} / tickSize = {p / tick:.3g} ticks; "
                              f"flowsim.markets needs fewer than {MAX_LEVEL:.3g} "
                              f"(2**{62 - TIME_BITS - 10}) for integer tick levels with room "
                              f"to move: use a larger tickSize")
-    return MarketSpec(name, tick, price, fundamental, drift, vol)
+    return [MarketSpec(n, tick, price, fundamental, drift, vol, shares) for n in names]
