@@ -21,18 +21,25 @@ def moments(values, valid):
     ``f = 1e8 + x``); :meth:`Plain.combine` pools the blocks.
     """
     t = tf()
-    count = count_true(valid)
     if values.shape[1] == 1:
-        # One value per event: the same arithmetic on [n], which XLA's CPU backend
-        # compiles to much cheaper loops than [n, 1] times an [n, 1] mask.
-        f, w = values[:, 0], t.cast(valid, t.float64)
-        total = block_sum(f * w)
-        dev = (f - total / t.maximum(count, 1.0)) * w
-        return {"sum": total[None], "m2": block_sum(dev * dev)[None], "count": count}
+        return moments_of_values(values[:, 0], valid)
+    count = count_true(valid)
     w = t.cast(valid, t.float64)[:, None]
     total = block_sum(values * w)
     dev = (values - total / t.maximum(count, 1.0)) * w
     return {"sum": total, "m2": block_sum(dev * dev), "count": count}
+
+
+def moments_of_values(f, valid):
+    """:func:`moments` of one value per event, ``f`` of shape ``[n]``: the same
+    operations on ``[n]``, which XLA's CPU backend compiles to much cheaper loops
+    than ``[n, 1]`` times an ``[n, 1]`` mask (the same bits)."""
+    t = tf()
+    count = count_true(valid)
+    w = t.cast(valid, t.float64)
+    total = block_sum(f * w)
+    dev = (f - total / t.maximum(count, 1.0)) * w
+    return {"sum": total[None], "m2": block_sum(dev * dev)[None], "count": count}
 
 
 def pool_moments(sums, m2s, counts):
@@ -150,14 +157,16 @@ class Plain(Simulation):
         ``x``, the points, is needed only for histograms."""
         del state
         t = tf()
-        if f.shape[1] == 1:         # one value per event: on [n], as in moments
+        if f.shape[1] == 1:         # one value per event: on [n] (moments_of_values)
             finite = t.math.is_finite(f[:, 0])
-            f = t.where(finite & valid, f[:, 0], t.zeros_like(f[:, 0]))[:, None]
+            flat = t.where(finite & valid, f[:, 0], t.zeros_like(f[:, 0]))
+            out = moments_of_values(flat, valid)
+            f = flat[:, None]
         else:
             finite = t.reduce_all(t.math.is_finite(f), axis=1)
             f = t.where((finite & valid)[:, None], f, t.zeros_like(f))
-        out = {**moments(f, valid),
-               "nonfinite": count_true(valid & ~finite)}
+            out = moments(f, valid)
+        out["nonfinite"] = count_true(valid & ~finite)
         for h in self.histograms:
             out.update(h.block(x, f[:, h.component]))
         return out
