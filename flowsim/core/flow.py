@@ -7,6 +7,7 @@ one call after another).  Each backend of :mod:`flowsim.distribution` is one
 executor; ``ThreadPoolFlow(sim, ...)`` and friends are :func:`backend_flow`:
 a Flow with that executor.  No Flow knows an algorithm.
 """
+import logging
 import secrets
 import sys
 import time
@@ -431,10 +432,11 @@ class Flow:
                   **adapted, **est}
         if "nonfinite" in totals:
             record["nonfinite"] = int(totals["nonfinite"])
-        logger.info("iteration %d: %s +/- %s (%.3f s)", iteration + 1,
-                    np.array2string(np.atleast_1d(est["value"]), precision=8),
-                    np.array2string(np.atleast_1d(est["error"]), precision=3),
-                    record["seconds"])
+        if logger.isEnabledFor(logging.INFO):     # (formatting arrays costs ~1 ms)
+            logger.info("iteration %d: %s +/- %s (%.3f s)", iteration + 1,
+                        np.array2string(np.atleast_1d(est["value"]), precision=8),
+                        np.array2string(np.atleast_1d(est["error"]), precision=3),
+                        record["seconds"])
         return record
 
     def _check_nonfinite(self, rows, iteration):
