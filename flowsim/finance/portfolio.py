@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 
 from ..core.lazy_tf import tf
-from .simulate import COLUMN_PARAMS, simulate_signals
+from .simulate import COLUMN_PARAMS, features_of, simulate_signals
 
 #: Columns of :meth:`Portfolio.stats`, in order (vectorbt's ``stats()`` metrics).
 STATS = ("start_value", "end_value", "total_return", "benchmark_return", "total_fees_paid",
@@ -325,7 +325,9 @@ def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0)):
     s = tuple(t.constant(x) for x in signals)
     p = {k: (t.constant(params[k] != 0) if k == "sl_trail" else t.constant(params[k], dt))
          for k in COLUMN_PARAMS}
-    return fn(b, s, p, True, loop_rates)
+    short = bool(signals[2].any() or signals[3].any())
+    ohlc = not all(np.array_equal(bars[k], bars["close"]) for k in ("open", "high", "low"))
+    return fn(b, s, p, True, loop_rates, features_of(params, short, ohlc))
 
 
 class Portfolio:
