@@ -316,8 +316,11 @@ def compiled_simulate():
     return fn
 
 
-def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0)):
-    """Cast to ``dtype`` and run :func:`simulate_signals` (XLA-compiled, cached per dtype)."""
+def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0), features=None):
+    """Cast to ``dtype`` and run :func:`simulate_signals` (XLA-compiled, cached per dtype).
+
+    ``features``: the loop's parts (default: those the inputs use, :func:`features_of`).
+    """
     t = tf()
     fn = compiled_simulate()
     dt = t.as_dtype(dtype)
@@ -325,9 +328,11 @@ def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0)):
     s = tuple(t.constant(x) for x in signals)
     p = {k: (t.constant(params[k] != 0) if k == "sl_trail" else t.constant(params[k], dt))
          for k in COLUMN_PARAMS}
-    short = bool(signals[2].any() or signals[3].any())
-    ohlc = not all(np.array_equal(bars[k], bars["close"]) for k in ("open", "high", "low"))
-    return fn(b, s, p, True, loop_rates, features_of(params, short, ohlc))
+    if features is None:
+        short = bool(signals[2].any() or signals[3].any())
+        ohlc = not all(np.array_equal(bars[k], bars["close"]) for k in ("open", "high", "low"))
+        features = features_of(params, short, ohlc)
+    return fn(b, s, p, True, loop_rates, tuple(features))
 
 
 class Portfolio:

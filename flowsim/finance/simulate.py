@@ -383,7 +383,8 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
     le_a, lx_a, se_a, sx_a = signals
     p = params
     zero = t.zeros_like(p["init_cash"])
-    reps = t.shape(le_a)[1] // t.shape(close)[1]
+    static = le_a.shape[1] is not None and close.shape[1] is not None
+    reps = le_a.shape[1] // close.shape[1] if static else t.shape(le_a)[1] // t.shape(close)[1]
     state = _initial_state(p["init_cash"], zero, features)
     trade = (t.zeros_like(zero, dtype=t.bool), zero, t.zeros_like(zero, dtype=t.int32),
              zero, zero, zero)
@@ -391,7 +392,11 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
               for k in (BAR_OUTPUTS if keep_bars else ())}
 
     def row(k, i):
-        return t.tile(bars[k][i], [reps])
+        if static and reps == 1:
+            return bars[k][i]
+        x = t.tile(bars[k][i], [reps])
+        x.set_shape(zero.shape)
+        return x
 
     def body(i, s, tr, arrays):
         c = row("close", i)
