@@ -290,9 +290,11 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
     events_limit : rows per device call (default all); never changes the bits.
     flow_kwargs : dict of other :class:`flowsim.Flow` options.  The portfolio loop
         is always XLA-compiled; ``{"jit_compile": True}`` compiles the whole block
-        (indicators, signals, metrics too): several times faster once compiled,
-        but XLA then fuses differently for another block size, so the last bits
-        may change with ``block_size`` (not with ``events_limit`` or backend).
+        (indicators, signals, metrics too) and costs a longer first call.  Either
+        way the table has the same bits for every ``block_size``,
+        ``events_limit`` and backend (NaN where NaN: compare tables with
+        ``DataFrame.equals``, not ``==``); with and without ``jit_compile`` the
+        values may differ in the last bits.
     **portfolio_kw : the other from_signals keywords, scalar or per asset.
 
     Returns a :class:`pandas.DataFrame`, one row per (combination, asset) in
