@@ -429,7 +429,7 @@ def test_loop_without_its_unused_parts_is_bit_identical():
     b, sig, params, _ = prepare(close, signals["entries"], signals["exits"], None, None,
                                 "longonly", bars.get("open"), bars.get("high"), bars.get("low"),
                                 **kw)
-    lean = run_tensors(b, sig, params, "float64")
+    lean = run_tensors(b, sig, params, "float64", features="auto")
     full = run_tensors(b, sig, params, "float64", features=FEATURES)
     assert set(lean) == set(full)
     for k in full:
