@@ -20,7 +20,9 @@ Then (or alone with ``--only-rsi``) the signal sweep of issue 22: RSI thresholds
 stop-loss, >= 10**4 combinations over the same 2,520 bars with fees 0.1 %:
 
 - flowsim: ``signal_sweep(strategies.rsi_thresholds, ...)`` (all 22 stats metrics
-  per combination), float64, warm, whole kernel XLA-compiled and not;
+  per combination), float64, warm (the first call, timed apart, compiles), with
+  the default ``jit_compile=False`` (the loop XLA-compiled, the rest in graph
+  mode) and with the whole kernel XLA-compiled;
 - vectorbt: ``RSI.run`` over the windows, the threshold signals broadcast to every
   combination with its numba ``crossed_above_nb``, one ``Portfolio.from_signals``
   with a per-column ``sl_stop``, then total return, Sharpe, max drawdown and the

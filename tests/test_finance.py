@@ -418,6 +418,25 @@ def test_from_signals_matches_vectorbt(vectorbt_portfolio_cases, name):
         _assert_close(ours[f].to_numpy(), trades[f], f"{name}: trade {f}")
 
 
+def test_loop_without_its_unused_parts_is_bit_identical():
+    # A long-only run with a trailing stop on OHLC bars leaves out the short and
+    # take-profit parts of the loop: every output is the full loop's, bit for bit.
+    from flowsim.finance.portfolio import prepare, run_tensors
+    from flowsim.finance.simulate import FEATURES
+    case = next(c for c in vectorbt_cases.portfolio_cases() if c["name"] == "sl_trail_ohlc")
+    close, bars, signals, kw = vectorbt_cases.case_inputs(case)
+    kw = {k: v for k, v in kw.items() if k not in ("freq", "direction")}
+    b, sig, params, _ = prepare(close, signals["entries"], signals["exits"], None, None,
+                                "longonly", bars.get("open"), bars.get("high"), bars.get("low"),
+                                **kw)
+    lean = run_tensors(b, sig, params, "float64", features="auto")
+    full = run_tensors(b, sig, params, "float64", features=FEATURES)
+    assert set(lean) == set(full)
+    for k in full:
+        assert np.array_equal(np.asarray(lean[k]), np.asarray(full[k]), equal_nan=True), k
+    assert np.asarray(full["trade_closed"]).sum() >= 3
+
+
 def test_stored_cases_cover_the_issue(vectorbt_portfolio_cases):
     # each direction, costs, every stop kind, with and without bars, stops meeting signals
     kws = [c[0]["kwargs"] for c in vectorbt_portfolio_cases]

@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 
 from ..core.lazy_tf import tf
-from .simulate import COLUMN_PARAMS, simulate_signals
+from .simulate import COLUMN_PARAMS, FEATURES, features_of, simulate_signals
 
 #: Columns of :meth:`Portfolio.stats`, in order (vectorbt's ``stats()`` metrics).
 STATS = ("start_value", "end_value", "total_return", "benchmark_return", "total_fees_paid",
@@ -316,8 +316,13 @@ def compiled_simulate():
     return fn
 
 
-def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0)):
-    """Cast to ``dtype`` and run :func:`simulate_signals` (XLA-compiled, cached per dtype)."""
+def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0), features=None):
+    """Cast to ``dtype`` and run :func:`simulate_signals` (XLA-compiled, cached per dtype).
+
+    ``features``: the loop's parts (default all: one compiled kernel serves every
+    from_signals call of these shapes; ``"auto"``: only those the inputs use, see
+    :func:`features_of`, faster per bar but one compilation per combination).
+    """
     t = tf()
     fn = compiled_simulate()
     dt = t.as_dtype(dtype)
@@ -325,7 +330,13 @@ def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0)):
     s = tuple(t.constant(x) for x in signals)
     p = {k: (t.constant(params[k] != 0) if k == "sl_trail" else t.constant(params[k], dt))
          for k in COLUMN_PARAMS}
-    return fn(b, s, p, True, loop_rates)
+    if features is None:
+        features = FEATURES
+    elif features == "auto":
+        short = bool(signals[2].any() or signals[3].any())
+        ohlc = not all(np.array_equal(bars[k], bars["close"]) for k in ("open", "high", "low"))
+        features = features_of(params, short, ohlc)
+    return fn(b, s, p, True, loop_rates, tuple(features))
 
 
 class Portfolio:

@@ -27,7 +27,7 @@ from .portfolio import (
     rates,
     stats_tensors,
 )
-from .simulate import COLUMN_PARAMS
+from .simulate import COLUMN_PARAMS, FEATURES, features_of
 
 #: from_signals keywords a ``params`` column may set per row.
 ROW_KEYWORDS = ("init_cash", "size", "fees", "fixed_fees", "slippage", "sl_stop", "sl_trail",
@@ -45,12 +45,15 @@ class SignalKernel:
     """
 
     def __init__(self, strategy, n_strategy, row_keywords, fixed, direction, ann, risk_free=0.0,
-                 required_return=0.0):
+                 required_return=0.0, features=FEATURES):
         self.strategy, self.n_strategy = strategy, int(n_strategy)
         self.row_keywords = tuple(row_keywords)
         self.fixed = {k: np.asarray(v, dtype=np.float64) for k, v in fixed.items()}
         self.direction = int(direction)
         self.ann, self.risk_free, self.required_return = float(ann), risk_free, required_return
+        # the loop's optional parts (stops, bars) this grid uses; "short" is decided
+        # when tracing, from the strategy's signals and the direction
+        self.features = tuple(f for f in features if f != "short")
 
     def __call__(self, params, data):
         return tf().autograph.experimental.do_not_convert(self._run)(params, data)
@@ -74,8 +77,10 @@ class SignalKernel:
             se = flat("short_entries") if "short_entries" in sig else none
             sx = flat("short_exits") if "short_exits" in sig else none
             return le, lx, se, sx
-        none = t.zeros_like(le)
         d = self.direction
+        if d == 0:
+            return le, lx, None, None             # long only: the loop drops the short terms
+        none = t.zeros_like(le)
         return ((le if d != 1 else none), (lx if d == 0 else none),
                 (le if d == 1 else (lx if d == 2 else none)), (lx if d == 1 else none))
 
@@ -87,8 +92,9 @@ class SignalKernel:
         assets = int(close.shape[1])
         cols = rows * assets
         signals = self._signals(params, data, cols)
-        bars = {k: t.tile(data[k], [1, rows]) for k in ("close", "open", "high", "low", "price")
-                if k in data}
+        features = self.features + (("short",) if signals[2] is not None else ())
+        loop_bars = ("close", "price") + (("open", "high", "low") if "ohlc" in features else ())
+        bars = {k: t.cast(data[k], dtype) for k in loop_bars if k in data}
         p = {}
         for k in COLUMN_PARAMS:
             if k in self.row_keywords:
@@ -99,15 +105,16 @@ class SignalKernel:
             p[k] = v
         p["sl_trail"] = p["sl_trail"] != 0
         out = compiled_simulate()(bars, signals, p, False,
-                                  rates(self.ann, self.risk_free, self.required_return))
-        stats = stats_tensors(out, bars["close"], p["init_cash"], self.ann, self.risk_free,
+                                  rates(self.ann, self.risk_free, self.required_return), features)
+        ends = t.tile(t.stack([close[0], close[-1]]), [1, rows])    # first and last close
+        stats = stats_tensors(out, ends, p["init_cash"], self.ann, self.risk_free,
                               self.required_return)
         return {k: t.reshape(v, [rows, assets]) for k, v in stats.items()}
 
     def key(self):
         """What the compiled graph depends on (the fixed keywords are constants in it)."""
         return (self.strategy, self.n_strategy, self.row_keywords, self.direction, self.ann,
-                self.risk_free, self.required_return,
+                self.risk_free, self.required_return, self.features,
                 tuple((k, v.tobytes()) for k, v in sorted(self.fixed.items())))
 
     def __repr__(self):
@@ -190,6 +197,30 @@ def _check_rows(kw, arr, k0):
         column_params(len(v), **{name: v})   # same checks and messages as from_signals
 
 
+def _strategy_data(c, **given):
+    """The strategy's data: close and the given bars (gaps in open/high/low filled)."""
+    n = c.shape[0]
+    data = {"close": c}
+    for name, x in given.items():
+        if x is not None:
+            data[name] = np.broadcast_to(_asset_frame(x, name, n)[0], c.shape).copy()
+    o = np.where(np.isnan(data.get("open", c)), c, data.get("open", c))
+    data["open"] = o
+    data["low"] = np.where(np.isnan(data.get("low", np.minimum(o, c))), np.minimum(o, c),
+                           data.get("low", np.minimum(o, c)))
+    data["high"] = np.where(np.isnan(data.get("high", np.maximum(o, c))), np.maximum(o, c),
+                            data.get("high", np.maximum(o, c)))
+    return data
+
+
+def _grid_features(data, fixed, rows):
+    """The loop's optional parts the whole grid uses (the same kernel for every block)."""
+    used = dict(fixed)
+    used.update(rows)
+    ohlc = not all(np.array_equal(data[k], data["close"]) for k in ("open", "high", "low"))
+    return features_of(used, True, ohlc)
+
+
 def signal_simulation(strategy, close, params, *, direction="longonly", open=None, high=None,
                       low=None, volume=None, price=None, freq=None, year_freq="365 days",
                       risk_free=0.0,
@@ -205,18 +236,7 @@ def signal_simulation(strategy, close, params, *, direction="longonly", open=Non
     c, assets = _asset_frame(close, "close")
     if not np.all(np.isfinite(c)) or np.any(c <= 0):
         raise ValueError("close must be finite and > 0 (no NaN): drop or fill missing bars first")
-    n = c.shape[0]
-    data = {"close": c}
-    for name, x in (("open", open), ("high", high), ("low", low), ("volume", volume),
-                    ("price", price)):
-        if x is not None:
-            data[name] = np.broadcast_to(_asset_frame(x, name, n)[0], c.shape).copy()
-    o = np.where(np.isnan(data.get("open", c)), c, data.get("open", c))
-    data["open"] = o
-    data["low"] = np.where(np.isnan(data.get("low", np.minimum(o, c))), np.minimum(o, c),
-                           data.get("low", np.minimum(o, c)))
-    data["high"] = np.where(np.isnan(data.get("high", np.maximum(o, c))), np.maximum(o, c),
-                            data.get("high", np.maximum(o, c)))
+    data = _strategy_data(c, open=open, high=high, low=low, volume=volume, price=price)
     names, kw, arr = _split_params(strategy, params)
     bad = [k for k in portfolio_kw if k not in ROW_KEYWORDS + ("min_size",)]
     if bad:
@@ -229,7 +249,9 @@ def signal_simulation(strategy, close, params, *, direction="longonly", open=Non
     fixed = column_params(c.shape[1], **portfolio_kw)
     code = direction_codes(direction, 1)[0]
     kernel = SignalKernel(strategy, len(names), kw, fixed, code, ann_factor(freq, year_freq),
-                          risk_free, required_return)
+                          risk_free, required_return,
+                          _grid_features(data, fixed, {k: arr[:, len(names) + j]
+                                                       for j, k in enumerate(kw)}))
     if block_size is None:
         from ..core.blocks import default_block_size
         block_size = default_block_size(arr.shape[0], max_block=max(1, 1024 // c.shape[1]))
@@ -268,9 +290,11 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
     events_limit : rows per device call (default all); never changes the bits.
     flow_kwargs : dict of other :class:`flowsim.Flow` options.  The portfolio loop
         is always XLA-compiled; ``{"jit_compile": True}`` compiles the whole block
-        (indicators, signals, metrics too): several times faster once compiled,
-        but XLA then fuses differently for another block size, so the last bits
-        may change with ``block_size`` (not with ``events_limit`` or backend).
+        (indicators, signals, metrics too) and costs a longer first call.  Either
+        way the table has the same bits for every ``block_size``,
+        ``events_limit`` and backend (NaN where NaN: compare tables with
+        ``DataFrame.equals``, not ``==``); with and without ``jit_compile`` the
+        values may differ in the last bits.
     **portfolio_kw : the other from_signals keywords, scalar or per asset.
 
     Returns a :class:`pandas.DataFrame`, one row per (combination, asset) in

@@ -17,6 +17,8 @@ Users call :func:`flowsim.finance.from_signals` or
 """
 import math
 
+import numpy as np
+
 from ..core.lazy_tf import tf
 
 REL_TOL = 1e-9
@@ -66,13 +68,29 @@ def _snap(x):
     return t.where(_is_close(x, t.zeros_like(x)), t.zeros_like(x), x)
 
 
+def _barrier(i, *xs):
+    """``xs`` unchanged, computed once: XLA cannot fuse across a conditional.
+
+    Without it XLA's loop fusion copies every shared sub-expression of the bar
+    step into each of the ~60 state updates that use it (about 30 times the work).
+    """
+    t = tf()
+    return t.cond(i >= 0, lambda: xs, lambda: xs)
+
+
 def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_size):
-    """``buy_nb`` (lock_cash=False): (filled, size, price, fees, cash, pos, debt, free)."""
+    """``buy_nb`` (lock_cash=False): (filled, size, price, fees, cash, pos, debt, free).
+
+    ``short_only`` None: no position is ever short (``debt``, ``free`` unused, None out).
+    """
     t = tf()
     zero = t.zeros_like(cash)
     adj = price * (1 + slip)
-    ok = t.where(short_only, pos != 0, cash != 0)
-    adj_size = t.where(short_only, t.minimum(-pos, size), size)
+    if short_only is None:
+        ok, adj_size = cash != 0, size
+    else:
+        ok = t.where(short_only, pos != 0, cash != 0)
+        adj_size = t.where(short_only, t.minimum(-pos, size), size)
     ok &= adj_size != 0
     req_cash = adj_size * adj
     req_fees = req_cash * fees + fixed
@@ -86,6 +104,8 @@ def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_
     ok &= ~_is_close(adj_size, zero) & ~_is_less(final_size, min_size)
     new_cash = _add(cash, -final_req)
     new_pos = _add(pos, final_size)
+    if short_only is None:
+        return ok, final_size, adj, fees_paid, new_cash, new_pos
     was_short = pos < 0
     safe_pos = t.where(was_short, t.abs(pos), t.ones_like(pos))
     short_size = t.where(new_pos < 0, final_size, t.abs(pos))
@@ -96,17 +116,23 @@ def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_
 
 
 def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, slip, min_size):
-    """``sell_nb`` (lock_cash=False; ``all_in``: size=inf with percent=1)."""
+    """``sell_nb`` (lock_cash=False; ``all_in``: size=inf with percent=1).
+
+    ``long_only`` None: every sell closes a long (no shorts), as ``long_only=True``.
+    """
     t = tf()
     zero = t.zeros_like(cash)
     adj = price * (1 - slip)
-    long_size = t.maximum(pos, zero)
-    total_free = _add(free, long_size * adj * (1 - fees))
-    max_short = _add(total_free, -fixed) / (adj * (1 + fees))
-    max_limit = t.where(total_free <= 0, long_size, _add(long_size, max_short))
-    ok_all = t.where(total_free <= 0, pos > 0, max_limit > 0)
-    size_limit = t.where(long_only, t.minimum(pos, size), t.where(all_in, max_limit, size))
-    ok = t.where(long_only, pos != 0, t.where(all_in, ok_all, t.ones_like(ok_all)))
+    if long_only is None:
+        size_limit, ok = t.minimum(pos, size), pos != 0
+    else:
+        long_size = t.maximum(pos, zero)
+        total_free = _add(free, long_size * adj * (1 - fees))
+        max_short = _add(total_free, -fixed) / (adj * (1 + fees))
+        max_limit = t.where(total_free <= 0, long_size, _add(long_size, max_short))
+        ok_all = t.where(total_free <= 0, pos > 0, max_limit > 0)
+        size_limit = t.where(long_only, t.minimum(pos, size), t.where(all_in, max_limit, size))
+        ok = t.where(long_only, pos != 0, t.where(all_in, ok_all, t.ones_like(ok_all)))
     ok &= ~_is_close(size_limit, zero) & ~_is_less(size_limit, min_size)
     acq = size_limit * adj
     fees_paid = acq * fees + fixed
@@ -114,6 +140,8 @@ def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, sl
     ok &= final_acq >= 0
     new_cash = cash + final_acq
     new_pos = _add(pos, -size_limit)
+    if long_only is None:
+        return ok, size_limit, adj, fees_paid, new_cash, new_pos
     short_size = t.where(pos < 0, size_limit, t.abs(new_pos))
     short_value = short_size * adj
     goes_short = new_pos < 0
@@ -135,7 +163,13 @@ def _stop_price(pos, ref, stop, o, lo, hi, below):
 
 
 def _signals(pos, le, lx, se, sx):
-    """Default conflict resolution: an entry and an exit (or two entries) cancel."""
+    """Default conflict resolution: an entry and an exit (or two entries) cancel.
+
+    ``se`` / ``sx`` None: no short signals (the short terms drop out exactly).
+    """
+    if se is None:
+        clash = le & lx
+        return le & ~clash, lx & ~clash, None, None
     any_entry = le | se
     long_clash = any_entry & le & lx
     short_clash = any_entry & se & sx
@@ -146,10 +180,16 @@ def _signals(pos, le, lx, se, sx):
 
 
 def _order_size(pos, le, lx, se, sx, size):
-    """``signals_to_size_nb`` with accumulation off: (signed size, long-only?, short-only?)."""
+    """``signals_to_size_nb`` with accumulation off: (signed size, long-only?, short-only?).
+
+    Without short signals no position is short: ``(size, long-only?, None)``.
+    """
     t = tf()
     zero = t.zeros_like(pos)
     absp = t.abs(pos)
+    if se is None:
+        out = t.where(pos > 0, t.where(lx, -absp, zero), t.where(le, size, zero))
+        return out, (pos > 0) & lx, None
     long_ = t.where(se, -absp - size, t.where(lx, -absp, zero))
     short_ = t.where(le, absp + size, t.where(sx, absp, zero))
     flat = t.where(le, size, t.where(se, -size, zero))
@@ -194,13 +234,140 @@ def _trade_update(fill, i, is_buy, s, p, f, tr):
     return (in_pos, tdir, eidx, new_size, new_gross, new_fees), rec
 
 
-def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0)):
-    """Run the portfolio over ``bars`` (dict of ``open, high, low, close`` ``[n, c]``).
+#: Optional parts of the loop, switched at trace time (one compiled kernel per set):
+#: short signals or positions, stop-loss, take-profit, trailing stop-loss, bars
+#: (open/high/low) other than the close.  Leaving a part out is exact only when
+#: it is unused: no short signal, every stop NaN, no ``sl_trail``, open = high =
+#: low = close.
+FEATURES = ("short", "sl", "tp", "trail", "ohlc")
+
+
+def features_of(params, short=True, ohlc=True):
+    """The :data:`FEATURES` a run needs, from its numpy column parameters."""
+    f = ["short"] if short else []
+    if np.any(~np.isnan(params["sl_stop"])):
+        f.append("sl")
+        if np.any(np.asarray(params["sl_trail"]) != 0):
+            f.append("trail")
+    if np.any(~np.isnan(params["tp_stop"])):
+        f.append("tp")
+    return tuple(f + (["ohlc"] if ohlc else []))
+
+
+def _initial_state(init, zero, features):
+    t = tf()
+    nan = zero + math.nan
+    false = t.zeros_like(zero, dtype=t.bool)
+    state = dict(cash=init, pos=zero, rcash=init, rpos=zero, peak=nan,
+                 peak_i=t.zeros_like(zero, dtype=t.int32), dd_on=false, valley=nan,
+                 max_dd=zero, max_dur=zero, has_dd=false)
+    if "short" in features:
+        state.update(debt=zero, free=init)
+    if "sl" in features:
+        state.update(sl_ref=nan, sl_stop=nan)
+    if "trail" in features:
+        state["trail"] = false
+    if "tp" in features:
+        state.update(tp_ref=nan, tp_stop=nan)
+    state.update(_zero_sums(zero))
+    state["prev_value"] = init
+    return state
+
+
+def _stop_fill(s, pos, o, lo, hi, features):
+    """(fill price of a stop hit on this bar or NaN, trailed stop-loss reference); None if
+    the run has no stops."""
+    t = tf()
+    stop = sl_ref = None
+    if "sl" in features:
+        stop = _stop_price(pos, s["sl_ref"], s["sl_stop"], o, lo, hi, True)
+        sl_ref = s["sl_ref"]
+    if "tp" in features:
+        tp_hit = _stop_price(pos, s["tp_ref"], s["tp_stop"], o, lo, hi, False)
+        stop = tp_hit if stop is None else t.where(t.math.is_nan(stop), tp_hit, stop)
+    if "trail" in features:
+        trail = ~t.math.is_nan(s["sl_stop"]) & s["trail"]
+        sl_ref = t.where(trail & (pos > 0) & (hi > s["sl_ref"]), hi, s["sl_ref"])
+        sl_ref = t.where(trail & (pos < 0) & (lo < sl_ref), lo, sl_ref)
+    return stop, sl_ref
+
+
+def _stop_state(new, s, p, fill, pos, c, sl_ref, features):
+    """The stops' references after this bar's order: set on an entry, cleared when flat."""
+    t = tf()
+    npos = new["pos"]
+    flat = fill & (npos == 0)
+    opened = fill & (npos != 0) & ((pos == 0) | (t.sign(npos) != t.sign(pos)))
+    nan = t.zeros_like(c) + math.nan
+    if "sl" in features:
+        new["sl_ref"] = t.where(flat, nan, t.where(opened, c, sl_ref))
+        new["sl_stop"] = t.where(flat, nan, t.where(opened, p["sl_stop"], s["sl_stop"]))
+    if "trail" in features:
+        new["trail"] = t.where(flat, t.zeros_like(s["trail"]),
+                               t.where(opened, p["sl_trail"], s["trail"]))
+    if "tp" in features:
+        new["tp_ref"] = t.where(flat, nan, t.where(opened, c, s["tp_ref"]))
+        new["tp_stop"] = t.where(flat, nan, t.where(opened, p["tp_stop"], s["tp_stop"]))
+
+
+def _order(i, s, p, pos, signals, stop, base_price, short):
+    """This bar's order: (signed size, fill price, slippage, long-only?, short-only?)."""
+    t = tf()
+    le, lx, se, sx = _signals(pos, *signals)
+    slip = p["slippage"]
+    price = base_price
+    if stop is not None:
+        hit = ~t.math.is_nan(stop)
+        le = le & ~hit
+        lx = t.where(hit, pos > 0, lx)
+        if short:
+            se = se & ~hit
+            sx = t.where(hit, pos < 0, sx)
+        price = t.where(hit, stop, base_price)
+        slip = t.where(hit, t.zeros_like(slip), slip)
+    size, long_only, short_only = _order_size(pos, le, lx, se, sx, p["size"])
+    return size, price, slip, long_only, short_only
+
+
+def _execute(i, s, p, size, price, slip, long_only, short_only, short):
+    """Fill this bar's order: (filled?, size, price, fees, new cash/pos(/debt/free))."""
+    t = tf()
+    names = ("cash", "pos", "debt", "free") if short else ("cash", "pos")
+    snapped = [_snap(s[k]) for k in names]
+    cash, cpos = snapped[:2]
+    debt, free = snapped[2:] if short else (None, None)
+    all_in = t.math.is_inf(size) & (size < 0) if short else None
+    args = _barrier(i, size, price, slip, *snapped,
+                    *((long_only, short_only, all_in) if short else (long_only,)))
+    size, price, slip, cash, cpos = args[:5]
+    if short:
+        debt, free = args[5:7]
+        long_only, short_only, all_in = args[7:]
+    else:
+        long_only = args[5]
+    b = _buy(cash, cpos, debt, free, size, price, short_only, p["fees"], p["fixed_fees"],
+             slip, p["min_size"])
+    q = _sell(cash, cpos, debt, free, -size, price, long_only if short else None, all_in,
+              p["fees"], p["fixed_fees"], slip, p["min_size"])
+    is_buy = size > 0
+    pick = _barrier(i, *[t.where(is_buy, x, y) for x, y in zip(b, q)])
+    fill = pick[0] & (size != 0)
+    new = {k: t.where(fill, v, s[k]) for k, v in zip(names, pick[4:])}
+    return fill, is_buy, pick[1], pick[2], pick[3], new
+
+
+def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0),
+                     features=FEATURES):
+    """Run the portfolio over ``bars`` (dict of ``close`` and optionally ``open, high,
+    low, price``, each ``[n, a]``; column ``j`` of the ``c`` columns trades asset
+    ``j % a``, so a sweep of ``c / a`` parameter rows passes each asset once).
 
     ``signals``: ``(long_entries, long_exits, short_entries, short_exits)`` bool
-    ``[n, c]`` (an optional ``price`` entry: where orders fill instead of the close);
+    ``[n, c]`` (the short ones may be None without ``"short"`` in ``features``);
     ``params``: dict of :data:`COLUMN_PARAMS` ``[c]`` tensors (stops NaN
-    when off, ``sl_trail`` bool).  Returns a dict of :data:`BAR_OUTPUTS` ``[n, c]``
+    when off, ``sl_trail`` bool); ``features``: the :data:`FEATURES` the run
+    uses (trace-time; leave one out only where it is unused, see
+    :func:`features_of`).  Returns a dict of :data:`BAR_OUTPUTS` ``[n, c]``
     (only with ``keep_bars``) plus the end-of-run drawdown summary ``max_dd``,
     ``max_dd_duration``, ``has_dd``, the open trade ``open_*`` ``[c]`` and the
     running sums ``acc_*`` of :func:`accumulate` (``rates``: risk-free rate,
@@ -208,65 +375,40 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
     into the metrics without any ``[n, c]`` array.
     """
     t = tf()
+    features = tuple(features)
+    short, ohlc = "short" in features, "ohlc" in features
     close = bars["close"]
     dtype = close.dtype
     n = t.shape(close)[0]
     le_a, lx_a, se_a, sx_a = signals
     p = params
-    zero = t.zeros_like(close[0])
-    nan = zero + math.nan
-    init = p["init_cash"]
-    state = dict(cash=init, pos=zero, debt=zero, free=init, sl_ref=nan, sl_stop=nan,
-                 trail=t.zeros_like(close[0], dtype=t.bool), tp_ref=nan, tp_stop=nan,
-                 rcash=init, rpos=zero, peak=nan, peak_i=t.zeros_like(close[0], dtype=t.int32),
-                 dd_on=t.zeros_like(close[0], dtype=t.bool), valley=nan, max_dd=zero,
-                 max_dur=zero, has_dd=t.zeros_like(close[0], dtype=t.bool))
-    trade = (t.zeros_like(close[0], dtype=t.bool), zero, t.zeros_like(close[0], dtype=t.int32),
+    zero = t.zeros_like(p["init_cash"])
+    static = le_a.shape[1] is not None and close.shape[1] is not None
+    reps = le_a.shape[1] // close.shape[1] if static else t.shape(le_a)[1] // t.shape(close)[1]
+    state = _initial_state(p["init_cash"], zero, features)
+    trade = (t.zeros_like(zero, dtype=t.bool), zero, t.zeros_like(zero, dtype=t.int32),
              zero, zero, zero)
     arrays = {k: t.TensorArray(dtype if not k == "trade_closed" else t.bool, size=n)
               for k in (BAR_OUTPUTS if keep_bars else ())}
-    state.update(_zero_sums(zero))
-    state["prev_value"] = init
+
+    def row(k, i):
+        if static and reps == 1:
+            return bars[k][i]
+        x = t.tile(bars[k][i], [reps])
+        x.set_shape(zero.shape)
+        return x
 
     def body(i, s, tr, arrays):
-        c, o, lo, hi = (bars[k][i] for k in ("close", "open", "low", "high"))
+        c = row("close", i)
+        o, lo, hi = (row(k, i) for k in ("open", "low", "high")) if ohlc else (c, c, c)
         pos = s["pos"]
-        sl_on = ~t.math.is_nan(s["sl_stop"])
-        stop = _stop_price(pos, s["sl_ref"], s["sl_stop"], o, lo, hi, True)
-        tp_hit = _stop_price(pos, s["tp_ref"], s["tp_stop"], o, lo, hi, False)
-        stop = t.where(t.math.is_nan(stop), tp_hit, stop)
-        trail = sl_on & s["trail"]
-        sl_ref = t.where(trail & (pos > 0) & (hi > s["sl_ref"]), hi, s["sl_ref"])
-        sl_ref = t.where(trail & (pos < 0) & (lo < sl_ref), lo, sl_ref)
-        hit = ~t.math.is_nan(stop)
-        le, lx, se, sx = _signals(pos, le_a[i], lx_a[i], se_a[i], sx_a[i])
-        le, se = le & ~hit, se & ~hit
-        lx = t.where(hit, pos > 0, lx)
-        sx = t.where(hit, pos < 0, sx)
-        price = t.where(hit, stop, bars["price"][i] if "price" in bars else c)
-        slip = t.where(hit, zero, p["slippage"])
-        size, long_only, short_only = _order_size(pos, le, lx, se, sx, p["size"])
-        cash, cpos, debt, free = (_snap(s[k]) for k in ("cash", "pos", "debt", "free"))
-        all_in = t.math.is_inf(size) & (size < 0)
-        b = _buy(cash, cpos, debt, free, size, price, short_only, p["fees"], p["fixed_fees"],
-                 slip, p["min_size"])
-        q = _sell(cash, cpos, debt, free, -size, price, long_only, all_in, p["fees"],
-                  p["fixed_fees"], slip, p["min_size"])
-        is_buy = size > 0
-        pick = [t.where(is_buy, x, y) for x, y in zip(b, q)]
-        fill = pick[0] & (size != 0)
-        osize, oprice, ofees = pick[1], pick[2], pick[3]
-        new = {k: t.where(fill, v, s[k]) for k, v in zip(("cash", "pos", "debt", "free"),
-                                                          pick[4:])}
-        npos = new["pos"]
-        flat = fill & (npos == 0)
-        opened = fill & (npos != 0) & ((pos == 0) | (t.sign(npos) != t.sign(pos)))
-        new["sl_ref"] = t.where(flat, nan, t.where(opened, c, sl_ref))
-        new["sl_stop"] = t.where(flat, nan, t.where(opened, p["sl_stop"], s["sl_stop"]))
-        new["trail"] = t.where(flat, t.zeros_like(trail), t.where(opened, p["sl_trail"],
-                                                                   s["trail"]))
-        new["tp_ref"] = t.where(flat, nan, t.where(opened, c, s["tp_ref"]))
-        new["tp_stop"] = t.where(flat, nan, t.where(opened, p["tp_stop"], s["tp_stop"]))
+        stop, sl_ref = _stop_fill(s, pos, o, lo, hi, features)
+        sig = (le_a[i], lx_a[i]) + ((se_a[i], sx_a[i]) if short else (None, None))
+        base = row("price", i) if "price" in bars else c
+        size, price, slip, long_only, short_only = _order(i, s, p, pos, sig, stop, base, short)
+        fill, is_buy, osize, oprice, ofees, new = _execute(i, s, p, size, price, slip,
+                                                           long_only, short_only, short)
+        _stop_state(new, s, p, fill, pos, c, sl_ref, features)
         # Value from the order records, as Portfolio.value() computes it.
         signed = t.where(fill, t.where(is_buy, osize, -osize), zero)
         flow = t.where(fill, _add(zero, -signed * oprice - ofees), zero)
@@ -276,9 +418,14 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
         new.update(_drawdown_step(i, value, s, n))
         tr, rec = _trade_update(fill, i, is_buy, osize, oprice, ofees, tr)
         rec["trade_closed"] = rec["trade_closed"] & fill
-        rec.update(value=value, order_size=signed, order_price=t.where(fill, oprice, nan),
+        rec.update(value=value, order_size=signed,
+                   order_price=t.where(fill, oprice, zero + math.nan),
                    order_fees=t.where(fill, ofees, zero))
-        new.update(accumulate(s, rec, value, s["prev_value"], rates))
+        names = sorted(rec)
+        *vals, tr = _barrier(i, *(rec[k] for k in names), tr)
+        rec = dict(zip(names, vals))
+        value = rec["value"]
+        new.update(accumulate(s, rec, value, s["prev_value"], rates, i))
         arrays = {k: arrays[k].write(i, rec[k]) for k in arrays}
         return i + 1, new, tr, arrays
 
@@ -308,8 +455,10 @@ def _zero_sums(zero):
     return sums
 
 
-def accumulate(s, rec, value, prev, rates):
+def accumulate(s, rec, value, prev, rates, i=None):
     """Running sums of one bar: fees, closed-trade statistics, return moments.
+
+    ``i`` (the bar, in the loop): compute the trade's PnL once for all the sums.
 
     The trades' PnL and return are ``get_trade_stats_nb``'s; bar returns are
     ``get_return_nb``'s; ``rates`` = (risk-free, Omega threshold, required return).
@@ -324,6 +473,8 @@ def accumulate(s, rec, value, prev, rates):
     diff = t.where(rec["trade_direction"] < 0, -diff, diff)
     pnl = diff - rec["trade_entry_fees"] - rec["trade_exit_fees"]
     ret = pnl / t.where(closed, entry_val, t.ones_like(entry_val))
+    if i is not None:
+        pnl, ret = _barrier(i, pnl, ret)
     win, lose = closed & (pnl > 0), closed & (pnl < 0)
 
     def add(name, mask, x):

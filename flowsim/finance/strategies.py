@@ -16,6 +16,18 @@ from ..core.lazy_tf import tf
 from . import indicators as ind
 
 
+def per_unique(fn, values):
+    """``fn(values)`` ``[bars, rows, ...]`` computed once per distinct value and gathered.
+
+    A grid repeats each indicator parameter for every other parameter (thresholds,
+    stops); the rows of an indicator are independent, so the result is the same,
+    bit for bit, as ``fn(values)``.
+    """
+    t = tf()
+    distinct, idx = t.unique(values)
+    return t.gather(fn(distinct), idx, axis=1)
+
+
 def _col(params, j):
     """Column ``j`` of the parameter block as a ``[1, rows, 1]`` tensor."""
     return params[:, j][None, :, None]
@@ -43,7 +55,7 @@ def rsi_thresholds(params, data):
     ``rsi_crossed_below(lower)`` as entries and ``rsi_crossed_above(upper)`` as exits
     (simple-average RSI, vectorbt's default).
     """
-    rsi = ind.rsi(data["close"], params[:, 0])
+    rsi = per_unique(lambda w: ind.rsi(data["close"], w), params[:, 0])
     lower = tf().broadcast_to(_col(params, 1), tf().shape(rsi))
     upper = tf().broadcast_to(_col(params, 2), tf().shape(rsi))
     return {"entries": ind.crossed_above(lower, rsi), "exits": ind.crossed_above(rsi, upper)}
