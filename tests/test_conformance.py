@@ -15,8 +15,9 @@ weighted schedule).
 
 The processes for threads (one, with 4 logical CPUs, on 1, 2 and 4 of them) and
 MPI start together once the reference has compiled every kernel into this run's
-cache, and run while the in-process backends are checked; their tests come last.  Last, check_executor must fail
-on executors that drop, repeat or reorder a block, or sum a chunk's rows.
+cache, and run while the in-process backends are checked; their tests come last.
+Before them, check_executor must fail on executors that drop, repeat or reorder a
+block, or sum a chunk's rows.
 """
 import json
 import os
