@@ -135,6 +135,7 @@ def check_backend(factory, reference, label, names=None):
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(900)
 def test_spark_local(spark_sessions, reference):
     from pyspark import cloudpickle as spark_cloudpickle
 
