@@ -5,11 +5,11 @@
 :class:`flowsim.Flow`'s, key by key.  Run as a script it serves the backends
 that need their own processes::
 
-    python tests/conformance.py threads N OUT      # N logical CPUs, every schedule
+    python tests/conformance.py threads OUT    # 4 logical CPUs; on 1, 2, 4 of them
     mpirun -n K python tests/conformance.py mpi OUT
 
-and writes ``OUT/<label>.json`` (MPI: one file per rank, written last, so a
-missing file means that rank did not finish).
+and writes ``OUT/threads.json`` (MPI: ``OUT/rank<r>.json``, one file per rank,
+written last, so a missing file means that rank did not finish).
 
 More cases plug in from ``tests/cases_*.py``: ``CASES = {name: {"factory":
 "module:function", "n_events": int, "n_iters": int, ...}}`` where ``factory()``
@@ -32,14 +32,33 @@ from flowsim.testing import conformance as shipped  # noqa: E402
 ERROR_TEXT = shipped.ERROR_TEXT
 #: The shipped cases plus tests/cases_*.py.
 CASES = dict(shipped.CASES)
-for _path in sorted(glob.glob(os.path.join(HERE, "cases_*.py"))):
-    CASES.update(shipped.cases_from(os.path.basename(_path)[:-3]))
+#: The workloads' case modules: the shipped ones, then tests/cases_*.py.
+MODULES = list(shipped.SHIPPED) + [os.path.basename(p)[:-3] for p in
+                                   sorted(glob.glob(os.path.join(HERE, "cases_*.py")))]
+#: Each module's case names.
+BY_MODULE = {}
+for _module in MODULES:
+    BY_MODULE[_module] = list(shipped.cases_from(_module))
+    CASES.update(shipped.cases_from(_module))
 #: The core cases (Plain, Vegas, ... errors) run on every configuration of every
-#: backend; the workloads' cases (their kernels are long loops that take up to a
-#: minute to compile per device) on one configuration of each (threads: 2 logical
-#: CPUs, weighted; MPI: 2 ranks; Spark; joblib on loky).
+#: backend.
 CORE = shipped.CORE
 PLUGGED = {k: v for k, v in CASES.items() if k not in CORE}
+#: The workloads' cases every backend runs besides CORE (on one configuration: MPI on 2
+#: ranks, Spark, joblib on loky): every kind of Simulation the workloads bring (a
+#: market ensemble, a Rollout, a PortfolioRollout sweep keeping per-episode values, a
+#: strategy sweep, a VEGAS+ scan with components, a complex integrand), so that every
+#: backend ships, runs and gathers each kind; and the first case of a module that
+#: has none of these.  Their kernels are long loops that take up to a minute to
+#: compile per device: the other workload cases (the same Simulation classes on other
+#: settings) run on threads (2 logical CPUs, weighted schedule), which runs them all.
+SAMPLE = tuple(n for n in ("markets_small", "rollout_coin", "portfolio_sweep",
+                           "finance_rsi_sweep", "physics_scan_vegasplus",
+                           "physics_complex_plain") if n in CASES)
+SAMPLE += tuple(dict.fromkeys(names[0] for names in BY_MODULE.values()
+                              if names and not set(names) & set(SAMPLE)))
+#: CORE and SAMPLE.
+CHECKED = CORE + tuple(n for n in SAMPLE if n not in CORE)
 
 
 def prototypes():
@@ -58,22 +77,37 @@ def compare(got, want, label, names=None):
     return shipped.compare(got, want, label, names, CASES)
 
 
-def _threads(n, out):
-    flowsim.set_virtual_cpus(n)
+#: Logical CPUs of the threads process, and the device counts checked on them.
+VIRTUAL_CPUS, DEVICE_COUNTS = 4, (1, 2, 4)
+
+
+def _threads(out):
+    """ThreadPoolFlow / ScheduledFlow on the first 1, 2 and 4 of 4 logical CPUs in one
+    process (each kernel compiles once per device, whatever the count)."""
+    flowsim.set_virtual_cpus(VIRTUAL_CPUS)
     from flowsim.distribution import ScheduledFlow, ThreadPoolFlow
     from flowsim.schedule.policies import POLICIES
-    results, protos = {"devices": flowsim.logical_devices()}, prototypes()
+    protos = prototypes()
+    results = {"devices": flowsim.logical_devices()}
 
-    def flow_of(make, **options):
-        return lambda sim, **kw: make(sim, quiet=True, **options, **kw)
+    def flow_of(make, n, **options):
+        def make_flow(sim, **kw):
+            flow = make(sim, quiet=True, devices=n, **options, **kw)
+            used.setdefault(n, flow.executor.devices())
+            return flow
+        return make_flow
 
-    flows = {s: flow_of(ThreadPoolFlow, schedule=s) for s in POLICIES}
-    flows["dynamic,chunk=3"] = flow_of(ScheduledFlow, schedule="dynamic", chunk=3)
-    for label, make_flow in flows.items():
-        names = CASES if (n, label) == (2, "weighted") else CORE
-        results[label] = {name: run_case(name, make_flow, protos, out, f"threads{n}-{label}")
-                          for name in names}
-    with open(os.path.join(out, f"threads{n}.json"), "w") as fh:
+    used = {}
+    for n in DEVICE_COUNTS:
+        flows = {s: flow_of(ThreadPoolFlow, n, schedule=s) for s in POLICIES}
+        flows["dynamic,chunk=3"] = flow_of(ScheduledFlow, n, schedule="dynamic", chunk=3)
+        results[n] = {}
+        for label, make_flow in flows.items():
+            names = CASES if (n, label) == (2, "weighted") else CORE
+            results[n][label] = {name: run_case(name, make_flow, protos, out,
+                                                f"threads{n}-{label}") for name in names}
+        results[n]["devices"] = used[n]
+    with open(os.path.join(out, "threads.json"), "w") as fh:
         json.dump(results, fh)
 
 
@@ -86,15 +120,15 @@ def _mpi(out):
 
     from mpi4py import MPI
     size, rank = MPI.COMM_WORLD.Get_size(), MPI.COMM_WORLD.Get_rank()
-    results = {"size": size, "cases": run_all(make_flow, out, None if size == 2 else CORE)}
+    results = {"size": size, "cases": run_all(make_flow, out, CHECKED if size == 2 else CORE)}
     with open(os.path.join(out, f"rank{rank}.json"), "w") as fh:
         json.dump(results, fh)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "threads":
-        _threads(int(sys.argv[2]), sys.argv[3])
+        _threads(sys.argv[2])
     elif sys.argv[1] == "mpi":
         _mpi(sys.argv[2])
     else:
-        raise SystemExit(f"usage: {sys.argv[0]} threads N OUT | mpi OUT")
+        raise SystemExit(f"usage: {sys.argv[0]} threads OUT | mpi OUT")

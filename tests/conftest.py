@@ -13,16 +13,18 @@ import tempfile
 
 import pytest
 
-import flowsim
-from flowsim.core.lazy_tf import tf
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 # Compiled kernels of this test run (and of the processes it starts) go to a fresh
-# cache, not the user's: no test depends on what an earlier run left behind.
+# cache, not the user's: no test depends on what an earlier run left behind.  Set
+# before flowsim is imported: importing it points TensorFlow's XLA cache (through
+# TF_XLA_FLAGS, which every process the tests start inherits) at FLOWSIM_CACHE_DIR.
 if "FLOWSIM_CACHE_DIR" not in os.environ:
     os.environ["FLOWSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="flowsim-test-cache-")
     atexit.register(shutil.rmtree, os.environ["FLOWSIM_CACHE_DIR"], True)
+
+import flowsim  # noqa: E402
+from flowsim.core.lazy_tf import tf  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_python(code, timeout=300, env=None, args=()):

@@ -250,28 +250,33 @@ def test_register_backend_refuses_bad_arguments():
         flowsim.distribution.registry.REGISTERED.pop("not-an-executor")
 
 
-def test_cli_runs_an_installed_backend_by_name_and_module_factory(third_party):
-    """flowsim run --backend NAME (an entry point) and --backend module:factory, in a
-    fresh process; same bits as the default backend."""
+def test_cli_runs_an_installed_backend_by_name_and_module_factory(third_party, capsys):
+    """flowsim run --backend NAME (an entry point, in a fresh process that finds it in
+    the installed metadata) and --backend module:factory (here, through the same
+    ``flowsim.cli.main``); same bits as the default backend."""
     import json
     import subprocess
     import sys
+
+    from flowsim.cli import main
+    from flowsim.distribution.registry import REGISTERED
+    args = ["run", "gaussian8", "--events", "20000", "--iters", "2", "--seed", "3", "--json"]
     env = dict(os.environ, PYTHONPATH=f"{third_party}{os.pathsep}{ROOT}")
-    out = {}
-    for backend in (None, "rev", "revbackend:make"):
-        args = [sys.executable, "-m", "flowsim", "run", "gaussian8", "--events", "20000",
-                "--iters", "2", "--seed", "3", "--json"]
-        args += ["--backend", backend] if backend else []
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env,
-                              cwd=ROOT)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        out[backend] = json.loads(proc.stdout)
+    proc = subprocess.run([sys.executable, "-m", "flowsim", *args, "--backend", "rev"],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = {"rev": json.loads(proc.stdout)}
+    try:
+        for backend in (None, "revbackend:make"):
+            assert main(args + (["--backend", backend] if backend else [])) == 0, backend
+            out[backend] = json.loads(capsys.readouterr().out)
+        code = main(["run", "gaussian8", "--events", "20000", "--backend", "rev",
+                     "--schedule", "static"])
+    finally:
+        REGISTERED.pop("rev", None)
+    assert code != 0 and "backend 'rev' has no schedule" in capsys.readouterr().err
     want = out.pop(None)
     for backend, got in out.items():
         assert got["meta"]["backend"] == "reversed", backend
         assert [(r["value"], r["error"]) for r in got["iterations"]] == [
             (r["value"], r["error"]) for r in want["iterations"]], backend
-    proc = subprocess.run([sys.executable, "-m", "flowsim", "run", "gaussian8", "--events",
-                           "20000", "--backend", "rev", "--schedule", "static"],
-                          capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
-    assert proc.returncode != 0 and "backend 'rev' has no schedule" in proc.stderr

@@ -5,6 +5,7 @@ import os
 import sys
 import textwrap
 
+import pytest
 from conftest import run_python
 
 from flowsim.core import compile_cache
@@ -49,27 +50,39 @@ CUBES = """
 """
 
 
-def test_second_process_loads_the_cached_kernel_and_gets_the_same_bits(tmp_path):
-    cache = tmp_path / "cache"
-    first = run_with(tmp_path, cache, SQUARES)
-    files = entries(cache)
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The integrand's runs, each in a fresh process, in this order (TensorFlow's
+    start-up dominates, so the tests below share them): squares with an empty cache,
+    squares again with that cache, squares with the cache off, then the same module
+    rewritten to cubes, with the cache and with it off.  Each run's bits, and the
+    cache's files after each run that uses it."""
+    tmp = tmp_path_factory.mktemp("compile-cache")
+    cache = tmp / "cache"
+    out = {"cache": cache}
+    for name, body, where in (("squares", SQUARES, cache), ("squares again", SQUARES, cache),
+                              ("squares off", SQUARES, "off"), ("cubes", CUBES, cache),
+                              ("cubes off", CUBES, "off")):
+        out[name] = run_with(tmp, where, body)
+        if where == cache:
+            out[f"files after {name}"] = entries(cache)
+    return out
+
+
+def test_second_process_loads_the_cached_kernel_and_gets_the_same_bits(runs):
+    files = runs["files after squares"]
     assert any(name.endswith(".pb") for name in files), files
-    second = run_with(tmp_path, cache, SQUARES)
-    assert second == first
-    assert entries(cache) == files          # nothing compiled or written again
-    off = run_with(tmp_path, "off", SQUARES)
-    assert off == first                     # the cached executable computes the same bits
+    assert runs["squares again"] == runs["squares"]
+    assert runs["files after squares again"] == files     # nothing compiled or written again
+    assert runs["squares off"] == runs["squares"]   # the cached executable: the same bits
 
 
-def test_a_changed_integrand_compiles_anew_instead_of_reusing_a_stale_kernel(tmp_path):
+def test_a_changed_integrand_compiles_anew_instead_of_reusing_a_stale_kernel(runs):
     """Same module, same function name, new body: a new executable, the new integral."""
-    cache = tmp_path / "cache"
-    squares = float.fromhex(run_with(tmp_path, cache, SQUARES))
-    before = entries(cache)
-    cubes = float.fromhex(run_with(tmp_path, cache, CUBES))
-    assert set(entries(cache)) > set(before)
+    squares, cubes = float.fromhex(runs["squares"]), float.fromhex(runs["cubes"])
+    assert set(runs["files after cubes"]) > set(runs["files after squares again"])
     assert abs(squares - 1.0) < 0.05 and abs(cubes - 0.75) < 0.05     # 3/3 and 3/4
-    assert cubes.hex() == run_with(tmp_path, "off", CUBES)
+    assert runs["cubes off"] == runs["cubes"]
 
 
 def test_cache_dir_follows_FLOWSIM_CACHE_DIR_and_is_off_when_asked(tmp_path):
@@ -127,9 +140,9 @@ def test_default_cache_is_under_the_user_cache_directory(monkeypatch, tmp_path):
     assert compile_cache.directory() == wide
 
 
-def test_flowsim_cache_clear_removes_every_compiled_kernel(tmp_path):
-    cache = tmp_path / "cache"
-    run_with(tmp_path, cache, SQUARES)
+def test_flowsim_cache_clear_removes_every_compiled_kernel(runs):
+    cache = runs["cache"]
+    assert runs["files after cubes"]                    # the runs' kernels are there
     (cache / "mine.txt").write_text("not flowsim's")
     env = {"FLOWSIM_CACHE_DIR": str(cache), "TF_XLA_FLAGS": ""}
     r = run_python("import flowsim.cli, sys; sys.exit(flowsim.cli.main(['cache', 'dir']))",

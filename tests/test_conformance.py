@@ -5,15 +5,19 @@ Flow in this process is the reference.  Against it, bit for bit: ThreadPoolFlow 
 ScheduledFlow on 1, 2 and 4 logical CPUs with every schedule, MPIFlow on 1, 2
 and 3 ranks (every rank's result, and every rank must finish), SparkFlow on
 local[2], JoblibFlow on loky and on a Dask cluster.  Each runs Plain, Vegas,
-VegasPlus, a path price, a sweep, a checkpoint resume, a broken kernel and a
-TensorFlow error at run time (the same exception type and text must surface),
-and the timeline must cover every block of every iteration once.  Workloads'
-own cases (tests/cases_*.py: market ensembles, policy rollouts) run on one
-configuration of each backend.
+VegasPlus, a path price, a sweep, a checkpoint resume, the rows of an iteration,
+a broken kernel and a TensorFlow error at run time (the same exception type and
+text must surface), and the timeline must cover every block of every iteration
+once.  The workloads' cases (market ensembles, policy rollouts, strategy sweeps,
+physics scans: ``conformance.SAMPLE``, one of each kind of Simulation) run on one
+configuration of each backend but Dask; all of them on threads (2 logical CPUs,
+weighted schedule).
 
-The processes for threads and MPI start together when the module starts and
-run while the in-process backends are checked.  Last, check_executor must fail
-on executors that drop, repeat or reorder a block, or sum a chunk's rows.
+The processes for threads (one, with 4 logical CPUs, on 1, 2 and 4 of them) and
+MPI start together once the reference has compiled every kernel into this run's
+cache, and run while the in-process backends are checked; their tests come last.
+Before them, check_executor must fail on executors that drop, repeat or reorder a
+block, or sum a chunk's rows.
 """
 import json
 import os
@@ -78,7 +82,10 @@ class Background:
 
 
 @pytest.fixture(scope="module")
-def background(tmp_path_factory):
+def background(reference, tmp_path_factory):
+    """The threads and MPI processes, started once Flow's reference has compiled every
+    case's kernels into this run's cache (FLOWSIM_CACHE_DIR, tests/conftest.py): they
+    load the executables instead of compiling each anew."""
     out = str(tmp_path_factory.mktemp("conformance"))
     bg = Background(out)
     env = dict(os.environ, PYTHONPATH=ROOT, CUDA_VISIBLE_DEVICES="")
@@ -87,16 +94,15 @@ def background(tmp_path_factory):
             os.makedirs(os.path.join(out, f"mpi{n}"))
             bg.start(f"mpi{n}", [MPIRUN, "-n", str(n), sys.executable, HARNESS, "mpi",
                                  os.path.join(out, f"mpi{n}")], mpi_env())
-        for n in (1, 2, 4):
-            bg.start(f"threads{n}", [sys.executable, HARNESS, "threads", str(n), out], env)
+        bg.start("threads", [sys.executable, HARNESS, "threads", out], env)
         yield bg
     finally:
         bg.stop()
 
 
 @pytest.fixture(scope="module")
-def reference(background, tmp_path_factory):
-    """Flow's summaries, in this process (the background processes run meanwhile)."""
+def reference(tmp_path_factory):
+    """Flow's summaries, in this process."""
     ref = conformance.run_all(lambda sim, **kw: flowsim.Flow(sim, quiet=True, **kw),
                               str(tmp_path_factory.mktemp("flow")))
     raised = {k: v for k, v in ref.items() if "raised" in v and "error" not in k}
@@ -114,44 +120,13 @@ def check(got, reference, label, names=None):
     assert not problems, "\n".join(problems)
 
 
-def test_reference_is_complete(reference):
+def test_reference_is_complete(reference, background):
+    """(Starts the background processes: the tests in this process run meanwhile.)"""
     assert set(reference) == set(conformance.CASES)
     assert {"markets_small", "rollout_coin"} <= set(reference)
     assert reference["resume"]["iterations"] == reference["plain"]["iterations"]
     for name in ("plain", "vegas", "vegasplus"):
         assert reference[name]["timeline_iterations"] == [0, 1, 2]
-
-
-@pytest.mark.parametrize("n", [1, 2, 4])
-def test_threads_every_schedule(background, reference, n):
-    code = background.wait(f"threads{n}")
-    path = os.path.join(background.out, f"threads{n}.json")
-    assert code == 0 and os.path.exists(path), background.log(f"threads{n}")
-    with open(path) as fh:
-        got = json.load(fh)
-    assert got.pop("devices") == [f"CPU:{i}" for i in range(n)]
-    assert sorted(got) == ["dynamic", "dynamic,chunk=3", "guided", "static", "weighted"]
-    for label, summaries in got.items():
-        every = (n, label) == (2, "weighted")
-        check(summaries, reference, f"threads={n} schedule={label}",
-              None if every else conformance.CORE)
-
-
-@pytest.mark.mpi
-@pytest.mark.parametrize("n", [1, 2, 3])
-def test_mpi_every_rank(background, reference, n):
-    code = background.wait(f"mpi{n}")
-    out = os.path.join(background.out, f"mpi{n}")
-    finished = sorted(int(f[4:-5]) for f in os.listdir(out) if f.startswith("rank"))
-    assert code == 0 and finished == list(range(n)), (
-        f"mpirun -n {n} exit code {code}, ranks that finished: {finished}\n"
-        f"{background.log(f'mpi{n}')}")
-    for rank in range(n):
-        with open(os.path.join(out, f"rank{rank}.json")) as fh:
-            got = json.load(fh)
-        assert got["size"] == n
-        check(got["cases"], reference, f"mpi ranks={n} rank={rank}",
-              None if n == 2 else conformance.CORE)
 
 
 def check_backend(factory, reference, label, names=None):
@@ -160,6 +135,7 @@ def check_backend(factory, reference, label, names=None):
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(900)
 def test_spark_local(spark_sessions, reference):
     from pyspark import cloudpickle as spark_cloudpickle
 
@@ -167,13 +143,14 @@ def test_spark_local(spark_sessions, reference):
     spark_cloudpickle.register_pickle_by_value(conformance)
     spark = spark_sessions.get("local[2]")
     check_backend(lambda: SparkExecutor(spark, show_progress=False), reference,
-                  "spark local[2]")
+                  "spark local[2]", conformance.CHECKED)
 
 
 @pytest.mark.timeout(900)
 def test_joblib_loky(reference):
     from flowsim.distribution.joblib import JoblibExecutor
-    check_backend(lambda: JoblibExecutor(n_jobs=2), reference, "joblib loky")
+    check_backend(lambda: JoblibExecutor(n_jobs=2), reference, "joblib loky",
+                  conformance.CHECKED)
 
 
 @pytest.mark.timeout(900)
@@ -239,3 +216,44 @@ def test_check_executor_passes_on_flows_own_executor(reference):
     got = check_executor(lambda: LocalExecutor("CPU:0"), conformance.CASES,
                          names=["plain", "rows", "error"], reference=reference)
     assert set(got) == {"plain", "rows", "error"}
+
+
+# -- the backends in their own processes (started with the module, after the reference) ----
+@pytest.fixture(scope="module")
+def threads(background):
+    """The threads process's summaries: {device count: {schedule: summaries}}."""
+    code = background.wait("threads")
+    path = os.path.join(background.out, "threads.json")
+    assert code == 0 and os.path.exists(path), background.log("threads")
+    with open(path) as fh:
+        got = json.load(fh)
+    assert got.pop("devices") == [f"CPU:{i}" for i in range(conformance.VIRTUAL_CPUS)]
+    return got
+
+
+@pytest.mark.parametrize("n", conformance.DEVICE_COUNTS)
+def test_threads_every_schedule(threads, reference, n):
+    got = dict(threads[str(n)])
+    assert got.pop("devices") == [f"CPU:{i}" for i in range(n)]
+    assert sorted(got) == ["dynamic", "dynamic,chunk=3", "guided", "static", "weighted"]
+    for label, summaries in got.items():
+        every = (n, label) == (2, "weighted")
+        check(summaries, reference, f"threads={n} schedule={label}",
+              None if every else conformance.CORE)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_mpi_every_rank(background, reference, n):
+    code = background.wait(f"mpi{n}")
+    out = os.path.join(background.out, f"mpi{n}")
+    finished = sorted(int(f[4:-5]) for f in os.listdir(out) if f.startswith("rank"))
+    assert code == 0 and finished == list(range(n)), (
+        f"mpirun -n {n} exit code {code}, ranks that finished: {finished}\n"
+        f"{background.log(f'mpi{n}')}")
+    for rank in range(n):
+        with open(os.path.join(out, f"rank{rank}.json")) as fh:
+            got = json.load(fh)
+        assert got["size"] == n
+        check(got["cases"], reference, f"mpi ranks={n} rank={rank}",
+              conformance.CHECKED if n == 2 else conformance.CORE)

@@ -4,9 +4,10 @@ One SparkContext per process, so the in-process tests run in file order:
 local[2] (module session), then ``local[2,2]`` (a session SparkFlow owns, with
 retries), then a driver on the standalone master + worker that a fixture starts
 on 127.0.0.1 with ``spark-class`` and kills afterwards (two tests kill the worker
-JVM mid-job and start a new one).  ``spark-submit`` runs of
-the example are subprocesses with timeouts.  References are ``flowsim.Flow`` in
-this process; results are compared bit for bit (``tobytes``).
+JVM mid-job and start a new one).  The ``spark-submit`` run of the example (on
+the standalone cluster, with ``--py-files``) is a subprocess with a timeout.
+References are ``flowsim.Flow`` in this process; results are compared bit for
+bit (``tobytes``).
 """
 import json
 import logging
@@ -472,12 +473,6 @@ def test_partial_results_are_refused(local, monkeypatch):
         flow.run(1)
 
 
-def test_spark_submit_example_local(plain_ref):
-    out = spark_submit("local[2]", *EXAMPLE_ARGS)
-    assert "spark master: local[2]" in out
-    assert example_bits(plain_ref) in out
-
-
 # -- standalone cluster ----------------------------------------------------------------------
 #: One object for both fault tests: the cluster's Python workers compile it once.
 FAULTY = FailsOnce(None, None, double_gaussian, CASE["dim"])
@@ -601,6 +596,9 @@ def test_worker_lost_for_good_fails_after_executor_timeout(on_cluster, cluster_s
 
 
 def test_spark_submit_example_standalone_with_py_files(sessions, cluster, dist_zip, plain_ref):
+    """``spark-submit`` of the example (the one spark-submit of the suite: the driver's
+    session is spark-submit's whatever the master, so a local[2] run of it checked
+    nothing more): the master it names, Flow's bits, a quiet log, the shipped zip."""
     sessions.stop()                          # frees the worker's cores for this application
     out = spark_submit(cluster, *EXAMPLE_ARGS, py_files=dist_zip)
     assert f"spark master: {cluster}" in out
