@@ -215,6 +215,8 @@ def rsi_benchmark(close, rounds, bt_rows):
         with np.errstate(invalid="ignore"):
             d = np.nanmax(np.abs(ours_v - v) / np.maximum(np.abs(v), 1e-12))
         print(f"  max relative |flowsim - vectorbt| {k:<13} {d:.2e}", flush=True)
+    if not bt_rows:                     # --backtrader-rows 0: no backtrader row
+        return
     bt_rate = backtrader_rsi_rate(close, grid.iloc[np.linspace(0, n - 1, bt_rows).astype(int)])
     print(f"  backtrader          {bt_rows / bt_rate:8.2f} s  {bt_rate:10,.1f} combos/s  "
           f"({bt_rows} combinations, optstrategy maxcpus=2); flowsim/backtrader "

@@ -468,9 +468,9 @@ def test_statistics_agree_with_pams(name):
 
 # -- same bits on every backend ---------------------------------------------------------------
 def test_same_bits_in_any_chunking():
-    """Flow with device calls of 1, 2 and 4 blocks gives the same bits, for the FCN and
-    the learned-agent cases.  Every backend (threads, MPI, Spark, joblib) against Flow:
-    ``tests/test_conformance.py`` runs these cases (``tests/cases_markets.py``)."""
+    """Flow with device calls of 1 and 4 blocks gives the same bits, for the FCN and
+    the learned-agent cases (2 blocks: the cases' own ``events_limit``, which
+    ``tests/test_conformance.py`` runs on every backend against Flow)."""
     import cases_markets
 
     import flowsim
@@ -479,10 +479,10 @@ def test_same_bits_in_any_chunking():
         sim = factory()
         kw = dict(n_events=case["n_events"], seed=77, block_size=64, quiet=True)
         runs = [flowsim.Flow(sim, events_limit=limit, **kw).run(case["n_iters"])
-                for limit in (64, 128, 256)]
+                for limit in (64, 256)]
         bits = [[np.asarray(r["value"]).tobytes() + np.asarray(r["error"]).tobytes()
                  for r in res.iterations] for res in runs]
-        assert bits[0] == bits[1] == bits[2], name
+        assert bits[0] == bits[1], name
         assert np.isfinite(runs[0].value).all(), name
 
 
