@@ -26,19 +26,6 @@ each value is: rows are the same bits either way.  It is read when XLA compiles
 its first function, so it works unless the process compiled with XLA before
 flowsim was imported; ``XLA_FLAGS`` naming ``--xla_cpu_prefer_vector_width``
 (e.g. ``=256`` on a CPU that slows its clock under 512-bit work) is left alone.
-
-On a machine of at most :data:`NO_SPLIT_MAX_CPUS` cores it also turns off XLA's
-CPU pass that splits a compiled function's large loops into tasks for the
-intra-op threads (:func:`xla_split_flags`).  flowsim already runs several blocks
-at once, one per thread, so the split only adds work: each split loop is handed
-to the thread pool and waited for while the other threads are busy with other
-blocks (idle threads searching for work, a block waiting for its second half).
-Each task computes the same elements with the same code either way, so rows
-are the same bits, for less CPU time per event (figures in
-``docs/performance.rst``).  On more cores than a chunk's loop runs blocks at
-once the split is what keeps the extra cores busy, so it stays.  ``XLA_FLAGS``
-naming ``--xla_disable_hlo_passes`` is left alone (add
-``cpu-parallel-task-assigner`` to your list to keep this).
 """
 import contextlib
 import glob
@@ -74,23 +61,6 @@ def xla_flags(flags, cpu_flags):
     return f"{flags} {VECTOR_WIDTH_FLAG}".strip()
 
 
-#: XLA's option that turns off its CPU pass splitting large loops across intra-op threads.
-NO_SPLIT_FLAG = "--xla_disable_hlo_passes=cpu-parallel-task-assigner"
-#: The most cores on which flowsim adds :data:`NO_SPLIT_FLAG`: TensorFlow's loop over a
-#: chunk's blocks runs up to 10 at once (``tf.while_loop``'s ``parallel_iterations``).
-NO_SPLIT_MAX_CPUS = 10
-
-
-def xla_split_flags(flags, n_cpus):
-    """``XLA_FLAGS`` with :data:`NO_SPLIT_FLAG` added on a machine of ``n_cpus`` <=
-    :data:`NO_SPLIT_MAX_CPUS` cores when ``flags`` does not name
-    ``--xla_disable_hlo_passes`` already."""
-    flags = flags or ""
-    if not n_cpus or n_cpus > NO_SPLIT_MAX_CPUS or "xla_disable_hlo_passes" in flags:
-        return flags
-    return f"{flags} {NO_SPLIT_FLAG}".strip()
-
-
 def _cpu_flags():
     try:
         with open("/proc/cpuinfo") as fh:
@@ -104,8 +74,7 @@ def _cpu_flags():
 
 def quiet_import():
     """Before TensorFlow loads: its environment defaults and the silencing import hook."""
-    flags = xla_split_flags(xla_flags(os.environ.get("XLA_FLAGS"), _cpu_flags()),
-                            os.cpu_count())
+    flags = xla_flags(os.environ.get("XLA_FLAGS"), _cpu_flags())
     if flags:
         os.environ["XLA_FLAGS"] = flags
     if _verbose():
