@@ -177,7 +177,7 @@ class MarketConfig:
                "sessions": [[s.steps, s.placement, s.execution] for s in self.sessions],
                "groups": [g.describe() for g in self.groups]}
         if self.n_venues > 1:
-            out["venues"] = [dataclasses.asdict(v) for v in self.venues]
+            out["venues"] = [_venue_json(v) for v in self.venues]
             out["correlations"] = [list(c) for c in self.correlations]
             out["indexes"] = [[i, list(c), list(w)] for i, c, w in self.indexes]
         if self.max_orders > 1:
@@ -185,6 +185,15 @@ class MarketConfig:
         if self.events:
             out["events"] = [e.describe() for e in self.events]
         return out
+
+
+def _venue_json(v):
+    """A market's summary (its initial ``trade_volume`` only where there is one, so
+    that configs without one keep their fingerprints)."""
+    out = dataclasses.asdict(v)
+    if not out["trade_volume"]:
+        del out["trade_volume"]
+    return out
 
 
 def _entry(settings, name, where, excludes=("from", "to")):
