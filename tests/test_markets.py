@@ -239,6 +239,32 @@ def test_every_pams_sample_is_bundled_and_parses_or_is_refused_naming_why():
             parse(fm.config_path(name))
     with pytest.raises(ValueError, match="classes= maps 'UserDefinedFCNAgent' to 'FCN'"):
         parse(fm.config_path("user_class"), classes={"UserDefinedFCNAgent": "FCN"})
+    extended = {"ExtendedMarket": ("Market", ["tradeVolume"])}
+    share = parse(fm.config_path("market_share"), classes=extended)
+    assert [v.trade_volume for v in share.venues] == [90, 10] and share.groups[0].by_volume
+    plain = parse(fm.config_path("market_share"),                # a key the class does not read
+                  classes={"ExtendedMarket": ("Market", ["tradeVolume", "other"])})
+    assert plain.venues == share.venues
+    bad = json.load(open(fm.config_path("market_share")))
+    bad["Market-A"]["tradeVolume"] = "90"
+    with pytest.raises(ValueError, match=r"Market-A.tradeVolume must be an int >= 0 .*"
+                                         r"\"tradeVolume\": 90"):
+        parse(bad, classes=extended)
+
+
+def test_market_share_agents_pick_a_market_as_random_choices_does():
+    """pams's MarketShareFCNAgent: weights volume + 1e-10 over the agent's markets,
+    the first whose cumulative weight exceeds u * total (Python's random.choices)."""
+    from flowsim.markets.agents.market_share_fcn import choose
+    u = (np.arange(1000) + 0.5) / 1000
+    access = np.array([[True, True, False]] * 1000)
+    hit = np.asarray(choose(u, np.array([[90, 10, 500]] * 1000), access))
+    assert hit.sum(1).tolist() == [1] * 1000 and not hit[:, 2].any()
+    assert hit[:, 0].sum() == 900
+    idle = np.asarray(choose(u, np.zeros((1000, 3), np.int64), access))  # no volume: even
+    assert idle[:, 0].sum() == 500 and idle[:, 1].sum() == 500 and not idle[:, 2].any()
+    last = np.asarray(choose(np.array([1.0]), np.array([[3, 0, 0]]), access[:1]))
+    assert last.tolist() == [[False, True, False]]      # u * total at the total: the last
 
 
 @settings(max_examples=60, deadline=None)
@@ -438,8 +464,8 @@ def test_fundamental_correlations_follow_pams_cholesky():
 #: Markets per configuration (one block each: one compilation per configuration;
 #: user_class is ci2002 with a renamed class and shares its compilation).
 REFERENCE = {"ci2002": 512, "two_groups": 256, "fat_finger": 256, "price_limit": 256,
-             "trading_halt": 256, "user_class": 512, "test": 256}
-CLASSES = {"UserDefinedFCNAgent": "FCNAgent"}
+             "trading_halt": 256, "user_class": 512, "test": 256, "market_share": 256}
+CLASSES = {"UserDefinedFCNAgent": "FCNAgent", "ExtendedMarket": ("Market", ["tradeVolume"])}
 
 
 @pytest.mark.parametrize("name", sorted(REFERENCE))
@@ -448,7 +474,8 @@ def test_statistics_agree_with_pams(name):
     by benchmarks/make_pams_reference.py).  With 19 statistics the chance that an honest
     run fails is about 19 x 6e-5 ~ 0.1 % per configuration, 0.7 % for the six (normal
     tails; the seed is fixed, so the outcome is too).  ``test`` (three markets: 60
-    statistics, ~0.4 %) has σ = 0.1 per step: prices from ~1e-3 to ~1e7."""
+    statistics, ~0.4 %) has σ = 0.1 per step: prices from ~1e-3 to ~1e7.
+    ``market_share`` (two markets, MarketShareFCNAgents: 39 statistics, ~0.25 %)."""
     path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
     with open(path) as fh:
         columns = fh.readline().strip().split(",")[1:]

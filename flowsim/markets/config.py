@@ -7,7 +7,8 @@ and event has its own module, registered by class name (:mod:`flowsim.markets.re
 * markets: ``Market`` (:mod:`flowsim.markets.venues.market`), with ``numMarkets`` and
   ``prefix``, ``IndexMarket`` (:mod:`flowsim.markets.venues.index_market`);
   ``fundamentalCorrelations`` (:mod:`flowsim.markets.venues.correlations`);
-* agent groups: ``FCNAgent`` (:mod:`flowsim.markets.agents.fcn`);
+* agent groups: ``FCNAgent`` (:mod:`flowsim.markets.agents.fcn`),
+  ``MarketShareFCNAgent`` (:mod:`flowsim.markets.agents.market_share_fcn`);
 * events: ``FundamentalPriceShock``, ``PriceLimitRule``, ``TradingHaltRule``,
   ``OrderMistakeShock`` (:mod:`flowsim.markets.events`);
 * ``simulation``: ``markets`` (several: each statistic per market, see
@@ -18,7 +19,7 @@ and event has its own module, registered by class name (:mod:`flowsim.markets.re
 Keys pams ignores by convention (``"MEMO"``, comments) pass; a key read by neither
 pams nor flowsim gives a :class:`~flowsim.markets.registry.ConfigWarning` naming it
 and where; a key or class pams runs and flowsim does not (``ArbitrageAgent``,
-``MarketMakerAgent``, ``MarketShareFCNAgent``) is refused with a ``ValueError``
+``MarketMakerAgent``) is refused with a ``ValueError``
 naming it.  User classes (pams's ``register_classes``) run when
 ``classes=`` maps them to a class flowsim runs: ``classes={"UserDefinedFCNAgent":
 "FCNAgent"}``, or ``(class, [extra keys the class reads])``.
@@ -177,7 +178,7 @@ class MarketConfig:
                "sessions": [[s.steps, s.placement, s.execution] for s in self.sessions],
                "groups": [g.describe() for g in self.groups]}
         if self.n_venues > 1:
-            out["venues"] = [dataclasses.asdict(v) for v in self.venues]
+            out["venues"] = [_venue_json(v) for v in self.venues]
             out["correlations"] = [list(c) for c in self.correlations]
             out["indexes"] = [[i, list(c), list(w)] for i, c, w in self.indexes]
         if self.max_orders > 1:
@@ -185,6 +186,15 @@ class MarketConfig:
         if self.events:
             out["events"] = [e.describe() for e in self.events]
         return out
+
+
+def _venue_json(v):
+    """A market's summary (its initial ``trade_volume`` only where there is one, so
+    that configs without one keep their fingerprints)."""
+    out = dataclasses.asdict(v)
+    if not out["trade_volume"]:
+        del out["trade_volume"]
+    return out
 
 
 def _entry(settings, name, where, excludes=("from", "to")):
@@ -260,7 +270,9 @@ def parse(config, classes=None):
     ``classes`` maps user class names (pams's ``runner.class_register``) to a class
     flowsim runs, ``{"UserDefinedFCNAgent": "FCNAgent"}``, or to ``(class, [extra
     keys])`` when the user class reads keys of its own: ``{"ExtendedMarket":
-    ("Market", ["tradeVolume"])}``.
+    ("Market", ["tradeVolume"])}`` (the ``market_share`` sample's market; flowsim reads
+    ``tradeVolume`` as that class does, an executed volume at t = 0, see
+    :mod:`flowsim.markets.venues.market`; other extra keys are accepted and unused).
     """
     if isinstance(config, MarketConfig):
         return config

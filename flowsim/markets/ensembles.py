@@ -90,6 +90,7 @@ class MarketEnsemble(Simulation):
         agents = S.n_agents * (len(_config.FCN_PARAMS) + 1) * 8
         extra = 4 * 8 if S.extra_order else 0            # the order outside the ring
         events = 4 * 8 * sum(e.halts for e in S.events)  # a halt's state
+        events += (S.n_steps + 2) * 8 * K if S.by_volume else 0   # volume history
         return book + history + agents + extra + events
 
     # -- Simulation -------------------------------------------------------------------
@@ -103,6 +104,8 @@ class MarketEnsemble(Simulation):
                             v.fundamental_drift, v.fundamental_volatility] for v in venues],
                           np.float64).T
         out["market"] = market[:, 0] if len(venues) == 1 else market
+        if self.structure.by_volume:       # executed volume at t = 0 (tradeVolume)
+            out["volume0"] = np.array([v.trade_volume for v in venues], np.int64)
         if m.correlations:
             from .venues.correlations import cholesky
             out["chol"] = cholesky(m.venues, m.correlations)

@@ -33,6 +33,7 @@ import numpy as np
 from ..core import rng
 from ..core.lazy_tf import tf
 from ..finance.pricing import inverse_normal
+from .agents import market_share_fcn
 from .agents.fcn import FCN_PARAMS
 from .stats import ABS_LAGS, COARSE, NAMES
 from .venues.index_market import index_of
@@ -142,6 +143,9 @@ class Structure:
         self.fundamental_noise = any(v.fundamental_volatility != 0
                                      for v in (cfg.venues or (cfg,)))
         self.indexes = tuple(getattr(cfg, "indexes", ()))
+        # MarketShareFCNAgent groups: one market a turn, picked by recent volume
+        self.by_volume = tuple(i for i, g in enumerate(cfg.groups)
+                               if getattr(g, "by_volume", False)) if self.n_venues > 1 else ()
         self.time_bits = time_bits(self.n_steps, self.max_orders)
         self.level_bits = level_bits(self.n_steps, self.max_orders)
         if (self.n_venues > 1 or self.max_orders > 1) and self.may_abstain:
@@ -156,7 +160,7 @@ class Structure:
                 self.fundamental_noise, self.block_markets, self.paths,
                 tuple(e.trace_key() for e in self.events), self.n_venues, self.max_orders,
                 self.orders if self.max_orders > 1 else (), self.access, self.correlated,
-                self.time_bits, self.indexes)
+                self.time_bits, self.indexes) + ((self.by_volume,) if self.by_volume else ())
 
     @property
     def n_agents(self):
@@ -265,6 +269,19 @@ def _walk(S, fund, z, drift, volatility, chol, M):
     return fund * t_.exp(drift + t_.reshape(t_.stack(cols, 1), [-1]))
 
 
+def _volume_state(S, M, state, gid):
+    """MarketShareFCNAgent groups' ``(agents' flags [N], accumulators)``: the executed
+    volume so far (a market's initial volume counts at t = 0) and ``vcum [T + 1, M K]``,
+    the volume before each step; ``(None, {})`` without such groups."""
+    if not S.by_volume:
+        return None, {}
+    t_ = tf()
+    i64 = t_.int64
+    total = t_.reshape(t_.tile(t_.cast(state["volume0"], i64)[None, :], [M, 1]), [-1])
+    return (t_.constant(market_share_fcn.flags(S.by_volume, gid)),
+            {"volume": total, "vcum": t_.zeros([S.n_steps + 1, M * S.n_venues], i64)})
+
+
 def run(S, key, M, state):
     """Step ``M`` ensemble members (each ``K`` markets) through the whole run.  Returns
     ``(stats [M, statistics], prices [T + 1, M K], fundamental [T + 1, M K] or None)``."""
@@ -293,6 +310,8 @@ def run(S, key, M, state):
     level_cap = (1 << S.level_bits) - 1
     n_draws = 3 + int(any_normal_margin)
     n_rows = n_draws + (R - 1) * (n_draws - 1)
+    pick_rows = n_rows                  # rows of the market picks (by_volume groups)
+    n_rows += R * bool(S.by_volume)
     orders_at = t_.constant(np.array(S.orders, np.int64))
 
     def spread(x):
@@ -301,6 +320,7 @@ def run(S, key, M, state):
 
     if K > 1:
         access, masks = _venue_masks(S, gid, M)
+    by_volume, volume_acc = _volume_state(S, M, state, gid)
 
     def pick(x, a):
         return t_.gather(x, a, batch_dims=1)
@@ -352,9 +372,21 @@ def run(S, key, M, state):
         used = t_.cast(crossed & (from_b | from_a), i64)
         return (bidkey, askkey, expiry) + book[3:5] + (book[5] - used, book[6]), crossed, level
 
-    def order(t, u, price, fund, hist, a=None):
+    def venue_pick(t, u, a, vols):
+        """``[M K]`` markets agent ``a`` orders in: all it can reach, or for a
+        MarketShareFCNAgent the one picked by volume (``vols``: total and ``vcum``)."""
+        reach = t_.gather(access, a)                             # [M, K]
+        tau = pick(params["time_window"], a)
+        back = spread(t - t_.cast(t_.minimum(t_.cast(t, f64), tau), i64))
+        vol = market_share_fcn.window_volume(vols[1], vols[0], back, markets)
+        chosen = market_share_fcn.choose(t_.reshape(u, [M, K])[:, 0],
+                                         t_.reshape(vol, [M, K]), reach)
+        return t_.reshape(t_.where(t_.gather(by_volume, a)[:, None], chosen, reach), [-1])
+
+    def order(t, u, price, fund, hist, a=None, venue=None):
         """Side (+1 buy, -1 sell, 0 none), tick level, ttl of agent ``a`` (default: the
-        agent ``u[0]`` picks uniformly)."""
+        agent ``u[0]`` picks uniformly) in the markets ``venue`` (default: all it can
+        reach)."""
         if a is None:
             a = t_.minimum(t_.cast(u[0] * N, i64), N - 1)
         tau = spread(pick(params["time_window"], a))
@@ -393,7 +425,9 @@ def run(S, key, M, state):
         level = t_.clip_by_value(raw, 1, level_cap)
         side = t_.where(buy, 1, t_.where(sell, -1, 0))
         if K > 1:
-            side = t_.where(t_.reshape(t_.gather(access, a), [-1]), side, 0)
+            if venue is None:
+                venue = t_.reshape(t_.gather(access, a), [-1])
+            side = t_.where(venue, side, 0)
         return t_.cast(side, i64), level, t_.cast(tau, i64), (raw > level_cap) & (side != 0)
 
     def ask_others(t, u, price, fund, hist, side, level, ttl, place):
@@ -460,7 +494,7 @@ def run(S, key, M, state):
             gone_a = t_.cast(crossed & ~((ak == xtra[1]) & (ak != _IMAX) & stays), i64)
         return book2, bk, ak, nb - gone_b, na - gone_a, vol, t_.where(crossed, lvl, 0)
 
-    def collect(t, u, price, fund, hist, place):
+    def collect(t, u, price, fund, hist, place, vols=None):
         """The step's orders, all decided on the state at its start (pams collects
         ``maxNormalOrders`` agents' orders, then processes them): ``R`` lists of
         ``(side, level, ttl)`` over the ``[M K]`` markets, and whether a level left the
@@ -471,7 +505,12 @@ def run(S, key, M, state):
             a = None if R == 1 else _distinct(uj[0], chosen, N)
             if a is not None:
                 chosen.append(a)
-            side, level, ttl, ov = order(t, uj, price, fund, hist, a)
+            venue = None
+            if S.by_volume:
+                if a is None:
+                    a = t_.minimum(t_.cast(uj[0] * N, i64), N - 1)
+                venue = venue_pick(t, u[pick_rows + j], a, vols)
+            side, level, ttl, ov = order(t, uj, price, fund, hist, a, venue)
             if S.may_abstain:
                 side, level, ttl = ask_others(t, u, price, fund, hist, side, level, ttl, place)
             if j > 0:                      # this session's maxNormalOrders
@@ -489,7 +528,8 @@ def run(S, key, M, state):
                 shocked, est[i] = e.before_step(t, fund, est[i])
                 fund = shocked if K == 1 else t_.where(masks[i], shocked, fund)
         u = rng.uniform(key, [n_rows, L], f64, stream=2, step=t)
-        orders, over = collect(t, u, price, fund, hist, place)
+        vols = (acc["volume"], acc["vcum"]) if S.by_volume else None
+        orders, over = collect(t, u, price, fund, hist, place, vols)
         sweep = clear                        # a step that may cross more than one pair
         if S.extra_order:
             side = orders[0][0]
@@ -537,6 +577,9 @@ def run(S, key, M, state):
             **({"cleared": cleared} if K > 1 else {}),
             **({"events": acc["events"]} if S.events else {}),
         }
+        if S.by_volume:                  # executed volume: the total, and before step t + 1
+            acc["volume"] = vols[0] + vol
+            acc["vcum"] = t_.tensor_scatter_nd_update(vols[1], [[t + 1]], acc["volume"][None])
         if S.events:
             for i, e in enumerate(S.events):
                 est[i] = e.after_match(t, active, did, price, p0, est[i])
@@ -635,6 +678,7 @@ def run(S, key, M, state):
     acc["overflow"] = t_.zeros([L], t_.bool)
     if K > 1:
         acc["cleared"] = t_.zeros([L], t_.bool)
+    acc.update(volume_acc)
     if S.events:
         acc["events"] = tuple(e.init_state(L) for e in S.events)
     if S.extra_order:

@@ -23,8 +23,8 @@ GROUP_KEYS = frozenset({"class", "extends", "from", "to", "prefix"})
 
 
 #: pams 0.3.0 classes flowsim.markets does not run (refused naming them).
-PAMS_NOT_RUN = frozenset({"ArbitrageAgent", "MarketMakerAgent",
-                          "MarketShareFCNAgent", "HighFrequencyAgent", "TestAgent"})
+PAMS_NOT_RUN = frozenset({"ArbitrageAgent", "MarketMakerAgent", "HighFrequencyAgent",
+                          "TestAgent"})
 
 
 class ConfigWarning(UserWarning):

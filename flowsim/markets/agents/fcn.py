@@ -44,6 +44,9 @@ class FCNGroup:
     chart_following: bool = True
     #: indices of the markets the agents order in (``()``: the one market)
     venues: tuple = ()
+    #: pams's MarketShareFCNAgent: one market a turn, picked by recent volume
+    #: (:mod:`.market_share_fcn`)
+    by_volume: bool = False
 
     def dist(self, attribute):
         return dict(self.params)[attribute]
@@ -68,6 +71,8 @@ class FCNGroup:
                "chart_following": self.chart_following}
         if self.venues and self.venues != (0,):
             out["venues"] = list(self.venues)
+        if self.by_volume:
+            out["by_volume"] = True
         return out
 
 

@@ -9,6 +9,13 @@ fundamental's log-return per step is ``drift + volatility * N(0, 1)``),
 ``numMarkets`` (or ``from``/``to``) and ``prefix``: a group of markets named as pams
 names them (``prefix`` + index when there are several, ``SpotMarket-0``,
 ``SpotMarket-1`` ...; the prefix defaults to the entry's name, with ``-`` for a group).
+
+``tradeVolume`` is not a pams ``Market`` key (pams ignores it, and so does flowsim,
+with a warning); a user class that reads it, as the ``market_share`` sample's
+``ExtendedMarket`` does (``self._executed_volumes = [tradeVolume]``: an executed
+volume at t = 0, an int), runs with ``classes={"ExtendedMarket": ("Market",
+["tradeVolume"])}``: that volume then counts at t = 0 for the agents that weigh
+markets by recent volume (:mod:`flowsim.markets.agents.market_share_fcn`).
 """
 from dataclasses import dataclass
 
@@ -49,6 +56,8 @@ class MarketSpec:
     outstanding_shares: int = None
     #: an IndexMarket's component market names (:mod:`.index_market`)
     components: tuple = ()
+    #: executed volume at t = 0 (``tradeVolume`` of a user class that reads it)
+    trade_volume: int = 0
 
 
 def market_names(name, market):
@@ -91,4 +100,17 @@ def parse_market(name, market, extra_keys=frozenset()):
                              f"flowsim.markets needs fewer than {MAX_LEVEL:.3g} "
                              f"(2**{62 - TIME_BITS - 10}) for integer tick levels with room "
                              f"to move: use a larger tickSize")
-    return [MarketSpec(n, tick, price, fundamental, drift, vol, shares) for n in names]
+    volume = _trade_volume(name, market, extra_keys)
+    return [MarketSpec(n, tick, price, fundamental, drift, vol, shares, trade_volume=volume)
+            for n in names]
+
+
+def _trade_volume(name, market, extra_keys):
+    """``tradeVolume`` where the ``classes=`` mapping says the class reads it, else 0."""
+    if "tradeVolume" not in extra_keys or "tradeVolume" not in market:
+        return 0
+    v = market["tradeVolume"]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError(f"{name}.tradeVolume must be an int >= 0 (as ExtendedMarket "
+                         f"requires), got {v!r}: write e.g. \"tradeVolume\": 90")
+    return v
