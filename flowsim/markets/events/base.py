@@ -18,7 +18,9 @@ The step calls, for every event of the config, in the config's order:
 ``state`` is the event's own dict of ``[M]`` tensors (``init_state(M)``), carried by
 the loop.  Events hold Python numbers only: their values are part of the trace key.
 """
-from ..registry import GROUP_KEYS, check_keys
+import warnings
+
+from ..registry import GROUP_KEYS, ConfigWarning, check_keys
 from ..values import flag, integer
 
 
@@ -111,3 +113,15 @@ def target_market(settings, key, name, cls_name, markets):
             raise ValueError(f"{name}.{key} names {m!r}, which is not a market of the "
                              f"config ({', '.join(markets)})")
     return names
+
+
+def read_rule(cls, name, settings, markets):
+    """``(enabled, triggerChangeRate)`` of a circuit-breaker rule (``PriceLimitRule``,
+    ``TradingHaltRule``): its keys checked, ``targetMarkets`` checked, and the obsolete
+    ``referenceMarket`` warned about and ignored, as pams does."""
+    enabled = read(cls, name, settings, cls.KEYS)
+    if "referenceMarket" in settings:
+        warnings.warn(f"{name}.referenceMarket is obsolete in pams 0.3.0 and ignored",
+                      ConfigWarning, stacklevel=4)
+    target_market(settings, "targetMarkets", name, cls.__name__, markets)
+    return enabled, pams_float(settings, "triggerChangeRate", name, cls.__name__, 0.05)

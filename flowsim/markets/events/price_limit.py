@@ -8,11 +8,9 @@ for all times, whatever the session it is listed in), whose price is at least
 Keys: ``targetMarkets`` (list), ``triggerChangeRate`` (float), ``enabled``;
 ``referenceMarket`` is obsolete in pams (it warns and ignores it; so does flowsim).
 """
-import warnings
-
 from ...core.lazy_tf import tf
-from ..registry import ConfigWarning, register
-from .base import Event, pams_float, read, target_market
+from ..registry import register
+from .base import Event, read_rule
 
 
 @register("event", "PriceLimitRule")
@@ -24,12 +22,7 @@ class PriceLimitRule(Event):
 
     @classmethod
     def parse(cls, name, s, session_start, markets):
-        enabled = read(cls, name, s, cls.KEYS)
-        if "referenceMarket" in s:
-            warnings.warn(f"{name}.referenceMarket is obsolete in pams 0.3.0 and ignored",
-                          ConfigWarning, stacklevel=3)
-        target_market(s, "targetMarkets", name, cls.__name__, markets)
-        rate = pams_float(s, "triggerChangeRate", name, cls.__name__, 0.05)
+        enabled, rate = read_rule(cls, name, s, markets)
         return cls(rate) if enabled else None
 
     def marks(self, ref):

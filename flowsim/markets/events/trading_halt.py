@@ -11,11 +11,9 @@ threshold grows with each halt.
 Keys: ``targetMarkets`` (list), ``triggerChangeRate`` (float), ``haltingTimeLength``
 (int, required), ``enabled``.
 """
-import warnings
-
 from ...core.lazy_tf import tf
-from ..registry import ConfigWarning, register
-from .base import Event, pams_float, pams_int, read, target_market
+from ..registry import register
+from .base import Event, pams_int, read_rule
 
 
 @register("event", "TradingHaltRule")
@@ -29,12 +27,7 @@ class TradingHaltRule(Event):
 
     @classmethod
     def parse(cls, name, s, session_start, markets):
-        enabled = read(cls, name, s, cls.KEYS)
-        if "referenceMarket" in s:
-            warnings.warn(f"{name}.referenceMarket is obsolete in pams 0.3.0 and ignored",
-                          ConfigWarning, stacklevel=3)
-        target_market(s, "targetMarkets", name, cls.__name__, markets)
-        rate = pams_float(s, "triggerChangeRate", name, cls.__name__, 0.05)
+        enabled, rate = read_rule(cls, name, s, markets)
         length = pams_int(s, "haltingTimeLength", name, cls.__name__, 100)
         return cls(rate, length) if enabled else None
 
