@@ -33,6 +33,11 @@ def _col(params, j):
     return params[:, j][None, :, None]
 
 
+def _ma(data, windows):
+    """The simple moving average of the close for each row's window, once per window."""
+    return per_unique(lambda w: ind.ma(data["close"], w), windows)
+
+
 def ma_crossover(params, data):
     """Enter when the fast simple moving average crosses above the slow one, exit below.
 
@@ -40,8 +45,8 @@ def ma_crossover(params, data):
     :func:`flowsim.finance.ma_crossover_sweep`, now through the full portfolio
     (fees, stops, shorts, every metric).
     """
-    fast = ind.ma(data["close"], params[:, 0])
-    slow = ind.ma(data["close"], params[:, 1])
+    fast = _ma(data, params[:, 0])
+    slow = _ma(data, params[:, 1])
     return {"entries": ind.crossed_above(fast, slow), "exits": ind.crossed_above(slow, fast)}
 
 
@@ -70,7 +75,7 @@ def macd_cross(params, data):
     Params ``fast_window, slow_window, signal_window`` (simple averages, vectorbt's
     ``MACD`` defaults).
     """
-    m = ind.ma(data["close"], params[:, 0]) - ind.ma(data["close"], params[:, 1])
+    m = _ma(data, params[:, 0]) - _ma(data, params[:, 1])
     s = ind.rolling_mean(m, params[:, 2])
     return {"entries": ind.crossed_above(m, s), "exits": ind.crossed_above(s, m)}
 
@@ -84,7 +89,10 @@ def bbands_reversion(params, data):
     Params ``window, alpha`` (bands at ``MA(window) +- alpha * MSTD(window)``).
     """
     t = tf()
-    upper, _, lower = ind.bbands(data["close"], params[:, 0], params[:, 1])
+    mid = _ma(data, params[:, 0])
+    sd = per_unique(lambda w: ind.mstd(data["close"], w), params[:, 0])
+    alpha = t.cast(_col(params, 1), mid.dtype)
+    upper, lower = mid + alpha * sd, mid - alpha * sd         # ind.bbands, once per window
     close = t.broadcast_to(data["close"][:, None, :], t.shape(upper))
     return {"entries": ind.crossed_above(lower, close), "exits": ind.crossed_above(close, upper)}
 
