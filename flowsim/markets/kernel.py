@@ -47,7 +47,7 @@ _IMIN = np.iinfo(np.int64).min
 _IMAX = np.iinfo(np.int64).max
 #: Columns of the sub-book in which a few markets of a block clear a crossed book
 #: (after a halt, an order of volume > 1) while the others match one arrival.
-SWEEP_MARKETS = 8
+SWEEP_MARKETS = 4
 
 
 def dist_arrays(groups):
@@ -133,6 +133,9 @@ class Structure:
         self.events = tuple(getattr(cfg, "events", ()))
         self.halts = any(e.halts for e in self.events)
         self.extra_order = any(e.extra_order for e in self.events)
+        # markets of a block that clear such a book at once, in a sub-book of this many
+        # columns (0: the whole block clears; the same bits)
+        self.sweep_markets = SWEEP_MARKETS
         self._venues(cfg)
 
     def _venues(self, cfg):
@@ -163,7 +166,8 @@ class Structure:
                 self.fundamental_noise, self.block_markets, self.paths,
                 tuple(e.trace_key() for e in self.events), self.n_venues, self.max_orders,
                 self.orders if self.max_orders > 1 else (), self.access, self.correlated,
-                self.time_bits, self.indexes) + ((self.by_volume,) if self.by_volume else ())
+                self.time_bits, self.indexes) + ((self.by_volume,) if self.by_volume else ()) + (
+                    self.sweep_markets,)
 
     @property
     def n_agents(self):
@@ -506,17 +510,22 @@ def run(S, key, M, state):
         arrived), :func:`masked_pass` at the other ``active`` markets, whose book was
         uncrossed before the arrival of one unit: the result of :func:`clearing`
         everywhere.  A few such markets clear in sub-books of :data:`SWEEP_MARKETS`
-        columns (:func:`clear_some`), so that the loop's trips do not cost the whole block."""
+        columns (``Structure.sweep_markets``, :func:`clear_some`), so that the loop's
+        trips do not cost the whole block; more than a quarter of the block loops whole."""
         n = t_.reduce_sum(t_.cast(need, i64))
-        return t_.cond(
-            n == 0, lambda: masked_pass(t, book, active),
-            lambda: t_.cond(n > L // 4, lambda: clearing(t, book, active),
-                            lambda: clear_some(t, book, active, need, n)))
+
+        def loop():
+            if not S.sweep_markets:
+                return clearing(t, book, active)
+            return t_.cond(n > L // 4, lambda: clearing(t, book, active),
+                           lambda: clear_some(t, book, active, need, n))
+
+        return t_.cond(n == 0, lambda: masked_pass(t, book, active), loop)
 
     def clear_some(t, book, active, need, n):
         """:func:`sweep_some` for ``n`` markets that ``need`` the loop: chunks of
         ``G`` of them gathered into a sub-book, cleared, and put back."""
-        G = min(L, SWEEP_MARKETS)
+        G = min(L, S.sweep_markets)
         out = masked_pass(t, book, active & ~need)
         rank = t_.cumsum(t_.cast(need, i64)) - 1
         slots = t_.range(G, dtype=i64)
