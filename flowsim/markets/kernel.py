@@ -19,7 +19,9 @@ Each market is pams's continuous double auction (pams 0.3.0, ``../shared/DESIGN.
 * **Matching.**  While the best bid >= the best ask the two are paired off; all the
   volume of one arrival trades at one price, the earlier-placed order's of the last
   pair.  Outside the first step with execution only the arrival can cross (one
-  pass); at that step the book crossed during the warm-up clears in a loop.
+  pass); at that step the book crossed during the warm-up clears in a loop, and so
+  does a market's book when its halt ends or an order of volume > 1 arrives (those
+  few markets of the block loop in a small sub-book, the others take one pass).
 * **Prices.**  Market price: the last trade, before the first trade the mid (both
   sides present), constant while execution is off.  Fundamental: ``F *= exp(drift +
   vol * z)`` per step.
@@ -128,8 +130,8 @@ class Structure:
         self.may_abstain = bool(learned) or any(_noiseless(g) for g in cfg.groups)
         self.block_markets = block_markets
         self.paths = paths
-        # events (flowsim.markets.events): their hooks join the step; a halt or an order
-        # of volume > 1 makes every running step clear the whole crossed book
+        # events (flowsim.markets.events): their hooks join the step; where a halt ends
+        # or an order of volume > 1 arrives, the market's crossed book clears at once
         self.events = tuple(getattr(cfg, "events", ()))
         self.halts = any(e.halts for e in self.events)
         self.extra_order = any(e.extra_order for e in self.events)
