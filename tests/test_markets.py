@@ -535,6 +535,28 @@ def test_events_change_the_market_as_pams_events_do():
             "mistaken order of 30"} <= set(labels), labels
 
 
+def test_crossed_books_clear_in_sub_books_to_the_bits_of_the_whole_block():
+    """After a halt or a fat-finger order only the markets whose book may cross more
+    than once loop, gathered in sub-books of ``Structure.sweep_markets`` columns, while
+    the others match one arrival: in the events case (~20 such steps in a block of 64,
+    up to 11 markets at a step: several chunks of 4 or 1) every market's
+    statistics and paths are those of the whole block looping (width 0)."""
+    import cases_markets
+
+    import flowsim
+    cfg = cases_markets.events_config()
+    runs = []
+    for width in (0, 1, 4):
+        sim = fm.from_pams(cfg, block_markets=BLOCK, paths=4)
+        sim.structure.sweep_markets = width
+        result = flowsim.Flow(sim, n_events=BLOCK, seed=3, block_size=BLOCK,
+                              quiet=True).run(1)
+        record = result.iterations[0]
+        runs.append(np.asarray(record["markets"]).tobytes()
+                    + np.asarray(record["paths"]).tobytes())
+    assert all(r == runs[0] for r in runs[1:])
+
+
 def test_events_resume_from_a_checkpoint_to_the_same_bits(tmp_path):
     import cases_markets
 

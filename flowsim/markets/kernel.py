@@ -19,7 +19,9 @@ Each market is pams's continuous double auction (pams 0.3.0, ``../shared/DESIGN.
 * **Matching.**  While the best bid >= the best ask the two are paired off; all the
   volume of one arrival trades at one price, the earlier-placed order's of the last
   pair.  Outside the first step with execution only the arrival can cross (one
-  pass); at that step the book crossed during the warm-up clears in a loop.
+  pass); at that step the book crossed during the warm-up clears in a loop, and so
+  does a market's book when its halt ends or an order of volume > 1 arrives (those
+  few markets of the block loop in a small sub-book, the others take one pass).
 * **Prices.**  Market price: the last trade, before the first trade the mid (both
   sides present), constant while execution is off.  Fundamental: ``F *= exp(drift +
   vol * z)`` per step.
@@ -45,6 +47,9 @@ KINDS = {"const": 0, "uniform": 1, "expon": 2, "normal": 3, "same": 4}
 ATTRS = tuple(FCN_PARAMS.values())
 _IMIN = np.iinfo(np.int64).min
 _IMAX = np.iinfo(np.int64).max
+#: Columns of the sub-book in which a few markets of a block clear a crossed book
+#: (after a halt, an order of volume > 1) while the others match one arrival.
+SWEEP_MARKETS = 4
 
 
 def dist_arrays(groups):
@@ -125,11 +130,14 @@ class Structure:
         self.may_abstain = bool(learned) or any(_noiseless(g) for g in cfg.groups)
         self.block_markets = block_markets
         self.paths = paths
-        # events (flowsim.markets.events): their hooks join the step; a halt or an order
-        # of volume > 1 makes every running step clear the whole crossed book
+        # events (flowsim.markets.events): their hooks join the step; where a halt ends
+        # or an order of volume > 1 arrives, the market's crossed book clears at once
         self.events = tuple(getattr(cfg, "events", ()))
         self.halts = any(e.halts for e in self.events)
         self.extra_order = any(e.extra_order for e in self.events)
+        # markets of a block that clear such a book at once, in a sub-book of this many
+        # columns (0: the whole block clears; the same bits)
+        self.sweep_markets = SWEEP_MARKETS
         self._venues(cfg)
 
     def _venues(self, cfg):
@@ -160,7 +168,8 @@ class Structure:
                 self.fundamental_noise, self.block_markets, self.paths,
                 tuple(e.trace_key() for e in self.events), self.n_venues, self.max_orders,
                 self.orders if self.max_orders > 1 else (), self.access, self.correlated,
-                self.time_bits, self.indexes) + ((self.by_volume,) if self.by_volume else ())
+                self.time_bits, self.indexes) + ((self.by_volume,) if self.by_volume else ()) + (
+                    self.sweep_markets,)
 
     @property
     def n_agents(self):
@@ -355,8 +364,9 @@ def run(S, key, M, state):
         if active is not None:
             crossed = crossed & active
         level = t_.where(b_time < a_time, b_level, a_level)
+        cols = markets if bk.shape[0] == L else t_.range(bk.shape[0], dtype=i64)
         slots = t_.stack([t_.concat([b_time % C, a_time % C], 0),
-                          t_.concat([markets, markets], 0)], 1)
+                          t_.concat([cols, cols], 0)], 1)
         if xtra is None:
             old = t_.gather_nd(expiry, slots)
             gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
@@ -458,11 +468,14 @@ def run(S, key, M, state):
 
         return t_.cond(place & t_.reduce_any(side == 0), asking, lambda: (side, level, ttl))
 
-    def masked_clearing(t, book, active):
-        """Clear the whole crossed book where ``active`` (pams executes after each order
-        while the market runs): after a halt the book crossed meanwhile clears at once,
-        an order of volume > 1 trades against every order it crosses.  Returns what the
-        matching branches of :func:`body` return."""
+    def clearing(t, book, active=None):
+        """Pair off the best bid and ask while they cross (where ``active``; all markets
+        if None), as pams executes after each order while the market runs: the book
+        crossed during the warm-up or a halt clears at once, an order of volume > 1
+        trades against every order it crosses.  ``book`` may hold any number of
+        markets' columns (:func:`clear_some` passes a few).  Returns ``(book, bk, ak,
+        nb, na, vol, lvl)``: the bests and depths of the cleared book, the volume and
+        the level of the last pair."""
         xtra_of = (lambda b: extra_keys(t, b)) if S.extra_order else (lambda b: None)
 
         def cond(book, bk, ak, nb, na, vol, lvl, more):
@@ -476,13 +489,13 @@ def run(S, key, M, state):
             return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
                     t_.reduce_any(crossed))
 
-        z = t_.zeros([L], i64)
+        z = t_.zeros_like(book[2][0])
         out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
         return tuple(out[:-1])
 
     def masked_pass(t, book, active):
-        """:func:`masked_clearing` for a step where only the arrival (volume 1) can
-        cross: one pairing, the same result."""
+        """:func:`clearing` for a step where only the arrival (volume 1) can cross:
+        one pairing, the same result."""
         xtra = extra_keys(t, book) if S.extra_order else None
         bk, ak, nb, na = bests(book[2] >= t, book[0], book[1], xtra)
         book2, crossed, lvl = pair(t, book, bk, ak, active, xtra)
@@ -493,6 +506,46 @@ def run(S, key, M, state):
             gone_b = t_.cast(crossed & ~((bk == xtra[0]) & (bk != _IMIN) & stays), i64)
             gone_a = t_.cast(crossed & ~((ak == xtra[1]) & (ak != _IMAX) & stays), i64)
         return book2, bk, ak, nb - gone_b, na - gone_a, vol, t_.where(crossed, lvl, 0)
+
+    def sweep_some(t, book, active, need):
+        """:func:`clearing` where ``need`` (a halt just ended, an order of volume > 1
+        arrived), :func:`masked_pass` at the other ``active`` markets, whose book was
+        uncrossed before the arrival of one unit: the result of :func:`clearing`
+        everywhere.  A few such markets clear in sub-books of :data:`SWEEP_MARKETS`
+        columns (``Structure.sweep_markets``, :func:`clear_some`), so that the loop's
+        trips do not cost the whole block; more than a quarter of the block loops whole."""
+        n = t_.reduce_sum(t_.cast(need, i64))
+
+        def loop():
+            if not S.sweep_markets:
+                return clearing(t, book, active)
+            return t_.cond(n > L // 4, lambda: clearing(t, book, active),
+                           lambda: clear_some(t, book, active, need, n))
+
+        return t_.cond(n == 0, lambda: masked_pass(t, book, active), loop)
+
+    def clear_some(t, book, active, need, n):
+        """:func:`sweep_some` for ``n`` markets that ``need`` the loop: chunks of
+        ``G`` of them gathered into a sub-book, cleared, and put back."""
+        G = min(L, S.sweep_markets)
+        out = masked_pass(t, book, active & ~need)
+        rank = t_.cumsum(t_.cast(need, i64)) - 1
+        slots = t_.range(G, dtype=i64)
+
+        def chunk(c, book, *rest):
+            take = need & (rank // G == c)
+            slot = rank - c * G
+            hit = take[None, :] & (slot[None, :] == slots[:, None])           # [G, L]
+            sel = t_.reduce_max(t_.where(hit, markets[None, :], -1), axis=1)
+            sub = tuple(t_.gather(x, t_.maximum(sel, 0), axis=-1) for x in book)
+            done = clearing(t, sub, sel >= 0)
+            back = t_.clip_by_value(slot, 0, G - 1)
+            merged = [t_.where(take, t_.gather(x, back, axis=-1), y)
+                      for x, y in zip(done[0] + done[1:], book + rest)]
+            return (c + 1, tuple(merged[:len(book)])) + tuple(merged[len(book):])
+
+        out = t_.while_loop(lambda c, *_: c * G < n, chunk, (t_.constant(0, i64),) + out)
+        return tuple(out[1:])
 
     def collect(t, u, price, fund, hist, place, vols=None):
         """The step's orders, all decided on the state at its start (pams collects
@@ -530,7 +583,7 @@ def run(S, key, M, state):
         u = rng.uniform(key, [n_rows, L], f64, stream=2, step=t)
         vols = (acc["volume"], acc["vcum"]) if S.by_volume else None
         orders, over = collect(t, u, price, fund, hist, place, vols)
-        sweep = clear                        # a step that may cross more than one pair
+        need = None             # markets whose book may cross more than once this step
         if S.extra_order:
             side = orders[0][0]
             for e in S.events:
@@ -548,7 +601,7 @@ def run(S, key, M, state):
                         t_.where(fire, t_.constant(m_vol, i64), book[5]),
                         t_.where(fire, t + m_ttl, book[6]))
                     side = t_.where(fire, t_.zeros_like(side), side)
-                    sweep = sweep | t_.reduce_any(fire)
+                    need = fire if need is None else need | fire
             orders[0][0] = side
         vol_sum = None
         cleared = acc.get("cleared")
@@ -556,7 +609,7 @@ def run(S, key, M, state):
             q = t if R == 1 else t * R + j
             book, price, traded, did, vol, nb, na, active, cleared = process(
                 t, q, side, level, ttl, book, price, traded, running,
-                clear if j == 0 else t_.constant(False), sweep if j == 0 else None,
+                clear if j == 0 else t_.constant(False), need if j == 0 else None,
                 est if S.events else None, cleared)
             vol_sum = vol if vol_sum is None else vol_sum + vol
         vol = vol_sum
@@ -587,7 +640,7 @@ def run(S, key, M, state):
         fund = _fundamental_step(S, fund, _normal(u[2]), drift, volatility, chol, M)
         return t + 1, price, traded, fund, book, hist, fhist, acc
 
-    def process(t, q, side, level, ttl, book, price, traded, running, clear, sweep, est,
+    def process(t, q, side, level, ttl, book, price, traded, running, clear, need, est,
                 cleared):
         """Place one order per market (slot ``q mod C`` of the ring, ``q`` its
         placement number) and match it as pams executes after each order; update the
@@ -619,26 +672,10 @@ def run(S, key, M, state):
             vol = t_.cast(crossed, i64)
             return book2, bk, ak, nb - vol, na - vol, vol, t_.where(crossed, lvl, 0)
 
-        def clearing():
-            def cond(book, bk, ak, nb, na, vol, lvl, more):
-                return more
-
-            def step(book, bk, ak, nb, na, vol, lvl, more):
-                live = book[2] >= t
-                bk, ak, nb, na = bests(live, book[0], book[1])
-                book2, crossed, pl = pair(t, book, bk, ak)
-                c = t_.cast(crossed, i64)
-                return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
-                        t_.reduce_any(crossed))
-
-            z = t_.zeros([L], i64)
-            out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
-            return tuple(out[:-1])
-
         if K > 1:
             active = running & (side != 0)
             book, bk, ak, nb, na, vol, lvl = t_.cond(
-                t_.reduce_any(active & ~cleared), lambda: masked_clearing(t, book, active),
+                t_.reduce_any(active & ~cleared), lambda: clearing(t, book, active),
                 lambda: masked_pass(t, book, active))
             cleared = cleared | active
         elif S.halts or S.extra_order:
@@ -649,14 +686,14 @@ def run(S, key, M, state):
             for e, x in zip(S.events, est):
                 resumed = e.resumed(x)
                 if resumed is not None:
-                    sweep = sweep | t_.reduce_any(resumed)
+                    need = resumed if need is None else need | resumed
             book, bk, ak, nb, na, vol, lvl = t_.cond(
-                sweep, lambda: masked_clearing(t, book, active),
-                lambda: masked_pass(t, book, active))
+                clear, lambda: clearing(t, book, active),
+                lambda: sweep_some(t, book, active, need & active))
         else:
             active = running
             book, bk, ak, nb, na, vol, lvl = t_.cond(
-                running, lambda: t_.cond(clear, clearing, one_pass), no_match)
+                running, lambda: t_.cond(clear, lambda: clearing(t, book), one_pass), no_match)
         # bk/ak are the bests before the last pairing: after a trade the market price is
         # the trade's; without any trade yet, the mid of the (uncrossed) book
         did = vol > 0
