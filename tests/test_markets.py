@@ -464,7 +464,8 @@ def test_fundamental_correlations_follow_pams_cholesky():
 #: Markets per configuration (one block each: one compilation per configuration;
 #: user_class is ci2002 with a renamed class and shares its compilation).
 REFERENCE = {"ci2002": 512, "two_groups": 256, "fat_finger": 256, "price_limit": 256,
-             "trading_halt": 256, "user_class": 512, "test": 256, "market_share": 256}
+             "trading_halt": 256, "user_class": 512, "test": 256, "market_share": 256,
+             "market_share_mm": 256}
 CLASSES = {"UserDefinedFCNAgent": "FCNAgent", "ExtendedMarket": ("Market", ["tradeVolume"])}
 
 
