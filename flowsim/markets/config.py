@@ -9,8 +9,9 @@ and event has its own module, registered by class name (:mod:`flowsim.markets.re
   ``fundamentalCorrelations`` (:mod:`flowsim.markets.venues.correlations`);
 * agent groups: ``FCNAgent`` (:mod:`flowsim.markets.agents.fcn`),
   ``MarketShareFCNAgent`` (:mod:`flowsim.markets.agents.market_share_fcn`); the
-  high-frequency ``MarketMakerAgent`` (:mod:`flowsim.markets.agents.market_maker`),
-  which trades in pams's high-frequency phase (:mod:`flowsim.markets.hifreq`);
+  high-frequency ``MarketMakerAgent`` (:mod:`flowsim.markets.agents.market_maker`) and
+  ``ArbitrageAgent`` (:mod:`flowsim.markets.agents.arbitrage`), which trade in pams's
+  high-frequency phase (:mod:`flowsim.markets.hifreq`);
 * events: ``FundamentalPriceShock``, ``PriceLimitRule``, ``TradingHaltRule``,
   ``OrderMistakeShock`` (:mod:`flowsim.markets.events`);
 * ``simulation``: ``markets`` (several: each statistic per market, see
@@ -20,8 +21,8 @@ and event has its own module, registered by class name (:mod:`flowsim.markets.re
 
 Keys pams ignores by convention (``"MEMO"``, comments) pass; a key read by neither
 pams nor flowsim gives a :class:`~flowsim.markets.registry.ConfigWarning` naming it
-and where; a key or class pams runs and flowsim does not (``ArbitrageAgent``) is
-refused with a ``ValueError`` naming it.  User classes (pams's ``register_classes``) run when
+and where; a key or class pams runs and flowsim does not (``HighFrequencyAgent``,
+pams's abstract base, ``TestAgent``) is refused with a ``ValueError`` naming it.  User classes (pams's ``register_classes``) run when
 ``classes=`` maps them to a class flowsim runs: ``classes={"UserDefinedFCNAgent":
 "FCNAgent"}``, or ``(class, [extra keys the class reads])``.
 
@@ -305,7 +306,7 @@ def parse(config, classes=None):
     specs, indexes = resolve(specs)
     names = [s.name for s in specs]
     groups, hf = hifreq.split(_groups(settings, sim, market_groups, classes))
-    hf = tuple(g.resolve(names) for g in hf)
+    hf = tuple(g.resolve(specs) for g in hf)
     sessions, evs = _sessions(settings, sim, names)
     correlations = ()
     if "fundamentalCorrelations" in sim:

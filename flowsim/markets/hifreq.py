@@ -10,14 +10,19 @@ order has no list, so no phase follows it.  In a session without execution (pams
 warm-up) the phase runs too: the orders rest in the book.
 
 flowsim runs one high-frequency group per config (``MarketMakerAgent``,
-:mod:`flowsim.markets.agents.market_maker`) whose agents are identical, so the shuffle
-does not matter: a phase is ``min(maxHighFrequencyOrders, numAgents)`` turns of one agent.
+:mod:`flowsim.markets.agents.market_maker`, or ``ArbitrageAgent``,
+:mod:`flowsim.markets.agents.arbitrage`) whose agents are identical, so the shuffle
+does not matter: a phase is up to ``min(maxHighFrequencyOrders, numAgents)`` turns of
+one agent, and it ends at the first turn that submits nothing (every other agent would
+find the same state and submit nothing either).
 
 Orders keep their placement order in the book's priority keys: a step has ``P = R (1 +
 H)`` placement numbers (``R`` normal orders, each followed by at most ``H``
 high-frequency unit orders).  Normal orders keep their ring of :func:`Layout.slot`, the
 high-frequency orders have a ring of their own sized by their time-to-live.
 """
+import numpy as np
+
 from ..core.lazy_tf import tf
 
 
@@ -79,6 +84,10 @@ class Layout:
         """Placement number of the first high-frequency order after normal order ``j``."""
         return t * self.P + j * (1 + self.H) + 1
 
+    def offsets(self):
+        """Position of each high-frequency row in its phase (numpy ``[hf_rows]``)."""
+        return np.arange(self.hf_rows) % max(self.H, 1)
+
     def slot(self, q):
         """Book row of placement number ``q`` (int64 tensor)."""
         t_ = tf()
@@ -99,9 +108,9 @@ def phase(S, ctx, t, j, go, book, price, fund, carry):
     q = S.layout.hifreq(t, j)
     volume = over = None
     for turn in range(S.hifreq_turns):
-        ok = go & (turn < ctx.max_hifreq_at[t])
-        book, price, carry, vol, bad = g.turn(ctx, t, q + turn * g.orders_per_turn, ok,
-                                              book, price, fund, carry)
+        go = go & (turn < ctx.max_hifreq_at[t])
+        book, price, carry, vol, bad, go = g.turn(ctx, t, q + turn * g.orders_per_turn, go,
+                                                  book, price, fund, carry)
         volume = vol if volume is None else volume + vol
         over = bad if over is None else over | bad
     return book, price, carry, volume, over

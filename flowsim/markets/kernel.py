@@ -348,9 +348,13 @@ def run(S, key, M, state):
     def pick(x, a):
         return t_.gather(x, a, batch_dims=1)
 
+    counted = unit_rows(S, M)
+
     def bests(live, bidkey, askkey, xtra=None):
         bk = t_.reduce_max(t_.where(live, bidkey, _IMIN), axis=0)
         ak = t_.reduce_min(t_.where(live, askkey, _IMAX), axis=0)
+        if counted is not None:           # an order of several units counts once
+            live = live & counted
         nb = t_.reduce_sum(t_.cast(live & (bidkey != _IMIN), i64), axis=0)
         na = t_.reduce_sum(t_.cast(live & (askkey != _IMAX), i64), axis=0)
         if xtra is not None:              # the order outside the ring (events)
@@ -813,6 +817,19 @@ def statistics(S, hist, acc):
     ]
     assert len(cols) == len(NAMES)
     return t.stack(cols, axis=1)
+
+
+def unit_rows(S, M):
+    """``[rows, M K]`` bool: the book rows the depth counts, where high-frequency orders
+    of several units take several rows (:mod:`.agents.arbitrage`); ``None`` where every
+    row is one order."""
+    g = S.hifreq[0] if S.hifreq else None
+    if g is None or not hasattr(g, "counted"):
+        return None
+    K = S.n_venues
+    rows = np.concatenate([np.ones((S.layout.normal_rows, K), bool),
+                           g.counted(S.layout.offsets(), K)])
+    return tf().constant(np.tile(rows, (1, M)))
 
 
 def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb):

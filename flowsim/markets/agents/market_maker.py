@@ -51,9 +51,10 @@ class MarketMakerGroup:
     def max_time_window(self):
         return self.ttl
 
-    def resolve(self, names):
+    def resolve(self, specs):
         """This group with ``target`` the index of ``targetMarket`` among the market
-        ``names``, or a ValueError naming it."""
+        ``specs``, or a ValueError naming it."""
+        names = [s.name for s in specs]
         if self.target_name not in names:
             raise ValueError(f"{self.name}.targetMarket names {self.target_name!r}, which "
                              f"is not a market ({', '.join(names)}): fix the name")
@@ -69,7 +70,7 @@ class MarketMakerGroup:
         """One agent's turn where ``go`` (``[M]``): its two orders (decided on the
         book as it is), processed buy first.  ``ctx`` is the compiled step's
         (:func:`flowsim.markets.kernel.run`).  Returns ``(book, price, carry, volume
-        [M K], over [M K])``."""
+        [M K], over [M K], submitted [M])``: a market maker always submits."""
         t_ = tf()
         M, K = ctx.M, ctx.K
         bk, ak, _, _ = ctx.bests(t, book)
@@ -100,7 +101,7 @@ class MarketMakerGroup:
             bad = (side != 0) & (ctx.spread(raw) > ctx.level_cap)
             volume = vol if volume is None else volume + vol
             over = bad if over is None else over | bad
-        return book, price, carry, volume, over
+        return book, price, carry, volume, over, go
 
 
 @register("agent", "MarketMakerAgent")
