@@ -160,8 +160,8 @@ class Structure:
     def _hifreq(self, cfg):
         """High-frequency agents (:mod:`flowsim.markets.hifreq`): their group, turns a
         phase, per-step ``maxHighFrequencyOrders`` and rate, and the book's layout."""
-        self.hifreq = tuple(getattr(cfg, "hifreq", ()))
-        self.hifreq_turns = hifreq.turns(cfg) if self.hifreq else 0
+        self.hifreq_turns = hifreq.turns(cfg) if getattr(cfg, "hifreq", ()) else 0
+        self.hifreq = tuple(cfg.hifreq) if self.hifreq_turns else ()   # no turn: no phase
         H = hifreq.orders_per_phase(cfg) if self.hifreq else 0
         hf_steps = max((g.max_time_window for g in self.hifreq), default=-1) + 1
         self.layout = hifreq.Layout(self.max_orders, H, self.capacity, hf_steps)
