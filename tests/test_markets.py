@@ -515,7 +515,7 @@ def test_fundamental_correlations_follow_pams_cholesky():
 #: user_class is ci2002 with a renamed class and shares its compilation).
 REFERENCE = {"ci2002": 512, "two_groups": 256, "fat_finger": 256, "price_limit": 256,
              "trading_halt": 256, "user_class": 512, "test": 256, "market_share": 256,
-             "market_share_mm": 256}
+             "market_share_mm": 256, "shock_transfer": 256}
 CLASSES = {"UserDefinedFCNAgent": "FCNAgent", "ExtendedMarket": ("Market", ["tradeVolume"])}
 
 
@@ -526,7 +526,10 @@ def test_statistics_agree_with_pams(name):
     run fails is about 19 x 6e-5 ~ 0.1 % per configuration, 0.7 % for the six (normal
     tails; the seed is fixed, so the outcome is too).  ``test`` (three markets: 60
     statistics, ~0.4 %) has σ = 0.1 per step: prices from ~1e-3 to ~1e7.
-    ``market_share`` (two markets, MarketShareFCNAgents: 39 statistics, ~0.25 %)."""
+    ``market_share`` (two markets, MarketShareFCNAgents: 39 statistics, ~0.25 %);
+    ``market_share_mm`` (the same with a MarketMakerAgent in the high-frequency phase:
+    39 statistics, ~0.25 %); ``shock_transfer`` (two spots, their IndexMarket,
+    ArbitrageAgents: 61 statistics, ~0.4 %); 313 statistics, ~2 % for the ten together."""
     path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
     with open(path) as fh:
         columns = fh.readline().strip().split(",")[1:]

@@ -22,9 +22,10 @@ and event has its own module, registered by class name (:mod:`flowsim.markets.re
 Keys pams ignores by convention (``"MEMO"``, comments) pass; a key read by neither
 pams nor flowsim gives a :class:`~flowsim.markets.registry.ConfigWarning` naming it
 and where; a key or class pams runs and flowsim does not (``HighFrequencyAgent``,
-pams's abstract base, ``TestAgent``) is refused with a ``ValueError`` naming it.  User classes (pams's ``register_classes``) run when
-``classes=`` maps them to a class flowsim runs: ``classes={"UserDefinedFCNAgent":
-"FCNAgent"}``, or ``(class, [extra keys the class reads])``.
+pams's abstract base, ``TestAgent``) is refused with a ``ValueError`` naming it.
+User classes (pams's ``register_classes``) run when ``classes=`` maps them to a
+class flowsim runs: ``classes={"UserDefinedFCNAgent": "FCNAgent"}``, or ``(class,
+[extra keys the class reads])``.
 
 Parameter values are pams's JSON random values: a number, ``{"const": [v]}``,
 ``[a, b]`` or ``{"uniform": [a, b]}``, ``{"normal": [mu, sigma]}``, ``{"expon": [lam]}``.
