@@ -64,8 +64,41 @@ def _refused(mutate, *words):
 
 
 @pytest.mark.parametrize("mutate, words", [
+    (lambda c: c["FCNAgents"].update({"class": "HighFrequencyAgent"}),
+     ["HighFrequencyAgent", "FCNAgents", "not implemented", "run this config in pams"]),
     (lambda c: c["FCNAgents"].update({"class": "MarketMakerAgent"}),
-     ["MarketMakerAgent", "FCNAgents", "not implemented", "run this config in pams"]),
+     ["FCNAgents.targetMarket is required (MarketMakerAgent)"]),
+    (lambda c: _maker(c, targetMarket="Other"),
+     ["Maker.targetMarket names 'Other'", "not a market (Market)"]),
+    (lambda c: _maker(c, netInterestSpread=[0.01, 0.03]),
+     ["Maker.netInterestSpread", "distribution", "give a number"]),
+    (lambda c: c["Maker"].pop("netInterestSpread") if _maker(c) is None else None,
+     ["Maker.netInterestSpread is required"]),
+    (lambda c: _maker(c, orderTimeLength=-1), ["Maker.orderTimeLength must be >= 0"]),
+    (lambda c: _maker(c) or c["simulation"]["sessions"][1].update(
+        {"maxHifreqOrders": 2, "maxHighFrequencyOrders": 2}),
+     ["maxHifreqOrders is replaced by maxHighFrequencyOrders", "delete maxHifreqOrders"]),
+    (lambda c: _maker(c) or c["simulation"]["sessions"][1].update(
+        {"highFrequencySubmitRate": -0.5}),
+     ["sessions[1].highFrequencySubmitRate must be >= 0"]),
+    (lambda c: _maker(c) or c.update({"Maker2": dict(c["Maker"])})
+     or c["simulation"]["agents"].append("Maker2"),
+     ["one high-frequency group", "Maker, Maker2", "keep one"]),
+    (lambda c: _maker(c) or c["simulation"].update({"agents": ["Maker"]}),
+     ["Maker trades only after normal agents", "add a normal agent group"]),
+    (lambda c: _maker(c) or _event(c, {"class": "TradingHaltRule", "targetMarkets": ["Market"],
+                                       "triggerChangeRate": 0.05, "haltingTimeLength": 3}),
+     ["TradingHaltRule with high-frequency agents (Maker)", "drop the event"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: t["ArbitrageAgents"].pop("orderVolume")),
+     ["ArbitrageAgents.orderVolume is required (ArbitrageAgent)"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: t["ArbitrageAgents"].update(
+        {"orderVolume": 1.5})), ["ArbitrageAgents.orderVolume must be an int"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: t["ArbitrageAgents"].update(
+        {"markets": ["SpotMarket-1"]})),
+     ["ArbitrageAgents.markets must reach exactly one IndexMarket", "reaches []"]),
+    (lambda c: _sample(c, "shock_transfer", lambda t: t["SpotMarket-2"].update(
+        {"outstandingShares": 100})),
+     ["same outstandingShares", "'SpotMarket-2': 100", "make them equal"]),
     (lambda c: c["Market"].update({"class": "IndexMarket"}),
      ["Market.markets is required for an IndexMarket"]),
     (lambda c: c["simulation"].update({"fundamentalCorrelations": {"cross": []}}),
@@ -150,13 +183,19 @@ def _refused(mutate, *words):
      ["IndexMarket-I.markets is required", "component"]),
     (lambda c: _sample(c, "shock_transfer", lambda t: t["IndexMarket-I"].update(
         {"markets": ["SpotMarket-1", "SpotMarket-3"]})), ["'SpotMarket-3'", "not a market"]),
-    (lambda c: _sample(c, "shock_transfer", lambda t: None),
-     ["ArbitrageAgent", "not implemented", "run this config in pams"]),
     (lambda c: c["simulation"]["sessions"][1].update({"withOrderExecution": False}),
      ["withOrderExecution"]),
 ])
 def test_unsupported_configs_are_refused_naming_the_key(mutate, words):
     _refused(mutate, *words)
+
+
+def _maker(cfg, **keys):
+    """Add a MarketMakerAgent group ``Maker`` quoting in ci2002's market (``keys`` change
+    its settings); returns None."""
+    cfg["Maker"] = {"class": "MarketMakerAgent", "numAgents": 1, "markets": ["Market"],
+                    "targetMarket": "Market", "netInterestSpread": 0.02, **keys}
+    cfg["simulation"]["agents"].append("Maker")
 
 
 def _sample(cfg, name, mutate):
@@ -233,10 +272,21 @@ def test_every_pams_sample_is_bundled_and_parses_or_is_refused_naming_why():
     assert (shock.start, shock.rate, shock.length) == (100, -0.1, 1)   # session-relative
     assert parse(fm.config_path("test")).n_venues == 3
     for name, words in {"market_share": "ExtendedMarket",
-                        "market_share_mm": "ExtendedMarket",
-                        "shock_transfer": "ArbitrageAgent"}.items():
+                        "market_share_mm": "ExtendedMarket"}.items():
         with pytest.raises(ValueError, match=words):
             parse(fm.config_path(name))
+    shock = parse(fm.config_path("shock_transfer"))             # the high-frequency phase
+    arb, = shock.hifreq
+    assert (arb.index, arb.components, arb.volume, arb.threshold, arb.ttl) == (
+        2, (0, 1), 1, 1.0, 1)
+    assert [(s.max_orders, s.max_hifreq, s.hifreq_rate) for s in shock.sessions] == [
+        (3, 0, 1.0), (3, 5, 1.0)]
+    assert [g.name for g in shock.groups] == ["FCNAgents-1", "FCNAgents-2", "FCNAgents-I"]
+    mm = parse(fm.config_path("market_share_mm"),
+               classes={"ExtendedMarket": ("Market", ["tradeVolume"])})
+    maker, = mm.hifreq
+    assert (maker.target, maker.venues, maker.spread, maker.ttl) == (1, (1,), 0.02, 2)
+    assert [s.max_hifreq for s in mm.sessions] == [1, 1]     # pams's default, maxHifreqOrders
     with pytest.raises(ValueError, match="classes= maps 'UserDefinedFCNAgent' to 'FCN'"):
         parse(fm.config_path("user_class"), classes={"UserDefinedFCNAgent": "FCN"})
     extended = {"ExtendedMarket": ("Market", ["tradeVolume"])}
@@ -464,7 +514,8 @@ def test_fundamental_correlations_follow_pams_cholesky():
 #: Markets per configuration (one block each: one compilation per configuration;
 #: user_class is ci2002 with a renamed class and shares its compilation).
 REFERENCE = {"ci2002": 512, "two_groups": 256, "fat_finger": 256, "price_limit": 256,
-             "trading_halt": 256, "user_class": 512, "test": 256, "market_share": 256}
+             "trading_halt": 256, "user_class": 512, "test": 256, "market_share": 256,
+             "market_share_mm": 256, "shock_transfer": 256}
 CLASSES = {"UserDefinedFCNAgent": "FCNAgent", "ExtendedMarket": ("Market", ["tradeVolume"])}
 
 
@@ -475,7 +526,10 @@ def test_statistics_agree_with_pams(name):
     run fails is about 19 x 6e-5 ~ 0.1 % per configuration, 0.7 % for the six (normal
     tails; the seed is fixed, so the outcome is too).  ``test`` (three markets: 60
     statistics, ~0.4 %) has σ = 0.1 per step: prices from ~1e-3 to ~1e7.
-    ``market_share`` (two markets, MarketShareFCNAgents: 39 statistics, ~0.25 %)."""
+    ``market_share`` (two markets, MarketShareFCNAgents: 39 statistics, ~0.25 %);
+    ``market_share_mm`` (the same with a MarketMakerAgent in the high-frequency phase:
+    39 statistics, ~0.25 %); ``shock_transfer`` (two spots, their IndexMarket,
+    ArbitrageAgents: 61 statistics, ~0.4 %); 313 statistics, ~2 % for the ten together."""
     path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
     with open(path) as fh:
         columns = fh.readline().strip().split(",")[1:]

@@ -8,7 +8,10 @@ and event has its own module, registered by class name (:mod:`flowsim.markets.re
   ``prefix``, ``IndexMarket`` (:mod:`flowsim.markets.venues.index_market`);
   ``fundamentalCorrelations`` (:mod:`flowsim.markets.venues.correlations`);
 * agent groups: ``FCNAgent`` (:mod:`flowsim.markets.agents.fcn`),
-  ``MarketShareFCNAgent`` (:mod:`flowsim.markets.agents.market_share_fcn`);
+  ``MarketShareFCNAgent`` (:mod:`flowsim.markets.agents.market_share_fcn`); the
+  high-frequency ``MarketMakerAgent`` (:mod:`flowsim.markets.agents.market_maker`) and
+  ``ArbitrageAgent`` (:mod:`flowsim.markets.agents.arbitrage`), which trade in pams's
+  high-frequency phase (:mod:`flowsim.markets.hifreq`);
 * events: ``FundamentalPriceShock``, ``PriceLimitRule``, ``TradingHaltRule``,
   ``OrderMistakeShock`` (:mod:`flowsim.markets.events`);
 * ``simulation``: ``markets`` (several: each statistic per market, see
@@ -18,11 +21,11 @@ and event has its own module, registered by class name (:mod:`flowsim.markets.re
 
 Keys pams ignores by convention (``"MEMO"``, comments) pass; a key read by neither
 pams nor flowsim gives a :class:`~flowsim.markets.registry.ConfigWarning` naming it
-and where; a key or class pams runs and flowsim does not (``ArbitrageAgent``,
-``MarketMakerAgent``) is refused with a ``ValueError``
-naming it.  User classes (pams's ``register_classes``) run when
-``classes=`` maps them to a class flowsim runs: ``classes={"UserDefinedFCNAgent":
-"FCNAgent"}``, or ``(class, [extra keys the class reads])``.
+and where; a key or class pams runs and flowsim does not (``HighFrequencyAgent``,
+pams's abstract base, ``TestAgent``) is refused with a ``ValueError`` naming it.
+User classes (pams's ``register_classes``) run when ``classes=`` maps them to a
+class flowsim runs: ``classes={"UserDefinedFCNAgent": "FCNAgent"}``, or ``(class,
+[extra keys the class reads])``.
 
 Parameter values are pams's JSON random values: a number, ``{"const": [v]}``,
 ``[a, b]`` or ``{"uniform": [a, b]}``, ``{"normal": [mu, sigma]}``, ``{"expon": [lam]}``.
@@ -31,7 +34,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from . import agents, events, venues  # noqa: F401  (register the classes)
+from . import agents, events, hifreq, venues  # noqa: F401  (register the classes)
 from .agents.fcn import FCN_PARAMS, MAX_TIME_WINDOW, FCNGroup, check_group  # noqa: F401
 from .registry import EVENTS, check_keys, lookup
 from .sessions import Session, parse_session  # noqa: F401
@@ -69,6 +72,9 @@ class MarketConfig:
     correlations: tuple = ()
     #: IndexMarkets: ``((venue, (component venues), (outstanding shares)), ...)``
     indexes: tuple = ()
+    #: high-frequency agent groups (:mod:`flowsim.markets.hifreq`); ``groups`` holds
+    #: the normal ones
+    hifreq: tuple = ()
 
     @property
     def n_venues(self):
@@ -82,6 +88,12 @@ class MarketConfig:
     def max_orders(self):
         """Most agents whose orders one step processes (``maxNormalOrders``)."""
         return max(s.max_orders for s in self.sessions)
+
+    @property
+    def positions(self):
+        """Placement numbers a step takes: normal orders and the high-frequency orders
+        after each (:class:`flowsim.markets.hifreq.Layout`)."""
+        return self.max_orders * (1 + hifreq.orders_per_phase(self))
 
     @property
     def n_steps(self):
@@ -134,6 +146,7 @@ class MarketConfig:
             raise ValueError("events: flowsim.markets runs one OrderMistakeShock per config; "
                              "keep one")
         self._check_one_book()
+        hifreq.check(self)
         for v in self.venues or (self,):
             self._check_price_room(v)
         return self
@@ -155,7 +168,7 @@ class MarketConfig:
         levels (:func:`flowsim.markets.venues.market.level_bits`): its drift over the
         run plus :data:`REACH_SIGMAS` standard deviations, with a factor 2 for the
         market price straying from it."""
-        bits = level_bits(self.n_steps, self.max_orders)
+        bits = level_bits(self.n_steps, self.positions)
         top = max(v.market_price, v.fundamental_price) / v.tick_size
         room = math.log(2 ** bits / top) - math.log(2.0)
         reach = (abs(v.fundamental_drift) * self.n_steps
@@ -185,6 +198,9 @@ class MarketConfig:
             out["max_orders"] = [s.max_orders for s in self.sessions]
         if self.events:
             out["events"] = [e.describe() for e in self.events]
+        if self.hifreq:
+            out["hifreq"] = [g.describe() for g in self.hifreq]
+            out["hifreq_sessions"] = [[s.max_hifreq, s.hifreq_rate] for s in self.sessions]
         return out
 
 
@@ -289,8 +305,9 @@ def parse(config, classes=None):
             raise ValueError(f"simulation.{key} is required")
     specs, market_groups = _markets(settings, sim, classes)
     specs, indexes = resolve(specs)
-    groups = _groups(settings, sim, market_groups, classes)
     names = [s.name for s in specs]
+    groups, hf = hifreq.split(_groups(settings, sim, market_groups, classes))
+    hf = tuple(g.resolve(specs) for g in hf)
     sessions, evs = _sessions(settings, sim, names)
     correlations = ()
     if "fundamentalCorrelations" in sim:
@@ -299,7 +316,8 @@ def parse(config, classes=None):
     return MarketConfig(m.tick_size, m.market_price, m.fundamental_price,
                         m.fundamental_drift, m.fundamental_volatility,
                         sessions, groups, settings, evs, m.name,
-                        specs if len(specs) > 1 else (), correlations, indexes).validate()
+                        specs if len(specs) > 1 else (), correlations, indexes,
+                        hf).validate()
 
 
 #: pams event classes flowsim.markets runs.

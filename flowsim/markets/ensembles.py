@@ -85,7 +85,7 @@ class MarketEnsemble(Simulation):
         history, agents' parameters, events' state), in bytes."""
         S = self.structure
         K = S.n_venues
-        book = S.capacity * S.max_orders * 3 * 8 * K
+        book = S.layout.rows * 3 * 8 * K              # normal and high-frequency rows
         history = (S.n_steps + 1) * 8 * (2 if S.paths else 1) * K
         agents = S.n_agents * (len(_config.FCN_PARAMS) + 1) * 8
         extra = 4 * 8 if S.extra_order else 0            # the order outside the ring

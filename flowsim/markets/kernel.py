@@ -30,11 +30,14 @@ Random numbers are counter-based (:mod:`flowsim.core.rng`): step ``t`` of the bl
 draws batch ``t`` of stream 2, the agents' parameters come from stream 1, so every
 market is a pure function of (seed, iteration, block, position in the block).
 """
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..core import rng
 from ..core.lazy_tf import tf
 from ..finance.pricing import inverse_normal
+from . import hifreq
 from .agents import market_share_fcn
 from .agents.fcn import FCN_PARAMS
 from .stats import ABS_LAGS, COARSE, NAMES
@@ -154,12 +157,28 @@ class Structure:
         # MarketShareFCNAgent groups: one market a turn, picked by recent volume
         self.by_volume = tuple(i for i, g in enumerate(cfg.groups)
                                if getattr(g, "by_volume", False)) if self.n_venues > 1 else ()
-        self.time_bits = time_bits(self.n_steps, self.max_orders)
-        self.level_bits = level_bits(self.n_steps, self.max_orders)
+        self._hifreq(cfg)
+        self.time_bits = time_bits(self.n_steps, self.layout.P)
+        self.level_bits = level_bits(self.n_steps, self.layout.P)
         if (self.n_venues > 1 or self.max_orders > 1) and self.may_abstain:
             raise ValueError("flowsim.markets runs agents that may place no order (noiseless "
                              "FCN groups, learned groups) on one market with maxNormalOrders "
                              "1 only: give every group noise (noiseWeight and noiseScale > 0)")
+
+    def _hifreq(self, cfg):
+        """High-frequency agents (:mod:`flowsim.markets.hifreq`): their group, turns a
+        phase, per-step ``maxHighFrequencyOrders`` and rate, and the book's layout."""
+        self.hifreq_turns = hifreq.turns(cfg) if getattr(cfg, "hifreq", ()) else 0
+        self.hifreq = tuple(cfg.hifreq) if self.hifreq_turns else ()   # no turn: no phase
+        H = hifreq.orders_per_phase(cfg) if self.hifreq else 0
+        hf_steps = max((g.max_time_window for g in self.hifreq), default=-1) + 1
+        self.layout = hifreq.Layout(self.max_orders, H, self.capacity, hf_steps)
+        self.hifreq_at = tuple((s.max_hifreq, s.hifreq_rate) for s in cfg.sessions
+                               for _ in range(s.steps)) if self.hifreq else ()
+
+    def hifreq_key(self):
+        return ((tuple(repr(g.describe()) for g in self.hifreq),
+                 self.hifreq_at, self.layout.P, self.layout.rows) if self.hifreq else ())
 
     def key(self):
         return (self.flags, self.t0, self.sizes, self.margin_normal, self.chart_sign,
@@ -168,8 +187,8 @@ class Structure:
                 self.fundamental_noise, self.block_markets, self.paths,
                 tuple(e.trace_key() for e in self.events), self.n_venues, self.max_orders,
                 self.orders if self.max_orders > 1 else (), self.access, self.correlated,
-                self.time_bits, self.indexes) + ((self.by_volume,) if self.by_volume else ()) + (
-                    self.sweep_markets,)
+                self.time_bits, self.indexes) + ((self.by_volume,) if self.by_volume else ()
+                                                 ) + self.hifreq_key() + (self.sweep_markets,)
 
     @property
     def n_agents(self):
@@ -296,7 +315,8 @@ def run(S, key, M, state):
     ``(stats [M, statistics], prices [T + 1, M K], fundamental [T + 1, M K] or None)``."""
     t_ = tf()
     T, K, R = S.n_steps, S.n_venues, S.max_orders
-    C = S.capacity * R                  # ring slots: R orders a step, C steps of life
+    C = S.layout.rows                   # ring slots: R orders a step, C steps of life
+    slot = S.layout.slot
     N = S.n_agents
     L = M * K
     i64, f64 = t_.int64, t_.float64
@@ -321,6 +341,8 @@ def run(S, key, M, state):
     n_rows = n_draws + (R - 1) * (n_draws - 1)
     pick_rows = n_rows                  # rows of the market picks (by_volume groups)
     n_rows += R * bool(S.by_volume)
+    rate_rows = n_rows                  # rows of the high-frequency phases' rate draws
+    n_rows += R * bool(S.hifreq)
     orders_at = t_.constant(np.array(S.orders, np.int64))
 
     def spread(x):
@@ -334,9 +356,13 @@ def run(S, key, M, state):
     def pick(x, a):
         return t_.gather(x, a, batch_dims=1)
 
+    counted = unit_rows(S, M)
+
     def bests(live, bidkey, askkey, xtra=None):
         bk = t_.reduce_max(t_.where(live, bidkey, _IMIN), axis=0)
         ak = t_.reduce_min(t_.where(live, askkey, _IMAX), axis=0)
+        if counted is not None:           # an order of several units counts once
+            live = live & counted
         nb = t_.reduce_sum(t_.cast(live & (bidkey != _IMIN), i64), axis=0)
         na = t_.reduce_sum(t_.cast(live & (askkey != _IMAX), i64), axis=0)
         if xtra is not None:              # the order outside the ring (events)
@@ -365,7 +391,7 @@ def run(S, key, M, state):
             crossed = crossed & active
         level = t_.where(b_time < a_time, b_level, a_level)
         cols = markets if bk.shape[0] == L else t_.range(bk.shape[0], dtype=i64)
-        slots = t_.stack([t_.concat([b_time % C, a_time % C], 0),
+        slots = t_.stack([t_.concat([slot(b_time), slot(a_time)], 0),
                           t_.concat([cols, cols], 0)], 1)
         if xtra is None:
             old = t_.gather_nd(expiry, slots)
@@ -606,12 +632,19 @@ def run(S, key, M, state):
         vol_sum = None
         cleared = acc.get("cleared")
         for j, (side, level, ttl) in enumerate(orders):
-            q = t if R == 1 else t * R + j
+            q = S.layout.normal(t, j)
             book, price, traded, did, vol, nb, na, active, cleared = process(
                 t, q, side, level, ttl, book, price, traded, running,
                 clear if j == 0 else t_.constant(False), need if j == 0 else None,
                 est if S.events else None, cleared)
             vol_sum = vol if vol_sum is None else vol_sum + vol
+            if S.hifreq:
+                go = hf.go(t, side, u[rate_rows + j])
+                carry = (traded, cleared, running, est if S.events else None, nb, na)
+                book, price, carry, h_vol, h_over = hifreq.phase(S, hf, t, j, go, book,
+                                                                 price, fund, carry)
+                traded, cleared, _, _, nb, na = carry
+                vol_sum, over = vol_sum + h_vol, over | h_over
         vol = vol_sum
         hist = t_.tensor_scatter_nd_update(hist, [[t]], price[None])
         if fhist is not None:
@@ -649,7 +682,7 @@ def run(S, key, M, state):
         clears at the first order of a running market (``cleared``: markets that had
         one).  Returns ``(book, price, traded, did, vol, nb, na, active, cleared)``."""
         bidkey, askkey, expiry = book[:3]
-        s = q % C
+        s = slot(q)
         packed = t_.bitwise.left_shift(level, tb)
         new_bid = t_.where(side > 0, t_.bitwise.bitwise_or(packed, tmax - q), _IMIN)
         new_ask = t_.where(side < 0, t_.bitwise.bitwise_or(packed, q), _IMAX)
@@ -731,6 +764,8 @@ def run(S, key, M, state):
             return out[:6] + (fh,) + out[7:]
     else:
         body_ = body
+    if S.hifreq:
+        hf = hifreq_context(S, M, tick, spread, bests, process, level_cap, tb)
     t_end, price, traded, fund, book, hist, fhist, acc = t_.while_loop(
         lambda t, *_: t < T, body_, loop)
     hist = t_.tensor_scatter_nd_update(hist, [[T]], price[None])
@@ -818,3 +853,48 @@ def statistics(S, hist, acc):
     ]
     assert len(cols) == len(NAMES)
     return t.stack(cols, axis=1)
+
+
+def unit_rows(S, M):
+    """``[rows, M K]`` bool: the book rows the depth counts, where high-frequency orders
+    of several units take several rows (:mod:`.agents.arbitrage`); ``None`` where every
+    row is one order."""
+    g = S.hifreq[0] if S.hifreq else None
+    if g is None or not hasattr(g, "counted"):
+        return None
+    K = S.n_venues
+    rows = np.concatenate([np.ones((S.layout.normal_rows, K), bool),
+                           g.counted(S.layout.offsets(), K)])
+    return tf().constant(np.tile(rows, (1, M)))
+
+
+def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb):
+    """What a high-frequency agent's turn uses of the compiled step (:mod:`.hifreq`):
+    sizes, the markets' ticks, ``bests(t, book)``, ``process(t, q, side, level, ttl,
+    book, price, carry)`` (an order placed and matched as a normal one is, after the
+    first clearing), the step's ``maxHighFrequencyOrders`` and whether a phase runs
+    (``go``: the normal agent placed an order and the rate passed the draw)."""
+    t_ = tf()
+    K = S.n_venues
+    i64 = t_.int64
+    max_at = t_.constant(np.array([m for m, _ in S.hifreq_at], np.int64))
+    rate_at = t_.constant(np.array([r for _, r in S.hifreq_at], np.float64))
+
+    def hf_process(t, q, side, level, ttl, book, price, carry):
+        traded, cleared, running, est = carry[:4]
+        book, price, traded, _, vol, nb, na, _, cleared = process(
+            t, q, side, level, ttl, book, price, traded, running, t_.constant(False), None,
+            est, cleared)
+        return book, price, (traded, cleared, running, est, nb, na), vol
+
+    def go(t, side, u):
+        """pams skips the phase where the rate is below the draw (``u [M K]``, one per
+        member) or the normal agent placed nothing."""
+        placed = t_.reduce_any(t_.reshape(side != 0, [M, K]), axis=1)
+        return placed & (t_.reshape(u, [M, K])[:, 0] <= rate_at[t]) & (max_at[t] > 0)
+
+    return SimpleNamespace(
+        M=M, K=K, L=M * K, tick=tick, tb=tb, level_cap=level_cap, IMIN=_IMIN, IMAX=_IMAX,
+        spread=spread, tick_level=tick_level, process=hf_process, go=go,
+        bests=lambda t, book: bests(book[2] >= t, book[0], book[1]),
+        max_hifreq_at=t_.cast(max_at, i64))

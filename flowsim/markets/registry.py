@@ -23,7 +23,7 @@ GROUP_KEYS = frozenset({"class", "extends", "from", "to", "prefix"})
 
 
 #: pams 0.3.0 classes flowsim.markets does not run (refused naming them).
-PAMS_NOT_RUN = frozenset({"ArbitrageAgent", "MarketMakerAgent", "HighFrequencyAgent",
+PAMS_NOT_RUN = frozenset({"HighFrequencyAgent",
                           "TestAgent"})
 
 

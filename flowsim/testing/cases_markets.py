@@ -91,6 +91,36 @@ def venues():
     return from_pams(venues_config())
 
 
+def hifreq_config():
+    """Two spot markets and their IndexMarket with pams's high-frequency phase: arbitrage
+    agents (orders of two units on the index) with a low threshold so they act, up to 2
+    of them after each of the 2 normal agents' orders of a step, the phase skipped at
+    rate 0.3 (``highFrequencySubmitRate`` 0.7), none in the warm-up."""
+    cfg = small_config()
+    cfg["simulation"]["markets"] = ["Spot", "Other", "Index"]
+    cfg["simulation"]["agents"] = ["Followers", "Contrarians", "Arbitrage"]
+    for s in cfg["simulation"]["sessions"]:
+        s["maxNormalOrders"] = 2
+    cfg["simulation"]["sessions"][0]["maxHighFrequencyOrders"] = 0
+    cfg["simulation"]["sessions"][1].update({"maxHighFrequencyOrders": 2,
+                                             "highFrequencySubmitRate": 0.7})
+    cfg["Spot"] = dict(cfg.pop("Market"), outstandingShares=100)
+    cfg["Other"] = {"extends": "Spot", "fundamentalPrice": 104.0}
+    cfg["Index"] = {"class": "IndexMarket", "tickSize": 0.01, "marketPrice": 102.0,
+                    "markets": ["Spot", "Other"]}
+    cfg["Followers"]["markets"] = ["Spot", "Other", "Index"]
+    cfg["Contrarians"]["markets"] = ["Index"]
+    cfg["Arbitrage"] = {"class": "ArbitrageAgent", "numAgents": 3,
+                        "markets": ["Index", "Spot", "Other"], "orderVolume": 1,
+                        "orderThresholdPrice": 0.3, "orderTimeLength": 2}
+    return cfg
+
+
+def hifreq():
+    from flowsim.markets import from_pams
+    return from_pams(hifreq_config())
+
+
 def policy():
     """A fixed tiny MLP (numpy weights: picklable, deterministic)."""
     from flowsim.markets import MLP
@@ -117,5 +147,8 @@ CASES = {
         n_events=130, n_iters=1, block_size=64, events_limit=128),
     "markets_venues": dict(
         factory="flowsim.testing.cases_markets:venues",
+        n_events=130, n_iters=1, block_size=64, events_limit=128),
+    "markets_hifreq": dict(
+        factory="flowsim.testing.cases_markets:hifreq",
         n_events=130, n_iters=1, block_size=64, events_limit=128),
 }

@@ -1,2 +1,2 @@
 """pams agent classes flowsim.markets runs, one module each (registered by class name)."""
-from . import fcn, market_share_fcn  # noqa: F401
+from . import arbitrage, fcn, market_maker, market_share_fcn  # noqa: F401

@@ -1,0 +1,116 @@
+"""pams's high-frequency phase (pams 0.3.0, ``runners/sequential.py``, ``_handle_orders``).
+
+A step collects the normal agents' orders (``maxNormalOrders`` agents), then processes
+them agent by agent; after each agent's orders, unless the session's
+``highFrequencySubmitRate`` is below a fresh uniform draw, the high-frequency agents
+(shuffled) are asked in order until ``maxHighFrequencyOrders`` of them submitted, each
+agent's orders processed (and executed, where the market runs) before the next is
+asked.  An agent that submits nothing does not count.  A normal agent that placed no
+order has no list, so no phase follows it.  In a session without execution (pams's
+warm-up) the phase runs too: the orders rest in the book.
+
+flowsim runs one high-frequency group per config (``MarketMakerAgent``,
+:mod:`flowsim.markets.agents.market_maker`, or ``ArbitrageAgent``,
+:mod:`flowsim.markets.agents.arbitrage`) whose agents are identical, so the shuffle
+does not matter: a phase is up to ``min(maxHighFrequencyOrders, numAgents)`` turns of
+one agent, and it ends at the first turn that submits nothing (every other agent would
+find the same state and submit nothing either).
+
+Orders keep their placement order in the book's priority keys: a step has ``P = R (1 +
+H)`` placement numbers (``R`` normal orders, each followed by at most ``H``
+high-frequency unit orders).  Normal orders keep their ring of :func:`Layout.slot`, the
+high-frequency orders have a ring of their own sized by their time-to-live.
+"""
+import numpy as np
+
+from ..core.lazy_tf import tf
+
+
+def split(groups):
+    """``(normal groups, high-frequency groups)`` of parsed agent groups."""
+    normal = tuple(g for g in groups if not getattr(g, "high_frequency", False))
+    return normal, tuple(g for g in groups if getattr(g, "high_frequency", False))
+
+
+def check(cfg):
+    """Refuse what the high-frequency phase does not run yet, naming it and the fix."""
+    hf = cfg.hifreq
+    if not hf:
+        return
+    if len(hf) > 1:
+        raise ValueError(f"simulation.agents: flowsim.markets runs one high-frequency group "
+                         f"per config, this one has {', '.join(g.name for g in hf)}: keep one")
+    for e in cfg.events:
+        if e.halts or e.extra_order or type(e).__name__ == "PriceLimitRule":
+            raise ValueError(f"events: {type(e).__name__} with high-frequency agents "
+                             f"({hf[0].name}) is not implemented by flowsim.markets: drop "
+                             f"the event or run the config in pams")
+    if not cfg.groups:
+        raise ValueError(f"simulation.agents: {hf[0].name} trades only after normal agents' "
+                         f"orders (pams's high-frequency phase); add a normal agent group")
+
+
+def turns(cfg):
+    """High-frequency turns a phase can take (``0`` without high-frequency agents)."""
+    if not cfg.hifreq:
+        return 0
+    g = cfg.hifreq[0]
+    return min(max(s.max_hifreq for s in cfg.sessions), g.n_agents)
+
+
+def orders_per_phase(cfg):
+    """``H``: unit orders one phase can place."""
+    return turns(cfg) * cfg.hifreq[0].orders_per_turn if cfg.hifreq else 0
+
+
+class Layout:
+    """Placement numbers and book rows.  ``R`` normal orders a step, each followed by
+    ``H`` high-frequency ones; ``steps`` of normal life, ``hf_steps`` of high-frequency
+    life.  Without high-frequency orders the numbers are ``t R + j`` and the ring
+    ``steps R`` rows, as before."""
+
+    def __init__(self, R, H, steps, hf_steps=0):
+        self.R, self.H = R, H
+        self.P = R * (1 + H)
+        self.normal_rows = steps * R
+        self.hf_rows = hf_steps * R * H
+        self.rows = self.normal_rows + self.hf_rows
+
+    def normal(self, t, j):
+        """Placement number of normal order ``j`` of step ``t``."""
+        return t if self.P == 1 else t * self.P + j * (1 + self.H)
+
+    def hifreq(self, t, j):
+        """Placement number of the first high-frequency order after normal order ``j``."""
+        return t * self.P + j * (1 + self.H) + 1
+
+    def offsets(self):
+        """Position of each high-frequency row in its phase (numpy ``[hf_rows]``)."""
+        return np.arange(self.hf_rows) % max(self.H, 1)
+
+    def slot(self, q):
+        """Book row of placement number ``q`` (int64 tensor)."""
+        t_ = tf()
+        if not self.H:
+            return q % self.normal_rows
+        step, pos = q // self.P, q % self.P
+        j, h = pos // (1 + self.H), pos % (1 + self.H)
+        n = step * self.R + j
+        return t_.where(h == 0, n % self.normal_rows,
+                        self.normal_rows + (n * self.H + h - 1) % self.hf_rows)
+
+
+def phase(S, ctx, t, j, go, book, price, fund, carry):
+    """The high-frequency phase after normal order ``j`` of step ``t`` where ``go``
+    (``[M]``): the group's turns, each on the state the previous left.  Returns ``(book,
+    price, carry, volume [M K], over [M K])``."""
+    g = S.hifreq[0]
+    q = S.layout.hifreq(t, j)
+    volume = over = None
+    for turn in range(S.hifreq_turns):
+        go = go & (turn < ctx.max_hifreq_at[t])
+        book, price, carry, vol, bad, go = g.turn(ctx, t, q + turn * g.orders_per_turn, go,
+                                                  book, price, fund, carry)
+        volume = vol if volume is None else volume + vol
+        over = bad if over is None else over | bad
+    return book, price, carry, volume, over
