@@ -944,6 +944,38 @@ def test_portfolio_rollout_equals_the_environment_stepped_from_python():
     assert np.ptp(out.episodes["episode_return"]) == 0     # every episode the same
 
 
+@pytest.mark.parametrize("windows", [None, 3])
+def test_portfolio_observe_next_and_fenced_step_equal_observe_and_step(windows):
+    """The window a rollout carries (Portfolio.observe_next) is Portfolio.observe of
+    the stepped state, and a step behind the fence (XLA barriers) keeps the state,
+    rewards and observations of the unfenced step (to an FMA's rounding under XLA;
+    bit for bit here, outside XLA)."""
+    import tensorflow as tf
+
+    from flowsim.envs.portfolio import Portfolio
+    p = Portfolio(market_frame(rows=60, start=10), positions=[-1, 0, 0.5, 2],
+                  trading_fees=0.001, borrow_interest_rate=0.0003, windows=windows)
+    c = dict(p.constants(), rules=tf.tile(tf.constant(p.rule_rows())[:, None], [1, 8]))
+    state, _ = p.fresh(c, tf.constant([0, 3, 5, 9, 20, 30, 40, 50], tf.int32),
+                       tf.constant([0, 1, 2, 3, 0, 1, 2, 3], tf.int32))
+    obs, fenced_obs = p.observe(c, state), p.observe(c, state)
+    fenced = dict(state)
+    del fenced["dyn"]
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        target = tf.constant(p.positions[rng.integers(0, 4, 8)])
+        index = -tf.ones([8], tf.int32)
+        state, reward, *_, now = p.step(c, state, target, index)
+        fenced, fenced_reward, *_, fenced_now = p.step(c, fenced, target, index,
+                                                       tf.constant(True))
+        fenced_obs = p.observe_next(c, fenced_obs, fenced["idx"], fenced_now["dyn"])
+        obs = p.observe(c, state)
+        np.testing.assert_array_equal(fenced_obs.numpy(), obs.numpy())
+        np.testing.assert_array_equal(fenced_reward.numpy(), reward.numpy())
+        np.testing.assert_array_equal(fenced["wallet"].numpy(), state["wallet"].numpy())
+    assert obs.shape == (8, *p.observation_shape) and "dyn" not in fenced
+
+
 # -- several assets: against a numpy implementation of the documented equations -------
 def multi_asset_reference(prices, weights, start, fee, rate, v0):
     """flowsim.envs.assets's equations in numpy, one environment: valuations, rewards,

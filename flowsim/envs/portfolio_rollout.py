@@ -101,8 +101,7 @@ class PortfolioRollout(Rollout):
                                                          self.n_rows - 1))
         box = (p.positions[0], p.positions[-1]) if p.action_space == "box" else None
 
-        def body(i, s, value, total, trades, active):
-            obs = p.observe(c, s)
+        def body(i, s, obs, value, total, trades, active):
             out = self.policy(obs) if self.params is None else self.policy(obs, params)
             u = rng.uniform_step(key, i, [size], dtype, stream=1)
             action = choose(out, u, len(p.positions), box)
@@ -110,19 +109,23 @@ class PortfolioRollout(Rollout):
                 target, index = t.gather(c["positions"], action), action
             else:
                 target, index = action, -t.ones_like(s["idx"])
-            new, reward, terminated, truncated, now = p.step(c, s, target, index)
+            new, reward, terminated, truncated, now = p.step(c, s, target, index, i >= 0)
             trades = trades + t.cast(active & t.not_equal(target, s["position"]), t.float64)
             total = total + t.where(active, reward, t.zeros_like(reward))
             value = t.where(active, now["value"], value)
-            s = {k: t.where(active[:, None, None] if k == "dyn" else active, new[k], s[k])
-                 for k in s}
-            return i + 1, s, value, total, trades, active & ~(terminated | truncated)
+            s = {k: t.where(active, new[k], s[k]) for k in s}
+            # the next observations from these (an ended episode's no longer matter)
+            obs = p.observe_next(c, obs, s["idx"], now["dyn"])
+            return i + 1, s, obs, value, total, trades, active & ~(terminated | truncated)
 
         s, now = p.fresh(c, start, index)
+        obs = p.observe(c, s)
+        del s["dyn"]            # carried as obs (Portfolio.observe_next)
         zero = t.zeros([size], t.float64)
-        carry = (t.constant(0, t.int32), s, now["value"], zero, zero, t.ones([size], t.bool))
-        _, s, value, total, trades, _ = t.while_loop(lambda i, *_: i < p.max_steps, body,
-                                                     carry)
+        carry = (t.constant(0, t.int32), s, obs, now["value"], zero, zero,
+                 t.ones([size], t.bool))
+        _, s, _, value, total, trades, _ = t.while_loop(lambda i, *_: i < p.max_steps, body,
+                                                        carry)
         profit = value / p.portfolio_initial_value
         return t.stack([total, profit, trades], axis=1)
 
