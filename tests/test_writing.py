@@ -19,10 +19,11 @@ from process_pool_backend import ProcessPoolExecutor  # noqa: E402
 
 
 @pytest.mark.timeout(900)
-def test_process_pool_backend_gives_flows_bits():
+def test_process_pool_backend_gives_flows_bits(flow_reference):
     """One pool of 2 spawned workers for every case (each worker compiles once)."""
     pool = ProcessPoolExecutor(2)
-    check_executor(lambda: pool, names=["plain", "vegas", "rows", "resume", "error"],
+    names = ["plain", "vegas", "rows", "resume", "error"]
+    check_executor(lambda: pool, names=names, reference=flow_reference(names),
                    label="process pool")
     with pytest.raises(RuntimeError):          # check_executor closed it
         pool.pool.submit(int)
