@@ -20,6 +20,8 @@ IGNORED_KEYS = frozenset({"MEMO", "memo", "Memo", "COMMENT", "comment", "comment
                           "description", "note"})
 #: Keys pams's own loop reads on every group (count, names, inheritance).
 GROUP_KEYS = frozenset({"class", "extends", "from", "to", "prefix"})
+#: Keys of pams's ``Agent`` that every agent class reads (and the group keys).
+AGENT_KEYS = GROUP_KEYS | {"numAgents", "markets", "cashAmount", "assetVolume"}
 
 
 #: pams 0.3.0 classes flowsim.markets does not run (refused naming them).

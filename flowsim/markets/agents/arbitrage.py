@@ -26,13 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.lazy_tf import tf
-from ..registry import GROUP_KEYS, check_keys, register
+from ..registry import AGENT_KEYS, check_keys, register
 from ..values import count, number
 from ..venues.index_market import index_of
 from .fcn import accessible
 
-KEYS = GROUP_KEYS | {"numAgents", "markets", "orderVolume", "orderThresholdPrice",
-                     "orderTimeLength", "cashAmount", "assetVolume"}
+KEYS = AGENT_KEYS | {"orderVolume", "orderThresholdPrice", "orderTimeLength"}
 #: pams's default ``orderTimeLength``.
 DEFAULT_TTL = 1
 

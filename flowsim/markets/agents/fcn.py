@@ -16,7 +16,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from ..registry import GROUP_KEYS, check_keys, register
+from ..registry import AGENT_KEYS, check_keys, register
 from ..values import Dist, count, flag
 
 #: Largest time window (= order time-to-live) a book is sized for.
@@ -28,9 +28,7 @@ FCN_PARAMS = {"fundamentalWeight": "fundamental_weight", "chartWeight": "chart_w
               "meanReversionTime": "mean_reversion_time"}
 REQUIRED = ("fundamentalWeight", "chartWeight", "noiseWeight", "noiseScale",
             "timeWindowSize", "orderMargin")
-KEYS = (set(FCN_PARAMS) | GROUP_KEYS
-        | {"numAgents", "markets", "marginType", "cashAmount", "assetVolume",
-           "isChartFollowing"})
+KEYS = set(FCN_PARAMS) | AGENT_KEYS | {"marginType", "isChartFollowing"}
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.lazy_tf import tf
-from ..registry import GROUP_KEYS, check_keys, register
+from ..registry import AGENT_KEYS, check_keys, register
 from ..values import Dist, count
 from .fcn import accessible
 
-KEYS = GROUP_KEYS | {"numAgents", "markets", "targetMarket", "netInterestSpread",
-                     "orderTimeLength", "cashAmount", "assetVolume"}
+KEYS = AGENT_KEYS | {"targetMarket", "netInterestSpread", "orderTimeLength"}
 #: pams's default ``orderTimeLength``.
 DEFAULT_TTL = 2
 
