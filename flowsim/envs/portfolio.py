@@ -35,6 +35,7 @@ import numbers
 import numpy as np
 
 from ..core import rng
+from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
 from .history import History, Values, last_position_taken, log_return, reads, real_position
 
@@ -448,15 +449,16 @@ class Portfolio:
 
         ``fence`` (default None): a scalar bool tensor that is true but that XLA
         cannot fold (a loop counter ``>= 0``): the wallet after the trade and the
-        valuation are then computed once, behind :func:`barrier`, instead of
-        inside each of the step's outputs that read them."""
+        valuation are then computed once, behind
+        :func:`flowsim.core.kernel.fusion_barrier`, instead of inside each of the
+        step's outputs that read them."""
         t = tf()
         wallet = tuple(t.unstack(state["wallet"]))
         n = t.shape(target)[0]
         rules = c["rules"]
         wallet = self.trade(wallet, state["position"], target,
                             t.gather(c["close"], state["idx"]), rules)
-        wallet = barrier(fence, *wallet)
+        wallet = fusion_barrier(fence, *wallet)
         idx, step = state["idx"] + 1, state["step"] + 1
         price = t.gather(c["close"], idx)
         asset, fiat, _, _ = wallet
@@ -465,7 +467,7 @@ class Portfolio:
         wallet = (asset, fiat, t.maximum(zero, -asset) * rate, t.maximum(zero, -fiat) * rate)
         value = asset * price + fiat - wallet[2] * price - wallet[3]
         real = (asset - wallet[2]) * price / value
-        value, real, *wallet = barrier(fence, value, real, *wallet)
+        value, real, *wallet = fusion_barrier(fence, value, real, *wallet)
         wallet = tuple(wallet)
         terminated = value <= 0
         truncated = idx >= self.length - 1
@@ -509,22 +511,6 @@ class Portfolio:
         if self.windows is None:
             return row
         return t.concat([obs[:, 1:], row[:, None, :]], axis=1)
-
-
-def barrier(fence, *xs):
-    """``xs`` unchanged (a tuple), computed once: XLA does not fuse across a
-    conditional.  ``fence``: a scalar bool tensor that is true and that XLA cannot
-    fold (None: ``xs`` as they are, no conditional).
-
-    Without it XLA's loop fusion copies the trade arithmetic into each of the
-    step's outputs that read the new wallet (the valuation, the reward, the
-    features, the state): 753 HLO instructions per rollout step instead of 546.
-    It changes where XLA contracts products and sums into FMAs, so some bits.
-    """
-    if fence is None:
-        return xs
-    t = tf()
-    return t.cond(fence, lambda: xs, lambda: xs)
 
 
 def _count(name, value, minimum=1):

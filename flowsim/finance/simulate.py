@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
 
 REL_TOL = 1e-9
@@ -69,13 +70,10 @@ def _snap(x):
 
 
 def _barrier(i, *xs):
-    """``xs`` unchanged, computed once: XLA cannot fuse across a conditional.
-
-    Without it XLA's loop fusion copies every shared sub-expression of the bar
-    step into each of the ~60 state updates that use it (about 30 times the work).
-    """
-    t = tf()
-    return t.cond(i >= 0, lambda: xs, lambda: xs)
+    """:func:`flowsim.core.kernel.fusion_barrier` at bar ``i``: without it XLA copies
+    every shared sub-expression of the bar step into each of the ~60 state updates
+    that use it."""
+    return fusion_barrier(i >= 0, *xs)
 
 
 def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_size):
