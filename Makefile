@@ -29,8 +29,14 @@ venv: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/flowsim run gaussian8 --algorithm vegasplus --events 2000000 --iters 6 --skip 1 --seed 7 --quiet
 
+# Two pytest-xdist workers: much of the suite waits (XLA compiles, process and JVM
+# start-up, MPI/Spark/Dask children), so two overlap on 2 cores.  tests/conftest.py keeps
+# each file on one worker, the files sharing the SparkContext, the Dask cluster and Flow's
+# conformance reference on the same one, the costliest first.  TEST_WORKERS=0: serially,
+# as `pytest tests` runs.
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check flowsim tests benchmarks examples

@@ -2,7 +2,8 @@
 
 Also what several test files share: the MPI launcher and its environment, the one
 Dask cluster and the one SparkContext of a test run (starting a JVM or worker
-processes that import TensorFlow costs seconds on 2 cores).
+processes that import TensorFlow costs seconds on 2 cores), and how ``make test``
+shares the files between its two pytest-xdist workers (:func:`xdist_group`).
 """
 import atexit
 import importlib.util
@@ -18,6 +19,8 @@ import pytest
 # cache, not the user's: no test depends on what an earlier run left behind.  Set
 # before flowsim is imported: importing it points TensorFlow's XLA cache (through
 # TF_XLA_FLAGS, which every process the tests start inherits) at FLOWSIM_CACHE_DIR.
+# Under pytest-xdist the controller imports this file first and its workers inherit the
+# variable: one cache for the whole run, removed when the controller exits.
 if "FLOWSIM_CACHE_DIR" not in os.environ:
     os.environ["FLOWSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="flowsim-test-cache-")
     atexit.register(shutil.rmtree, os.environ["FLOWSIM_CACHE_DIR"], True)
@@ -181,3 +184,54 @@ def spark_sessions():
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+# -- pytest-xdist (make test: -n 2 --dist loadfile) ------------------------------------
+#: Files run by the same worker because they share a session fixture costly to build
+#: twice: the SparkContext (a JVM and its Python workers).  test_joblib.py and
+#: test_writing.py also use the Dask cluster and flow_reference of test_conformance.py,
+#: but with them that one unit would outlast everything else: a second Dask cluster
+#: (about 25 CPU-seconds) and Flow's five core cases buy the balance.
+SHARED = {"test_conformance.py": "spark", "test_spark.py": "spark"}
+#: Units of work in the order the workers take them, the costliest first: started
+#: last, a long file would run alone at the end.  The other files follow in
+#: collection order.
+FIRST = ("spark", "tests/test_joblib.py", "tests/test_markets.py", "tests/test_mpi.py",
+         "tests/test_envs.py", "tests/test_threads.py", "tests/test_pulls.py")
+
+
+def xdist_unit(nodeid):
+    """The unit of work of a test under ``--dist loadfile``: its file (so that its module
+    fixtures are built once), or the group :data:`SHARED` puts the file in."""
+    path = nodeid.split("::", 1)[0]
+    return SHARED.get(os.path.basename(path), path)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``: xdist's file scheduler with the units of :func:`xdist_unit`,
+    taken in collection order (which :func:`pytest_collection_modifyitems` sets), not
+    by their number of tests.  (xdist's ``loadgroup`` marks do not group tests under
+    pytest 9.2, which no longer reads the node id xdist rewrites.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            return xdist_unit(nodeid)
+
+        def schedule(self):
+            self.config.option.loadscopereorder = False
+            super().schedule()
+    return FileGroups(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """In a pytest-xdist worker only (``pytest tests`` runs in file order): the units of
+    :data:`FIRST` first, each in file order."""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {unit: i for i, unit in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(xdist_unit(item.nodeid), len(FIRST)))
