@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
 from .portfolio import Portfolio
 from .vector import (
@@ -210,6 +211,8 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         next episode."""
         t = tf()
         start, index = self.portfolio.draws(keys[0], keys[1])
+        # drawn once (integers: no rounding changes), not inside every kernel reading them
+        start, index = fusion_barrier(keys[1][0] >= 0, start, index)
         fresh, now = self.portfolio.fresh(self._c, start, index)
         return {k: t.where(mask[:, None, None] if k == "dyn" else mask, a, state[k])
                 for k, a in fresh.items()}, now
@@ -243,12 +246,27 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
             target, index = t.gather(self._c["positions"], action), action
         stepped, reward, terminated, truncated, now = p.step(self._c, state, target, index)
         keys = t.stack([keys[0], keys[1] + t.cast(reset, t.int64)])
-        state, fresh = self._fresh(stepped, reset, keys)
-        now = {k: tuple(t.where(reset, x, y) for x, y in zip(a, now[k])) if k == "wallet"
-               else t.where(reset, a, now[k]) for k, a in fresh.items()}
+        now = {k: now[k] for k in self._ENTRY}
+        # the next episodes' state only on a step where some environment starts one
+        # (its random draws and first entry cost about half of a step's kernels)
+        state, now = t.cond(t.reduce_any(reset),
+                            lambda: self._autoreset(stepped, now, reset, keys),
+                            lambda: (stepped, now))
         terminated, truncated = terminated & ~reset, truncated & ~reset
         self._write(state, terminated | truncated, keys)
         return self._outputs(state, now, terminated, truncated)
+
+    #: Keys of a step's entry (:meth:`Portfolio.step`'s ``now``) that the outputs read.
+    _ENTRY = ("idx", "step", "position_index", "position", "real", "value", "wallet", "reward")
+
+    def _autoreset(self, stepped, now, reset, keys):
+        """``(state, now)`` after a step: the environments of ``reset`` (those that
+        ended on the previous step) start their next episode, numbered by ``keys``."""
+        t = tf()
+        state, fresh = self._fresh(stepped, reset, keys)
+        now = {k: tuple(t.where(reset, x, y) for x, y in zip(a, now[k])) if k == "wallet"
+               else t.where(reset, a, now[k]) for k, a in fresh.items()}
+        return state, now
 
     def _reset_fn(self, mask, seeds, seeded):
         t = tf()

@@ -8,18 +8,22 @@ per-row sums, so the result has the same bits on every backend, device count
 and ``events_limit``.
 """
 from ..core import rng
+from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
 from .portfolio import Portfolio
 from .rollout import Rollout, run_rollout, share_kernel
 
 
-def choose(out, u, n_positions, box=None):
+def choose(out, u, n_positions, box=None, fence=None):
     """Actions from a policy's output ``out`` and uniforms ``u`` ``[n]``.
 
     Integer or bool ``[n]``: position indices (clipped to ``[0, n_positions)``).
     Float ``[n, n_positions]``: probabilities of each position (drawn with ``u``).
     Float ``[n]`` with two positions: the probability of the second.  With
     ``box = (low, high)``: float ``[n]`` target positions, clipped to the range.
+    ``fence`` (default None): a scalar bool tensor that is true and that XLA cannot
+    fold (:func:`flowsim.core.kernel.fusion_barrier`); the probabilities are then
+    computed once, before the draw.
     """
     t = tf()
     out = t.convert_to_tensor(out)
@@ -28,10 +32,18 @@ def choose(out, u, n_positions, box=None):
     if out.dtype.is_integer or out.dtype == t.bool:
         return t.clip_by_value(t.reshape(t.cast(out, t.int32), [-1]), 0, n_positions - 1)
     if out.shape.rank == 2 and out.shape[-1] == n_positions:
-        p = t.cast(out, u.dtype)
-        cum = t.cumsum(p, axis=1)
-        below = t.cast(cum[:, :-1] <= (u * cum[:, -1])[:, None], t.int32)
-        return t.reduce_sum(below, axis=1)
+        # the cumulative sums column by column (the order of tf.cumsum's adds, so the
+        # same bits): XLA emits tf.cumsum as a scalar reduce-window loop, ~12 us a
+        # step of 1,024 episodes; the probabilities behind a fusion barrier, so the
+        # softmax's divisions run once in a vectorised kernel, not in the scalar
+        # loop of the draw
+        p, = fusion_barrier(fence, t.cast(out, u.dtype))
+        cum = [p[:, 0]]
+        for j in range(1, n_positions):
+            cum.append(cum[-1] + p[:, j])
+        level = u * cum[-1]
+        below = [t.cast(c <= level, t.int32) for c in cum[:-1]]
+        return t.add_n(below) if below else t.zeros_like(t.cast(u, t.int32))
     if n_positions != 2:
         raise ValueError(f"policy: with {n_positions} positions a float output must be "
                          f"probabilities [batch, {n_positions}], got shape "
@@ -104,7 +116,7 @@ class PortfolioRollout(Rollout):
         def body(i, s, obs, value, total, trades, active):
             out = self.policy(obs) if self.params is None else self.policy(obs, params)
             u = rng.uniform_step(key, i, [size], dtype, stream=1)
-            action = choose(out, u, len(p.positions), box)
+            action = choose(out, u, len(p.positions), box, i >= 0)
             if box is None:
                 target, index = t.gather(c["positions"], action), action
             else:
