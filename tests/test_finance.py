@@ -525,9 +525,8 @@ def test_signal_sweep_matches_vectorbt(case):
 
 
 def test_signal_sweep_same_bits_for_block_size_events_limit_backend():
-    import cases_finance
-
     from flowsim.finance import signal_sweep, strategies
+    from flowsim.testing import cases_finance
     close, grid = cases_finance.rsi_prices(), cases_finance.rsi_stop_grid()
     kw = dict(fees=0.001, slippage=0.0005, freq="1D")
     base = signal_sweep(strategies.rsi_thresholds, close, grid, block_size=128, **kw)

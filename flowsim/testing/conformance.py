@@ -16,8 +16,8 @@ every iteration), a path price (Heston), a parameter sweep, a resume from a
 checkpoint, the per-block rows of one iteration, an exception raised by the
 integrand in Python and one raised by TensorFlow at run time (the same type
 and text must surface), and the workloads' cases (:mod:`.cases_markets`,
-:mod:`.cases_envs`).  Every run's timeline must cover every block of every
-iteration exactly once.
+:mod:`.cases_envs`, :mod:`.cases_finance`, :mod:`.cases_physics`).  Every run's
+timeline must cover every block of every iteration exactly once.
 
 A case module holds ``CASES = {name: {"factory": "module:function", "n_events":
 int, "n_iters": int, optional "block_size", "events_limit", "seed"}}`` where
@@ -53,7 +53,8 @@ GRID = {"n_events": 40_000, "block_size": 2048, "events_limit": 6144, "seed": 12
 #: The text of the exception :class:`Broken` raises.
 ERROR_TEXT = "deliberately broken integrand kernel"
 #: Modules of the workloads' cases shipped with flowsim.
-SHIPPED = ("flowsim.testing.cases_markets", "flowsim.testing.cases_envs")
+SHIPPED = ("flowsim.testing.cases_markets", "flowsim.testing.cases_envs",
+           "flowsim.testing.cases_finance", "flowsim.testing.cases_physics")
 
 
 class Broken(Plain):

@@ -1,4 +1,5 @@
-"""Signal-strategy sweeps for the cross-backend conformance suite (and tests/test_finance.py).
+"""Signal-strategy sweeps: cases of :func:`flowsim.testing.check_executor` (and of
+tests/test_finance.py).
 
 ``CASES[name]`` = ``dict(factory="module:function", n_events=..., sweep=True)``: the
 factory (importable, no arguments) returns the :class:`flowsim.Sweep` that
@@ -34,5 +35,6 @@ def rsi_sweep():
 
 
 CASES = {
-    "finance_rsi_sweep": dict(factory="cases_finance:rsi_sweep", n_events=ROWS, sweep=True),
+    "finance_rsi_sweep": dict(factory="flowsim.testing.cases_finance:rsi_sweep",
+                              n_events=ROWS, sweep=True),
 }

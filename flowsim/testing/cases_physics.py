@@ -1,4 +1,4 @@
-"""Physics workloads for the cross-backend conformance suite: a scan (rows as
+"""Physics workloads: cases of :func:`flowsim.testing.check_executor`: a scan (rows as
 components, with covariance), a VEGAS+ scan adapted on the sum of its rows, a
 gradient through VEGAS, and a complex integrand with covariance.  Every backend
 must give the bits of ``Flow``.  The integrands live in :mod:`flowsim.scans`, so
@@ -36,13 +36,6 @@ def complex_plain():
     return plan.simulation(Plain, 2, None, {})
 
 
-CASES = {
-    "physics_scan_plain": {"factory": "cases_physics:scan_plain", "n_events": 20000,
-                           "n_iters": 2, "block_size": 4096},
-    "physics_scan_vegasplus": {"factory": "cases_physics:scan_vegasplus", "n_events": 20000,
-                               "n_iters": 2, "block_size": 4096},
-    "physics_gradient_vegas": {"factory": "cases_physics:gradient_vegas", "n_events": 20000,
-                               "n_iters": 2, "block_size": 4096},
-    "physics_complex_plain": {"factory": "cases_physics:complex_plain", "n_events": 20000,
-                              "n_iters": 2, "block_size": 4096},
-}
+_SETTINGS = {"n_events": 20000, "n_iters": 2, "block_size": 4096}
+CASES = {f"physics_{name}": {"factory": f"flowsim.testing.cases_physics:{name}", **_SETTINGS}
+         for name in ("scan_plain", "scan_vegasplus", "gradient_vegas", "complex_plain")}
