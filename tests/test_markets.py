@@ -551,11 +551,13 @@ def test_statistics_agree_with_pams(name):
 def test_same_bits_in_any_chunking():
     """Flow with device calls of 1 and 4 blocks gives the same bits, for the FCN and
     the learned-agent cases (2 blocks: the cases' own ``events_limit``, which
-    ``tests/test_conformance.py`` runs on every backend against Flow)."""
+    ``tests/test_conformance.py`` runs on every backend against Flow; its threads
+    schedules cut the other cases' iterations into chunks of other sizes)."""
     import cases_markets
 
     import flowsim
-    for name, case in CASES.items():
+    for name in ("markets_small", "markets_learned"):
+        case = CASES[name]
         factory = getattr(cases_markets, case["factory"].split(":")[1])
         sim = factory()
         kw = dict(n_events=case["n_events"], seed=77, block_size=64, quiet=True)
