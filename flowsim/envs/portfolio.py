@@ -44,6 +44,10 @@ DISTRIBUTION = ("asset", "fiat", "borrowed_asset", "borrowed_fiat", "interest_as
                 "interest_fiat")
 ENTRY = ("idx", "step", "position_index", "position", "real_position", "portfolio_valuation",
          *(f"portfolio_distribution_{k}" for k in DISTRIBUTION), "reward")
+#: Keys of a step's entry as :meth:`Portfolio.column` reads it (``now`` of
+#: :meth:`Portfolio.fresh` and :meth:`Portfolio.step`, which adds ``dyn``): both
+#: build it from this tuple, so an environment's autoreset branches keep one structure.
+NOW = ("idx", "step", "position_index", "position", "real", "value", "wallet", "reward")
 #: gym-trading-env's default dynamic features.
 DEFAULT_FEATURES = (last_position_taken, real_position)
 ACTION_SPACES = ("discrete", "box")
@@ -397,9 +401,8 @@ class Portfolio:
         value = t.fill([n], t.constant(self.portfolio_initial_value, t.float64))
         zero = t.zeros_like(value)
         wallet = (position * value / price, (c["rules"][3] - position) * value, zero, zero)
-        now = {"idx": start, "step": t.zeros_like(start), "position_index": index,
-               "position": position, "real": position, "value": value, "wallet": wallet,
-               "reward": zero}
+        now = dict(zip(NOW, (start, t.zeros_like(start), index, position, position, value,
+                             wallet, zero), strict=True))
         first, ring, current = self.kept
         entry = {col: self.column(c, now, col) for col in {*first, *current}}
         state = {"first": self._rows(first, entry, n),
@@ -473,8 +476,8 @@ class Portfolio:
         truncated = idx >= self.length - 1
         if self.max_episode_duration != "max":
             truncated |= step >= self.max_episode_duration - 1
-        now = {"idx": idx, "step": step, "position_index": position_index, "position": target,
-               "real": real, "value": value, "wallet": wallet, "reward": zero}
+        now = dict(zip(NOW, (idx, step, position_index, target, real, value, wallet, zero),
+                       strict=True))
         _, _, current = self.kept
         entry = {col: self.column(c, now, col) for col in current}
         reward = self._call(self.reward_function, self._history(c, state, entry), n,

@@ -14,7 +14,7 @@ from gymnasium.vector.utils import batch_space
 
 from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
-from .portfolio import Portfolio
+from .portfolio import NOW, Portfolio
 from .vector import (
     CompiledVectorEnv,
     SingleEnv,
@@ -155,7 +155,13 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         self.device = device or default_device()
         self.jit_compile = bool(jit_compile)
         self.log_metrics = []
-        self.results_metrics = [{} for _ in range(self.num_envs)]
+        # an ended episode's close and valuation (first, last: [4, num_envs]) and added
+        # metrics; get_metrics() formats them (thousands of strings, only when asked)
+        self._returns = np.zeros((4, self.num_envs))
+        self._ended = np.zeros(self.num_envs, dtype=bool)
+        self._added = [{} for _ in range(self.num_envs)]
+        self._metrics = None
+        self._mask_keys = self._info_columns = None
         self._vars = self._fns = None
         self._seeded = False
         self._ones = np.ones(self.num_envs, dtype=bool)
@@ -232,9 +238,10 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         """History columns the compiled call returns for ``infos``: the entry's, less
         the reward (row 0) and, with numpy infos, the data columns (read on the
         host from ``idx``)."""
-        p = self.portfolio
-        return [c for c in p.columns if c != "reward" and (
-            self.backend == "tf" or not c.startswith("data_"))]
+        if self._info_columns is None:
+            self._info_columns = [c for c in self.portfolio.columns if c != "reward" and (
+                self.backend == "tf" or not c.startswith("data_"))]
+        return self._info_columns
 
     def _step_fn(self, action):
         t = tf()
@@ -246,7 +253,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
             target, index = t.gather(self._c["positions"], action), action
         stepped, reward, terminated, truncated, now = p.step(self._c, state, target, index)
         keys = t.stack([keys[0], keys[1] + t.cast(reset, t.int64)])
-        now = {k: now[k] for k in self._ENTRY}
+        now = {k: now[k] for k in NOW}      # fresh()'s keys: the step's entry less "dyn"
         # the next episodes' state only on a step where some environment starts one
         # (its random draws and first entry cost about half of a step's kernels)
         state, now = t.cond(t.reduce_any(reset),
@@ -255,9 +262,6 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         terminated, truncated = terminated & ~reset, truncated & ~reset
         self._write(state, terminated | truncated, keys)
         return self._outputs(state, now, terminated, truncated)
-
-    #: Keys of a step's entry (:meth:`Portfolio.step`'s ``now``) that the outputs read.
-    _ENTRY = ("idx", "step", "position_index", "position", "real", "value", "wallet", "reward")
 
     def _autoreset(self, stepped, now, reset, keys):
         """``(state, now)`` after a step: the environments of ``reset`` (those that
@@ -348,20 +352,25 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
             return (obs, table[0], t.cast(table[1], t.bool), t.cast(table[2], t.bool),
                     {**infos, **masks})
         table = table.numpy()
-        infos = {c: table[3 + i].astype(np.int64) if c in INT_COLUMNS else table[3 + i]
-                 for i, c in enumerate(columns)}
+        infos = dict(zip(columns, table[3:]))
+        for c in INT_COLUMNS:
+            infos[c] = infos[c].astype(np.int64)
         idx = infos["idx"]
-        infos["date"] = self.portfolio.index[idx]
+        infos["date"] = self.portfolio.index.take(idx)
         for c, values in self._data.items():
-            infos[f"data_{c}"] = values[idx]
+            infos[f"data_{c}"] = values.take(idx)
         infos["reward"] = table[0]
         fresh = np.flatnonzero(infos["step"] == 0 if fresh is None else fresh)
         if fresh.size:
             self._first[:, fresh] = self._entries(infos, fresh)
-        if mask is not self._ones:
+        if self._mask_keys is None:
+            self._mask_keys = [f"_{k}" for k in infos]
+        if mask is self._ones:
+            masks = np.ones((len(infos), self.num_envs), dtype=bool)
+        else:
             infos = {k: np.where(mask, x, np.zeros_like(x)) for k, x in infos.items()}
-        for k in list(infos):
-            infos[f"_{k}"] = mask.copy()
+            masks = np.repeat(mask[None], len(infos), axis=0)
+        infos.update(zip(self._mask_keys, masks))     # one array each (rows of one block)
         return obs.numpy(), table[0], table[1].astype(bool), table[2].astype(bool), infos
 
     def _entries(self, infos, rows):
@@ -377,20 +386,28 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         rows = np.flatnonzero(ended)
         first, last = self._first[:, rows], self._entries(infos, rows)
         value, close = p.columns.index("portfolio_valuation"), p.columns.index("data_close")
-        for j, i in enumerate(rows):
-            self.results_metrics[i] = metrics_text(first[close, j], last[close, j],
-                                                   first[value, j], last[value, j])
+        self._returns[:, rows] = first[close], last[close], first[value], last[value]
+        self._ended[rows] = True
+        self._metrics = None
+        for i in rows:
+            self._added[i] = {}
         if self.log_metrics:
             from .history import History
             history = History(p.columns, first, [last])
             for metric in self.log_metrics:
                 values = np.asarray(metric["function"](history))
                 for j, i in enumerate(rows):
-                    self.results_metrics[i][metric["name"]] = (
+                    self._added[i][metric["name"]] = (
                         values.reshape(-1)[j] if values.size > 1 else values.item())
         if self.verbose > 0:
             for i in rows:
-                print("".join(f"{k} : {v}   |   " for k, v in self.results_metrics[i].items()))
+                print("".join(f"{k} : {v}   |   " for k, v in self._metrics_of(i).items()))
+
+    def _metrics_of(self, i):
+        """Environment ``i``'s metrics of its last finished episode (a dict)."""
+        if not self._ended[i]:
+            return {}
+        return {**metrics_text(*self._returns[:, i]), **self._added[i]}
 
     def add_metric(self, name, function):
         """Add a metric ``function(history)`` computed when an episode ends (as
@@ -403,7 +420,9 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         ``Market Return`` and ``Portfolio Return`` strings and added metrics; an empty
         dict before its first episode ends): a list ``[num_envs]``.  Kept with the
         numpy backend only (``backend="tf"`` leaves the results on the device)."""
-        return self.results_metrics
+        if self._metrics is None:
+            self._metrics = [self._metrics_of(i) for i in range(self.num_envs)]
+        return self._metrics
 
     # -- rendering ---------------------------------------------------------------------
     def _record(self, infos):
