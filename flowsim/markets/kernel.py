@@ -494,14 +494,16 @@ def run(S, key, M, state):
 
         return t_.cond(place & t_.reduce_any(side == 0), asking, lambda: (side, level, ttl))
 
-    def clearing(t, book, active=None):
+    def clearing(t, book, active=None, start=None, more=None):
         """Pair off the best bid and ask while they cross (where ``active``; all markets
         if None), as pams executes after each order while the market runs: the book
         crossed during the warm-up or a halt clears at once, an order of volume > 1
         trades against every order it crosses.  ``book`` may hold any number of
         markets' columns (:func:`clear_some` passes a few).  Returns ``(book, bk, ak,
         nb, na, vol, lvl)``: the bests and depths of the cleared book, the volume and
-        the level of the last pair."""
+        the level of the last pair.  ``start``: ``(bk, ak, nb, na, vol, lvl)`` of a
+        pairing already made on ``book`` (:func:`masked_pass`), the loop going on from
+        it while ``more`` (a bool tensor; default: from scratch)."""
         xtra_of = (lambda b: extra_keys(t, b)) if S.extra_order else (lambda b: None)
 
         def cond(book, bk, ak, nb, na, vol, lvl, more):
@@ -515,8 +517,10 @@ def run(S, key, M, state):
             return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
                     t_.reduce_any(crossed))
 
-        z = t_.zeros_like(book[2][0])
-        out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
+        if start is None:
+            z = t_.zeros_like(book[2][0])
+            start, more = (z,) * 6, t_.constant(True)
+        out = t_.while_loop(cond, step, [book, *start, more])
         return tuple(out[:-1])
 
     def masked_pass(t, book, active):
@@ -707,9 +711,13 @@ def run(S, key, M, state):
 
         if K > 1:
             active = running & (side != 0)
-            book, bk, ak, nb, na, vol, lvl = t_.cond(
-                t_.reduce_any(active & ~cleared), lambda: clearing(t, book, active),
-                lambda: masked_pass(t, book, active))
+            # one pairing for every market, then (no cond around the book: XLA copied
+            # it out of the branches at every pass) the loop of :func:`clearing` goes
+            # on from there, zero trips unless a market clears its first book and the
+            # pass paired somewhere (what clearing from scratch would do)
+            first = masked_pass(t, book, active)
+            more = t_.reduce_any(active & ~cleared) & t_.reduce_any(first[5] > 0)
+            book, bk, ak, nb, na, vol, lvl = clearing(t, first[0], active, first[1:], more)
             cleared = cleared | active
         elif S.halts or S.extra_order:
             halted = [h for h in (e.halted(x) for e, x in zip(S.events, est)) if h is not None]
