@@ -37,7 +37,7 @@ import numpy as np
 from ..core import rng
 from ..core.lazy_tf import tf
 from ..finance.pricing import inverse_normal
-from . import hifreq
+from . import book_chunks, hifreq
 from .agents import market_share_fcn
 from .agents.fcn import FCN_PARAMS
 from .stats import ABS_LAGS, COARSE, NAMES
@@ -141,6 +141,10 @@ class Structure:
         # markets of a block that clear such a book at once, in a sub-book of this many
         # columns (0: the whole block clears; the same bits)
         self.sweep_markets = SWEEP_MARKETS
+        # several markets with a high-frequency phase keep the book's bests by chunks of
+        # rows (:mod:`flowsim.markets.book_chunks`; False: whole-book reductions, the
+        # same bits)
+        self.book_chunks = True
         self._venues(cfg)
 
     def _venues(self, cfg):
@@ -188,7 +192,8 @@ class Structure:
                 tuple(e.trace_key() for e in self.events), self.n_venues, self.max_orders,
                 self.orders if self.max_orders > 1 else (), self.access, self.correlated,
                 self.time_bits, self.indexes) + ((self.by_volume,) if self.by_volume else ()
-                                                 ) + self.hifreq_key() + (self.sweep_markets,)
+                                                 ) + self.hifreq_key() + (
+                    self.sweep_markets, self.book_chunks)
 
     @property
     def n_agents(self):
@@ -315,7 +320,6 @@ def run(S, key, M, state):
     ``(stats [M, statistics], prices [T + 1, M K], fundamental [T + 1, M K] or None)``."""
     t_ = tf()
     T, K, R = S.n_steps, S.n_venues, S.max_orders
-    C = S.layout.rows                   # ring slots: R orders a step, C steps of life
     slot = S.layout.slot
     N = S.n_agents
     L = M * K
@@ -356,21 +360,9 @@ def run(S, key, M, state):
     def pick(x, a):
         return t_.gather(x, a, batch_dims=1)
 
-    counted = unit_rows(S, M)
-
-    def bests(live, bidkey, askkey, xtra=None):
-        bk = t_.reduce_max(t_.where(live, bidkey, _IMIN), axis=0)
-        ak = t_.reduce_min(t_.where(live, askkey, _IMAX), axis=0)
-        if counted is not None:           # an order of several units counts once
-            live = live & counted
-        nb = t_.reduce_sum(t_.cast(live & (bidkey != _IMIN), i64), axis=0)
-        na = t_.reduce_sum(t_.cast(live & (askkey != _IMAX), i64), axis=0)
-        if xtra is not None:              # the order outside the ring (events)
-            xb, xa = xtra
-            bk, ak = t_.maximum(bk, xb), t_.minimum(ak, xa)
-            nb = nb + t_.cast(xb != _IMIN, i64)
-            na = na + t_.cast(xa != _IMAX, i64)
-        return bk, ak, nb, na
+    # the book's bests and depths (kept by chunks of rows where steps make many passes)
+    chunks = book_chunks.make(S, L, unit_rows(S, M))
+    bests = chunks.bests
 
     def extra_keys(t, book):
         """Live keys ``(bid, ask)`` of the order kept outside the ring."""
@@ -397,7 +389,9 @@ def run(S, key, M, state):
             old = t_.gather_nd(expiry, slots)
             gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
             expiry = t_.tensor_scatter_nd_update(expiry, slots, gone)
-            return (bidkey, askkey, expiry), crossed, level
+            book = chunks.paired(t, (bidkey, askkey, expiry) + book[3:], slot(b_time),
+                                 slot(a_time))
+            return book, crossed, level
         # the order outside the ring has no slot: its time mod C may be the slot of the
         # order it pairs with, so remove with a min (duplicate indices stay exact)
         from_b = (bk == xtra[0]) & has_b
@@ -511,7 +505,7 @@ def run(S, key, M, state):
 
         def step(book, bk, ak, nb, na, vol, lvl, more):
             xtra = xtra_of(book)
-            bk, ak, nb, na = bests(book[2] >= t, book[0], book[1], xtra)
+            bk, ak, nb, na = bests(t, book, xtra)
             book2, crossed, pl = pair(t, book, bk, ak, active, xtra)
             c = t_.cast(crossed, i64)
             return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
@@ -527,7 +521,7 @@ def run(S, key, M, state):
         """:func:`clearing` for a step where only the arrival (volume 1) can cross:
         one pairing, the same result."""
         xtra = extra_keys(t, book) if S.extra_order else None
-        bk, ak, nb, na = bests(book[2] >= t, book[0], book[1], xtra)
+        bk, ak, nb, na = bests(t, book, xtra)
         book2, crossed, lvl = pair(t, book, bk, ak, active, xtra)
         vol = t_.cast(crossed, i64)
         gone_b = gone_a = vol
@@ -605,6 +599,7 @@ def run(S, key, M, state):
 
     def body(t, price, traded, fund, book, hist, fhist, acc):
         place, running, clear = place_at[t], run_at[t], clear_at[t]
+        book = chunks.fresh(t, book)
         if S.events:
             est = list(acc["events"])
             for i, e in enumerate(S.events):
@@ -695,16 +690,16 @@ def run(S, key, M, state):
         bidkey = t_.tensor_scatter_nd_update(bidkey, row, new_bid[None])
         askkey = t_.tensor_scatter_nd_update(askkey, row, new_ask[None])
         expiry = t_.tensor_scatter_nd_update(expiry, row, new_exp[None])
-        book = (bidkey, askkey, expiry) + book[3:]
-        live = expiry >= t
+        book = chunks.placed(t, (bidkey, askkey, expiry) + book[3:], s, new_bid, new_ask,
+                             new_exp)
 
         def no_match():
-            bk, ak, nb, na = bests(live, bidkey, askkey)
+            bk, ak, nb, na = bests(t, book)
             zero = t_.zeros([L], i64)
             return book, bk, ak, nb, na, zero, t_.zeros([L], i64)
 
         def one_pass():
-            bk, ak, nb, na = bests(live, bidkey, askkey)
+            bk, ak, nb, na = bests(t, book)
             book2, crossed, lvl = pair(t, book, bk, ak)
             vol = t_.cast(crossed, i64)
             return book2, bk, ak, nb - vol, na - vol, vol, t_.where(crossed, lvl, 0)
@@ -748,8 +743,9 @@ def run(S, key, M, state):
         return book, price, traded | did, did, vol, nb, na, active, cleared
 
     zero = t_.zeros([L], f64)
+    C = chunks.rows                     # ring slots (R orders a step, C steps of life), padded
     book = (t_.fill([C, L], t_.constant(_IMIN, i64)), t_.fill([C, L], t_.constant(_IMAX, i64)),
-            t_.fill([C, L], t_.constant(-1, i64)))
+            t_.fill([C, L], t_.constant(-1, i64))) + chunks.empty()
     hist = t_.zeros([T + 1, L], f64)
     fhist = t_.zeros([T + 1, L], f64) if S.paths else None
     acc = {k: zero for k in ("mispricing", "trades", "clearing", "depth_bid", "depth_ask")}
@@ -904,5 +900,5 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb):
     return SimpleNamespace(
         M=M, K=K, L=M * K, tick=tick, tb=tb, level_cap=level_cap, IMIN=_IMIN, IMAX=_IMAX,
         spread=spread, tick_level=tick_level, process=hf_process, go=go,
-        bests=lambda t, book: bests(book[2] >= t, book[0], book[1]),
+        bests=bests,
         max_hifreq_at=t_.cast(max_at, i64))
