@@ -3,7 +3,7 @@
 Usage (inside :func:`flowsim.markets.kernel.run`)::
 
     chunks = make(S, L, counted)     # Whole where a step has few passes
-    book = book + chunks.empty()     # the chunk arrays ride in the book tuple
+    book = book + chunks.empty()     # the chunks' state rides in the book tuple
     book = chunks.fresh(t, book)     # at the start of step t
     bk, ak, nb, na = chunks.bests(t, book)
     book = chunks.placed(t, book, s, bid, ask, exp)   # after writing them in row s
@@ -14,7 +14,7 @@ A market's best bid and ask keys and its depths are reductions over the whole
 orders, each followed by up to five arbitrage turns of two unit orders), each reading
 the best keys.  Here the rows are cut into ``n`` chunks of ``G`` rows (``G`` about
 ``sqrt(4 rows / 9)``, padded rows stay empty) and each chunk keeps its own best keys
-and depths ``[n, L]``: a pass reduces ``n`` chunk values, a new order raises its
+and depths (``[n, L, 4]``): a pass reduces ``n`` chunk values, a new order raises its
 chunk's bests and depths (the row it takes held no live order), and the chunks of the
 rows a pairing removes are reduced again.  Within a step an order's liveness (expiry
 >= t) changes only by placement and pairing, so the chunks are reduced whole once a
@@ -45,11 +45,40 @@ def stats(live, bidkey, askkey, counted, axis):
     return bk, ak, nb, na
 
 
+#: Placement numbers a step (order passes) from which chunks pay: shock_transfer has 33
+#: (CPU per block of 256 markets 59.5 -> 22.2 s), market_share_mm 3 (3.4 -> 5.1 s: a
+#: step's whole reduction and the chunks' kernels cost more than the passes' saving).
+MIN_PASSES = 8
+
+
+def chunked(S):
+    """Whether the compiled step of Structure ``S`` keeps chunks: steps of at least
+    :data:`MIN_PASSES` order passes (several markets with a high-frequency phase),
+    unless ``S.book_chunks`` is False."""
+    return (S.n_venues > 1 and bool(S.hifreq) and not S.extra_order and S.book_chunks
+            and S.layout.P >= MIN_PASSES)
+
+
+def sizes(rows):
+    """``(G, n)``: rows a chunk and chunks of a book of ``rows`` rows."""
+    G = max(1, int(round(math.sqrt(4 * rows / 9))))
+    return G, -(-rows // G)
+
+
+def column_bytes(S):
+    """Device bytes of one market's column of the book of Structure ``S``: its three
+    int64 rows (padded to whole chunks) and its chunks' state."""
+    if not chunked(S):
+        return S.layout.rows * 3 * 8
+    G, n = sizes(S.layout.rows)
+    return n * G * 3 * 8 + n * 4 * 8
+
+
 def make(S, L, counted):
-    """:class:`Chunks` for a block of ``L`` markets' columns where steps make many
-    order passes (several markets with a high-frequency phase), else :class:`Whole`.
-    ``counted``: :func:`flowsim.markets.kernel.unit_rows` (None: every row counts)."""
-    if S.n_venues == 1 or not S.hifreq or S.extra_order or not S.book_chunks:
+    """:class:`Chunks` for a block of ``L`` markets' columns where :func:`chunked`,
+    else :class:`Whole`.  ``counted``: :func:`flowsim.markets.kernel.unit_rows` (None:
+    every row counts)."""
+    if not chunked(S):
         return Whole(S.layout.rows, counted)
     return Chunks(S.layout.rows, L, counted)
 
@@ -94,8 +123,7 @@ class Chunks:
 
     def __init__(self, rows, L, counted):
         t = tf()
-        self.G = max(1, int(round(math.sqrt(4 * rows / 9))))
-        self.n = -(-rows // self.G)
+        self.G, self.n = sizes(rows)
         self.rows, self.L = self.n * self.G, L
         pad = self.rows - rows
         if counted is not None and pad:
@@ -104,29 +132,31 @@ class Chunks:
         self.cols = t.range(L, dtype=t.int64)
 
     def empty(self):
-        """The four chunk arrays ``[n, L]`` before the first step (:meth:`fresh`
-        fills them)."""
+        """The chunks' state ``[n, L, 4]`` (best bid key, best ask key, bid depth, ask
+        depth of each chunk of each market) before the first step (:meth:`fresh` fills
+        it).  One array, so that an update is one gather and one scatter (a pass's
+        cost is mostly the number of XLA kernels it runs)."""
         t = tf()
-        z = t.zeros([self.n, self.L], t.int64)
-        return (z, z, z, z)
+        return (t.zeros([self.n, self.L, 4], t.int64),)
 
     def fresh(self, t_step, book):
         """``book`` with every chunk reduced again (its liveness at step ``t_step``)."""
         t = tf()
         shape = [self.n, self.G, self.L]
         cnt = None if self.counted is None else t.reshape(self.counted, shape)
-        return book[:3] + stats(t.reshape(book[2] >= t_step, shape),
-                                t.reshape(book[0], shape), t.reshape(book[1], shape),
-                                cnt, 1)
+        new = stats(t.reshape(book[2] >= t_step, shape), t.reshape(book[0], shape),
+                    t.reshape(book[1], shape), cnt, 1)
+        return book[:3] + (t.stack(new, -1),)
 
     def bests(self, t_step, book, xtra=None):
         """``(bk, ak, nb, na)`` ``[L]`` of the whole book from its chunks (``xtra``:
         must be None, :func:`make` keeps no chunks with an order outside the ring)."""
         t = tf()
         assert xtra is None
-        cbk, cak, cnb, cna = book[3:7]
-        return (t.reduce_max(cbk, axis=0), t.reduce_min(cak, axis=0),
-                t.reduce_sum(cnb, axis=0), t.reduce_sum(cna, axis=0))
+        ch = book[3]
+        depth = t.reduce_sum(ch[:, :, 2:], axis=0)
+        return (t.reduce_max(ch[:, :, 0], axis=0), t.reduce_min(ch[:, :, 1], axis=0),
+                depth[:, 0], depth[:, 1])
 
     def placed(self, t_step, book, row, bid, ask, expiry):
         """``book`` after row ``row`` (a scalar, every market's) took new orders
@@ -139,28 +169,32 @@ class Chunks:
         live = expiry >= t_step
         if self.counted is not None:
             live = live & t.gather(self.counted, row)
-        cbk, cak, cnb, cna = (t.gather(x, c) for x in book[3:7])
-        new = (t.maximum(cbk, bid), t.minimum(cak, ask),
-               cnb + t.cast(live & (bid != _IMIN), t.int64),
-               cna + t.cast(live & (ask != _IMAX), t.int64))
-        return book[:3] + tuple(t.tensor_scatter_nd_update(x, [[c]], v[None])
-                                for x, v in zip(book[3:7], new))
+        old = t.gather(book[3], c)                                        # [L, 4]
+        new = t.stack([t.maximum(old[:, 0], bid), t.minimum(old[:, 1], ask),
+                       old[:, 2] + t.cast(live & (bid != _IMIN), t.int64),
+                       old[:, 3] + t.cast(live & (ask != _IMAX), t.int64)], -1)
+        return book[:3] + (t.tensor_scatter_nd_update(book[3], [[c]], new[None]),)
 
     def paired(self, t_step, book, b_row, a_row):
-        """``book`` after a pairing removed row ``b_row`` and row ``a_row`` (``[L]``,
-        one per market; where nothing paired the chunks are reduced again unchanged)."""
-        for rows in (b_row, a_row):
-            book = self._again(t_step, book, rows // self.G)
-        return book
-
-    def _again(self, t_step, book, c):
-        """``book`` with chunk ``c[i]`` of each market ``i`` reduced again."""
+        """``book`` after a pairing removed bid row ``b_row`` and ask row ``a_row``
+        (``[L]``, one per market; where nothing paired the chunks are reduced again
+        unchanged): the bid side of ``b_row``'s chunk and the ask side of ``a_row``'s
+        (a row holds a bid or an ask, never both) reduced again."""
         t = tf()
-        rows = c[None, :] * self.G + t.range(self.G, dtype=t.int64)[:, None]     # [G, L]
-        at = t.stack([rows, t.broadcast_to(self.cols[None, :], [self.G, self.L])], -1)
-        part = [t.gather_nd(x, at) for x in book[:3]]
-        cnt = None if self.counted is None else t.gather_nd(self.counted, at)
-        new = stats(part[2] >= t_step, part[0], part[1], cnt, 0)
-        where = t.stack([c, self.cols], 1)
-        return book[:3] + tuple(t.tensor_scatter_nd_update(x, where, v)
-                                for x, v in zip(book[3:7], new))
+        G, L = self.G, self.L
+        cb, ca = b_row // G, a_row // G
+        offsets = t.range(G, dtype=t.int64)[:, None]
+        rows = t.concat([cb[None, :] * G + offsets, ca[None, :] * G + offsets], 0)  # [2G, L]
+        at = t.stack([rows, t.broadcast_to(self.cols[None, :], [2 * G, L])], -1)
+        live = t.gather_nd(book[2], at) >= t_step
+        bid = t.gather_nd(book[0], at[:G])
+        ask = t.gather_nd(book[1], at[G:])
+        bk, _, nb, _ = stats(live[:G], bid, _IMAX, self._counted(at[:G]), 0)
+        _, ak, _, na = stats(live[G:], _IMIN, ask, self._counted(at[G:]), 0)
+        where = t.concat([t.stack([c, self.cols, t.fill([L], t.constant(k, t.int64))], 1)
+                          for c, k in ((cb, 0), (ca, 1), (cb, 2), (ca, 3))], 0)
+        return book[:3] + (t.tensor_scatter_nd_update(book[3], where,
+                                                      t.concat([bk, ak, nb, na], 0)),)
+
+    def _counted(self, at):
+        return None if self.counted is None else tf().gather_nd(self.counted, at)
