@@ -613,6 +613,31 @@ def test_crossed_books_clear_in_sub_books_to_the_bits_of_the_whole_block():
     assert all(r == runs[0] for r in runs[1:])
 
 
+def test_book_chunks_give_the_bits_of_whole_book_reductions():
+    """Several markets with arbitrage agents keep the book's bests by chunks of rows
+    (``flowsim.markets.book_chunks``: the chunks a pass changed are reduced again): in
+    the high-frequency case (arbitrage orders of two units on the index; 56 rows in 12
+    chunks of 5, padded to 60) every market's statistics and paths are those of
+    reducing the whole book at every pass (``Structure.book_chunks`` False)."""
+    import cases_markets
+
+    import flowsim
+    from flowsim.markets import book_chunks
+    runs = []
+    for chunked in (True, False):
+        sim = fm.from_pams(cases_markets.hifreq_config(), block_markets=BLOCK, paths=4)
+        sim.structure.book_chunks = chunked
+        kind = type(book_chunks.make(sim.structure, 3 * BLOCK, None))
+        assert kind is (book_chunks.Chunks if chunked else book_chunks.Whole)
+        result = flowsim.Flow(sim, n_events=BLOCK, seed=4, block_size=BLOCK,
+                              quiet=True).run(1)
+        record = result.iterations[0]
+        assert np.isfinite(np.asarray(record["markets"])).any()
+        runs.append(np.asarray(record["markets"]).tobytes()
+                    + np.asarray(record["paths"]).tobytes())
+    assert runs[0] == runs[1]
+
+
 def test_events_resume_from_a_checkpoint_to_the_same_bits(tmp_path):
     import cases_markets
 

@@ -14,6 +14,7 @@ from ..core.blocks import BLOCK_QUANTUM, check_count, reduce_rows
 from ..core.lazy_tf import tf
 from ..core.simulation import Simulation
 from ..core.sums import block_sum
+from . import book_chunks
 from . import config as _config
 from .stats import names
 
@@ -85,7 +86,7 @@ class MarketEnsemble(Simulation):
         history, agents' parameters, events' state), in bytes."""
         S = self.structure
         K = S.n_venues
-        book = S.layout.rows * 3 * 8 * K              # normal and high-frequency rows
+        book = book_chunks.column_bytes(S) * K        # normal and high-frequency rows
         history = (S.n_steps + 1) * 8 * (2 if S.paths else 1) * K
         agents = S.n_agents * (len(_config.FCN_PARAMS) + 1) * 8
         extra = 4 * 8 if S.extra_order else 0            # the order outside the ring

@@ -106,11 +106,33 @@ def phase(S, ctx, t, j, go, book, price, fund, carry):
     price, carry, volume [M K], over [M K])``."""
     g = S.hifreq[0]
     q = S.layout.hifreq(t, j)
-    volume = over = None
-    for turn in range(S.hifreq_turns):
+    if S.hifreq_turns > 1:
+        return _turn_loop(S, ctx, t, q, go, book, price, fund, carry)
+    book, price, carry, volume, over, _ = g.turn(ctx, t, q, go & (0 < ctx.max_hifreq_at[t]),
+                                                 book, price, fund, carry)
+    return book, price, carry, volume, over
+
+
+def _turn_loop(S, ctx, t, q, go, book, price, fund, carry):
+    """:func:`phase`'s turns as one XLA loop (its body compiled once, not once a turn):
+    ``carry`` is ``(traded, cleared, running, events' state, nb, na)``, of which the
+    turns change ``traded``, ``cleared``, ``nb`` and ``na``."""
+    t_ = tf()
+    g = S.hifreq[0]
+    running, est = carry[2], carry[3]
+
+    def body(turn, go, book, price, state, volume, over):
         go = go & (turn < ctx.max_hifreq_at[t])
-        book, price, carry, vol, bad, go = g.turn(ctx, t, q + turn * g.orders_per_turn, go,
-                                                  book, price, fund, carry)
-        volume = vol if volume is None else volume + vol
-        over = bad if over is None else over | bad
+        full = (state[0], state[1], running, est, state[2], state[3])
+        book, price, full, vol, bad, go = g.turn(ctx, t, q + turn * g.orders_per_turn, go,
+                                                 book, price, fund, full)
+        return (turn + 1, go, book, price, (full[0], full[1], full[4], full[5]),
+                volume + vol, over | bad)
+
+    state = (carry[0], carry[1], carry[4], carry[5])
+    out = t_.while_loop(lambda turn, *_: turn < S.hifreq_turns, body,
+                        [t_.constant(0, t_.int64), go, book, price, state,
+                         t_.zeros([ctx.L], t_.int64), t_.zeros([ctx.L], t_.bool)])
+    _, _, book, price, state, volume, over = out
+    carry = (state[0], state[1], running, est, state[2], state[3])
     return book, price, carry, volume, over

@@ -37,7 +37,7 @@ import numpy as np
 from ..core import rng
 from ..core.lazy_tf import tf
 from ..finance.pricing import inverse_normal
-from . import hifreq
+from . import book_chunks, hifreq
 from .agents import market_share_fcn
 from .agents.fcn import FCN_PARAMS
 from .stats import ABS_LAGS, COARSE, NAMES
@@ -141,6 +141,10 @@ class Structure:
         # markets of a block that clear such a book at once, in a sub-book of this many
         # columns (0: the whole block clears; the same bits)
         self.sweep_markets = SWEEP_MARKETS
+        # several markets with a high-frequency phase keep the book's bests by chunks of
+        # rows (:mod:`flowsim.markets.book_chunks`; False: whole-book reductions, the
+        # same bits)
+        self.book_chunks = True
         self._venues(cfg)
 
     def _venues(self, cfg):
@@ -188,7 +192,8 @@ class Structure:
                 tuple(e.trace_key() for e in self.events), self.n_venues, self.max_orders,
                 self.orders if self.max_orders > 1 else (), self.access, self.correlated,
                 self.time_bits, self.indexes) + ((self.by_volume,) if self.by_volume else ()
-                                                 ) + self.hifreq_key() + (self.sweep_markets,)
+                                                 ) + self.hifreq_key() + (
+                    self.sweep_markets, self.book_chunks)
 
     @property
     def n_agents(self):
@@ -315,7 +320,6 @@ def run(S, key, M, state):
     ``(stats [M, statistics], prices [T + 1, M K], fundamental [T + 1, M K] or None)``."""
     t_ = tf()
     T, K, R = S.n_steps, S.n_venues, S.max_orders
-    C = S.layout.rows                   # ring slots: R orders a step, C steps of life
     slot = S.layout.slot
     N = S.n_agents
     L = M * K
@@ -356,21 +360,9 @@ def run(S, key, M, state):
     def pick(x, a):
         return t_.gather(x, a, batch_dims=1)
 
-    counted = unit_rows(S, M)
-
-    def bests(live, bidkey, askkey, xtra=None):
-        bk = t_.reduce_max(t_.where(live, bidkey, _IMIN), axis=0)
-        ak = t_.reduce_min(t_.where(live, askkey, _IMAX), axis=0)
-        if counted is not None:           # an order of several units counts once
-            live = live & counted
-        nb = t_.reduce_sum(t_.cast(live & (bidkey != _IMIN), i64), axis=0)
-        na = t_.reduce_sum(t_.cast(live & (askkey != _IMAX), i64), axis=0)
-        if xtra is not None:              # the order outside the ring (events)
-            xb, xa = xtra
-            bk, ak = t_.maximum(bk, xb), t_.minimum(ak, xa)
-            nb = nb + t_.cast(xb != _IMIN, i64)
-            na = na + t_.cast(xa != _IMAX, i64)
-        return bk, ak, nb, na
+    # the book's bests and depths (kept by chunks of rows where steps make many passes)
+    chunks = book_chunks.make(S, L, unit_rows(S, M))
+    bests = chunks.bests
 
     def extra_keys(t, book):
         """Live keys ``(bid, ask)`` of the order kept outside the ring."""
@@ -397,7 +389,9 @@ def run(S, key, M, state):
             old = t_.gather_nd(expiry, slots)
             gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
             expiry = t_.tensor_scatter_nd_update(expiry, slots, gone)
-            return (bidkey, askkey, expiry), crossed, level
+            book = chunks.paired(t, (bidkey, askkey, expiry) + book[3:], slot(b_time),
+                                 slot(a_time))
+            return book, crossed, level
         # the order outside the ring has no slot: its time mod C may be the slot of the
         # order it pairs with, so remove with a min (duplicate indices stay exact)
         from_b = (bk == xtra[0]) & has_b
@@ -494,14 +488,16 @@ def run(S, key, M, state):
 
         return t_.cond(place & t_.reduce_any(side == 0), asking, lambda: (side, level, ttl))
 
-    def clearing(t, book, active=None):
+    def clearing(t, book, active=None, start=None, more=None):
         """Pair off the best bid and ask while they cross (where ``active``; all markets
         if None), as pams executes after each order while the market runs: the book
         crossed during the warm-up or a halt clears at once, an order of volume > 1
         trades against every order it crosses.  ``book`` may hold any number of
         markets' columns (:func:`clear_some` passes a few).  Returns ``(book, bk, ak,
         nb, na, vol, lvl)``: the bests and depths of the cleared book, the volume and
-        the level of the last pair."""
+        the level of the last pair.  ``start``: ``(bk, ak, nb, na, vol, lvl)`` of a
+        pairing already made on ``book`` (:func:`masked_pass`), the loop going on from
+        it while ``more`` (a bool tensor; default: from scratch)."""
         xtra_of = (lambda b: extra_keys(t, b)) if S.extra_order else (lambda b: None)
 
         def cond(book, bk, ak, nb, na, vol, lvl, more):
@@ -509,21 +505,23 @@ def run(S, key, M, state):
 
         def step(book, bk, ak, nb, na, vol, lvl, more):
             xtra = xtra_of(book)
-            bk, ak, nb, na = bests(book[2] >= t, book[0], book[1], xtra)
+            bk, ak, nb, na = bests(t, book, xtra)
             book2, crossed, pl = pair(t, book, bk, ak, active, xtra)
             c = t_.cast(crossed, i64)
             return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
                     t_.reduce_any(crossed))
 
-        z = t_.zeros_like(book[2][0])
-        out = t_.while_loop(cond, step, [book, z, z, z, z, z, z, t_.constant(True)])
+        if start is None:
+            z = t_.zeros_like(book[2][0])
+            start, more = (z,) * 6, t_.constant(True)
+        out = t_.while_loop(cond, step, [book, *start, more])
         return tuple(out[:-1])
 
     def masked_pass(t, book, active):
         """:func:`clearing` for a step where only the arrival (volume 1) can cross:
         one pairing, the same result."""
         xtra = extra_keys(t, book) if S.extra_order else None
-        bk, ak, nb, na = bests(book[2] >= t, book[0], book[1], xtra)
+        bk, ak, nb, na = bests(t, book, xtra)
         book2, crossed, lvl = pair(t, book, bk, ak, active, xtra)
         vol = t_.cast(crossed, i64)
         gone_b = gone_a = vol
@@ -601,6 +599,7 @@ def run(S, key, M, state):
 
     def body(t, price, traded, fund, book, hist, fhist, acc):
         place, running, clear = place_at[t], run_at[t], clear_at[t]
+        book = chunks.fresh(t, book)
         if S.events:
             est = list(acc["events"])
             for i, e in enumerate(S.events):
@@ -691,25 +690,29 @@ def run(S, key, M, state):
         bidkey = t_.tensor_scatter_nd_update(bidkey, row, new_bid[None])
         askkey = t_.tensor_scatter_nd_update(askkey, row, new_ask[None])
         expiry = t_.tensor_scatter_nd_update(expiry, row, new_exp[None])
-        book = (bidkey, askkey, expiry) + book[3:]
-        live = expiry >= t
+        book = chunks.placed(t, (bidkey, askkey, expiry) + book[3:], s, new_bid, new_ask,
+                             new_exp)
 
         def no_match():
-            bk, ak, nb, na = bests(live, bidkey, askkey)
+            bk, ak, nb, na = bests(t, book)
             zero = t_.zeros([L], i64)
             return book, bk, ak, nb, na, zero, t_.zeros([L], i64)
 
         def one_pass():
-            bk, ak, nb, na = bests(live, bidkey, askkey)
+            bk, ak, nb, na = bests(t, book)
             book2, crossed, lvl = pair(t, book, bk, ak)
             vol = t_.cast(crossed, i64)
             return book2, bk, ak, nb - vol, na - vol, vol, t_.where(crossed, lvl, 0)
 
         if K > 1:
             active = running & (side != 0)
-            book, bk, ak, nb, na, vol, lvl = t_.cond(
-                t_.reduce_any(active & ~cleared), lambda: clearing(t, book, active),
-                lambda: masked_pass(t, book, active))
+            # one pairing for every market, then (no cond around the book: XLA copied
+            # it out of the branches at every pass) the loop of :func:`clearing` goes
+            # on from there, zero trips unless a market clears its first book and the
+            # pass paired somewhere (what clearing from scratch would do)
+            first = masked_pass(t, book, active)
+            more = t_.reduce_any(active & ~cleared) & t_.reduce_any(first[5] > 0)
+            book, bk, ak, nb, na, vol, lvl = clearing(t, first[0], active, first[1:], more)
             cleared = cleared | active
         elif S.halts or S.extra_order:
             halted = [h for h in (e.halted(x) for e, x in zip(S.events, est)) if h is not None]
@@ -740,8 +743,9 @@ def run(S, key, M, state):
         return book, price, traded | did, did, vol, nb, na, active, cleared
 
     zero = t_.zeros([L], f64)
+    C = chunks.rows                     # ring slots (R orders a step, C steps of life), padded
     book = (t_.fill([C, L], t_.constant(_IMIN, i64)), t_.fill([C, L], t_.constant(_IMAX, i64)),
-            t_.fill([C, L], t_.constant(-1, i64)))
+            t_.fill([C, L], t_.constant(-1, i64))) + chunks.empty()
     hist = t_.zeros([T + 1, L], f64)
     fhist = t_.zeros([T + 1, L], f64) if S.paths else None
     acc = {k: zero for k in ("mispricing", "trades", "clearing", "depth_bid", "depth_ask")}
@@ -896,5 +900,5 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb):
     return SimpleNamespace(
         M=M, K=K, L=M * K, tick=tick, tb=tb, level_cap=level_cap, IMIN=_IMIN, IMAX=_IMAX,
         spread=spread, tick_level=tick_level, process=hf_process, go=go,
-        bests=lambda t, book: bests(book[2] >= t, book[0], book[1]),
+        bests=bests,
         max_hifreq_at=t_.cast(max_at, i64))

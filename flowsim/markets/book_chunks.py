@@ -1,0 +1,200 @@
+"""The book's bests kept by chunks of rows, for steps of many order passes.
+
+Usage (inside :func:`flowsim.markets.kernel.run`)::
+
+    chunks = make(S, L, counted)     # Whole where a step has few passes
+    book = book + chunks.empty()     # the chunks' state rides in the book tuple
+    book = chunks.fresh(t, book)     # at the start of step t
+    bk, ak, nb, na = chunks.bests(t, book)
+    book = chunks.placed(t, book, s, bid, ask, exp)   # after writing them in row s
+    book = chunks.paired(t, book, b_row, a_row)  # after removing a bid and an ask row
+
+A market's best bid and ask keys and its depths are reductions over the whole
+``[rows, L]`` book, and a step of shock_transfer makes 33 order passes (three normal
+orders, each followed by up to five arbitrage turns of two unit orders), each reading
+the best keys.  Here the rows are cut into ``n`` chunks of ``G`` rows (``G`` about
+``sqrt(4 rows / 9)``, padded rows stay empty) and each chunk keeps its own best keys
+and depths (``[n, L, 4]``): a pass reduces ``n`` chunk values, a new order raises its
+chunk's bests and depths (the row it takes held no live order), and the chunks of the
+rows a pairing removes are reduced again.  Within a step an order's liveness (expiry
+>= t) changes only by placement and pairing, so the chunks are reduced whole once a
+step (:meth:`fresh`).
+Maxima, minima and integer counts do not depend on the order of reduction: the bests
+are the bits of the whole-book reduction.
+"""
+import math
+
+import numpy as np
+
+from ..core.lazy_tf import tf
+
+_IMIN = np.iinfo(np.int64).min
+_IMAX = np.iinfo(np.int64).max
+
+
+def stats(live, bidkey, askkey, counted, axis):
+    """``(best bid key, best ask key, bid depth, ask depth)`` reduced over ``axis``:
+    live rows only, a row counted in the depth where ``counted`` (None: every row)."""
+    t = tf()
+    bk = t.reduce_max(t.where(live, bidkey, _IMIN), axis=axis)
+    ak = t.reduce_min(t.where(live, askkey, _IMAX), axis=axis)
+    if counted is not None:           # an order of several units counts once
+        live = live & counted
+    nb = t.reduce_sum(t.cast(live & (bidkey != _IMIN), t.int64), axis=axis)
+    na = t.reduce_sum(t.cast(live & (askkey != _IMAX), t.int64), axis=axis)
+    return bk, ak, nb, na
+
+
+#: Placement numbers a step (order passes) from which chunks pay: shock_transfer has 33
+#: (CPU per block of 256 markets 59.5 -> 22.2 s), market_share_mm 3 (3.4 -> 5.1 s: a
+#: step's whole reduction and the chunks' kernels cost more than the passes' saving).
+MIN_PASSES = 8
+
+
+def chunked(S):
+    """Whether the compiled step of Structure ``S`` keeps chunks: steps of at least
+    :data:`MIN_PASSES` order passes (several markets with a high-frequency phase),
+    unless ``S.book_chunks`` is False."""
+    return (S.n_venues > 1 and bool(S.hifreq) and not S.extra_order and S.book_chunks
+            and S.layout.P >= MIN_PASSES)
+
+
+def sizes(rows):
+    """``(G, n)``: rows a chunk and chunks of a book of ``rows`` rows."""
+    G = max(1, int(round(math.sqrt(4 * rows / 9))))
+    return G, -(-rows // G)
+
+
+def column_bytes(S):
+    """Device bytes of one market's column of the book of Structure ``S``: its three
+    int64 rows (padded to whole chunks) and its chunks' state."""
+    if not chunked(S):
+        return S.layout.rows * 3 * 8
+    G, n = sizes(S.layout.rows)
+    return n * G * 3 * 8 + n * 4 * 8
+
+
+def make(S, L, counted):
+    """:class:`Chunks` for a block of ``L`` markets' columns where :func:`chunked`,
+    else :class:`Whole`.  ``counted``: :func:`flowsim.markets.kernel.unit_rows` (None:
+    every row counts)."""
+    if not chunked(S):
+        return Whole(S.layout.rows, counted)
+    return Chunks(S.layout.rows, L, counted)
+
+
+class Whole:
+    """The book without chunks: every pass reduces all its ``rows`` (the interface of
+    :class:`Chunks`, its updates doing nothing)."""
+
+    def __init__(self, rows, counted):
+        self.rows, self.counted = rows, counted
+
+    def empty(self):
+        return ()
+
+    def fresh(self, t_step, book):
+        return book
+
+    def placed(self, t_step, book, row, bid, ask, expiry):
+        return book
+
+    def paired(self, t_step, book, b_row, a_row):
+        return book
+
+    def bests(self, t_step, book, xtra=None):
+        """``(bk, ak, nb, na)`` ``[L]``: the live orders' best keys and depths;
+        ``xtra``: live keys ``(bid, ask)`` of the order kept outside the ring (events),
+        or None."""
+        t = tf()
+        bk, ak, nb, na = stats(book[2] >= t_step, book[0], book[1], self.counted, 0)
+        if xtra is not None:
+            xb, xa = xtra
+            bk, ak = t.maximum(bk, xb), t.minimum(ak, xa)
+            nb = nb + t.cast(xb != _IMIN, t.int64)
+            na = na + t.cast(xa != _IMAX, t.int64)
+        return bk, ak, nb, na
+
+
+class Chunks:
+    """Chunks of ``G`` rows of a ``[rows, L]`` book (see the module docstring).
+    ``rows`` is padded to ``n G`` (:attr:`rows`); ``counted`` ``[rows, L]`` bool or
+    None."""
+
+    def __init__(self, rows, L, counted):
+        t = tf()
+        self.G, self.n = sizes(rows)
+        self.rows, self.L = self.n * self.G, L
+        pad = self.rows - rows
+        if counted is not None and pad:
+            counted = t.concat([counted, t.zeros([pad, L], t.bool)], 0)
+        self.counted = counted
+        self.cols = t.range(L, dtype=t.int64)
+
+    def empty(self):
+        """The chunks' state ``[n, L, 4]`` (best bid key, best ask key, bid depth, ask
+        depth of each chunk of each market) before the first step (:meth:`fresh` fills
+        it).  One array, so that an update is one gather and one scatter (a pass's
+        cost is mostly the number of XLA kernels it runs)."""
+        t = tf()
+        return (t.zeros([self.n, self.L, 4], t.int64),)
+
+    def fresh(self, t_step, book):
+        """``book`` with every chunk reduced again (its liveness at step ``t_step``)."""
+        t = tf()
+        shape = [self.n, self.G, self.L]
+        cnt = None if self.counted is None else t.reshape(self.counted, shape)
+        new = stats(t.reshape(book[2] >= t_step, shape), t.reshape(book[0], shape),
+                    t.reshape(book[1], shape), cnt, 1)
+        return book[:3] + (t.stack(new, -1),)
+
+    def bests(self, t_step, book, xtra=None):
+        """``(bk, ak, nb, na)`` ``[L]`` of the whole book from its chunks (``xtra``:
+        must be None, :func:`make` keeps no chunks with an order outside the ring)."""
+        t = tf()
+        assert xtra is None
+        ch = book[3]
+        depth = t.reduce_sum(ch[:, :, 2:], axis=0)
+        return (t.reduce_max(ch[:, :, 0], axis=0), t.reduce_min(ch[:, :, 1], axis=0),
+                depth[:, 0], depth[:, 1])
+
+    def placed(self, t_step, book, row, bid, ask, expiry):
+        """``book`` after row ``row`` (a scalar, every market's) took new orders
+        ``[L]`` (bid key ``IMIN``, ask key ``IMAX`` and expiry -1 where none): its
+        chunk's bests raised and depths counted.  The row held no live order (the
+        ring's rows outlive their orders), so the book itself is not read (XLA
+        would copy it to write it in place after such a read)."""
+        t = tf()
+        c = row // self.G
+        live = expiry >= t_step
+        if self.counted is not None:
+            live = live & t.gather(self.counted, row)
+        old = t.gather(book[3], c)                                        # [L, 4]
+        new = t.stack([t.maximum(old[:, 0], bid), t.minimum(old[:, 1], ask),
+                       old[:, 2] + t.cast(live & (bid != _IMIN), t.int64),
+                       old[:, 3] + t.cast(live & (ask != _IMAX), t.int64)], -1)
+        return book[:3] + (t.tensor_scatter_nd_update(book[3], [[c]], new[None]),)
+
+    def paired(self, t_step, book, b_row, a_row):
+        """``book`` after a pairing removed bid row ``b_row`` and ask row ``a_row``
+        (``[L]``, one per market; where nothing paired the chunks are reduced again
+        unchanged): the bid side of ``b_row``'s chunk and the ask side of ``a_row``'s
+        (a row holds a bid or an ask, never both) reduced again."""
+        t = tf()
+        G, L = self.G, self.L
+        cb, ca = b_row // G, a_row // G
+        offsets = t.range(G, dtype=t.int64)[:, None]
+        rows = t.concat([cb[None, :] * G + offsets, ca[None, :] * G + offsets], 0)  # [2G, L]
+        at = t.stack([rows, t.broadcast_to(self.cols[None, :], [2 * G, L])], -1)
+        live = t.gather_nd(book[2], at) >= t_step
+        bid = t.gather_nd(book[0], at[:G])
+        ask = t.gather_nd(book[1], at[G:])
+        bk, _, nb, _ = stats(live[:G], bid, _IMAX, self._counted(at[:G]), 0)
+        _, ak, _, na = stats(live[G:], _IMIN, ask, self._counted(at[G:]), 0)
+        where = t.concat([t.stack([c, self.cols, t.fill([L], t.constant(k, t.int64))], 1)
+                          for c, k in ((cb, 0), (ca, 1), (cb, 2), (ca, 3))], 0)
+        return book[:3] + (t.tensor_scatter_nd_update(book[3], where,
+                                                      t.concat([bk, ak, nb, na], 0)),)
+
+    def _counted(self, at):
+        return None if self.counted is None else tf().gather_nd(self.counted, at)
