@@ -120,9 +120,6 @@ class Simulation:
         token = self.__dict__.get("_trace_token")
         if token is None:
             import uuid
-
-            from .stable_names import content_key
-            self.__dict__.setdefault("_trace_names", content_key(self))
             token = self.__dict__.setdefault("_trace_token", uuid.uuid4().hex)
         return token
 
@@ -262,7 +259,7 @@ class Simulation:
 def attribute_config(sim):
     """``{name: entry}`` of the attributes that define ``sim`` (see :meth:`Simulation.config`)."""
     from .fingerprint import check_points, digest, fingerprint
-    skip = {"dim", "_trace_token", "_trace_names", "_adapted_iterations", "_last_state_digest",
+    skip = {"dim", "_trace_token", "_adapted_iterations", "_last_state_digest",
             *sim.get_state()}
     dim = sim.dim
     points = (check_points([[0.0, 1.0]] * dim)
