@@ -162,6 +162,17 @@ def _until(proc, ready, what, timeout=240):
         time.sleep(0.05)
 
 
+def _after_ctrl_c(proc, timeout=120):
+    """``proc.communicate()`` after a SIGINT; a process still running after ``timeout``
+    seconds is killed (tests leave no process behind) and the test fails."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"still running {timeout} s after SIGINT (killed)")
+
+
 def test_ctrl_c_ends_with_one_line_saying_what_the_checkpoint_holds(capsys, tmp_path):
     path = tmp_path / "run.npz"
     argv = ["run", "gaussian8", "--events", "20000", "--seed", "3", "--checkpoint", str(path)]
@@ -170,7 +181,7 @@ def test_ctrl_c_ends_with_one_line_saying_what_the_checkpoint_holds(capsys, tmp_
                             env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
     _until(proc, path.exists, "checkpoint written")
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    out, err = _after_ctrl_c(proc)
     assert proc.returncode == 130, err[-2000:]
     m = re.fullmatch(r"flowsim: interrupted during iteration (\d+); checkpoint '(.*)' holds "
                      r"iterations? 1(?:-(\d+))?: run the same command again to resume\n", err)
@@ -197,7 +208,7 @@ def test_ctrl_c_without_checkpoint_says_how_to_make_runs_resumable(tmp_path):
                                 cwd=ROOT)
         _until(proc, lambda: errors.read_text().endswith("\n"), "estimated duration")
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
+        out, _ = _after_ctrl_c(proc)
     first, *rest = errors.read_text().splitlines(keepends=True)
     assert re.fullmatch(r"flowsim: estimated duration ~[\d.]+ (s|min|h|days) \([\d.e+]+ "
                         r"events/s measured on the first chunk after compilation, x1 "
