@@ -15,6 +15,8 @@ RUN = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     import flowsim
     from integrand import f
+    if len(sys.argv) > 2:       # another kernel first: TensorFlow's own names move on
+        flowsim.Flow(flowsim.Plain(f, 2), 4096, seed=5, block_size=1024, quiet=True).run(1)
     r = flowsim.Flow(flowsim.Plain(f, 3), 4096, seed=5, block_size=1024, quiet=True).run(2)
     print(float(r.value).hex())
 """)
@@ -30,10 +32,10 @@ def entries(cache):
     return out
 
 
-def run_with(tmp_path, cache, body):
+def run_with(tmp_path, cache, body, other_first=False):
     (tmp_path / "integrand.py").write_text(textwrap.dedent(body))
     r = run_python(RUN, env={"FLOWSIM_CACHE_DIR": str(cache), "TF_XLA_FLAGS": ""},
-                   args=(str(tmp_path),))
+                   args=(str(tmp_path),) + (("other-first",) if other_first else ()))
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 
@@ -55,15 +57,16 @@ def runs(tmp_path_factory):
     """The integrand's runs, each in a fresh process, in this order (TensorFlow's
     start-up dominates, so the tests below share them): squares with an empty cache,
     squares again with that cache, squares with the cache off, then the same module
-    rewritten to cubes, with the cache and with it off.  Each run's bits, and the
-    cache's files after each run that uses it."""
+    rewritten to cubes, with the cache and with it off, and cubes in a process that
+    compiles another kernel first.  Each run's bits, and the cache's files after each
+    run that uses it."""
     tmp = tmp_path_factory.mktemp("compile-cache")
     cache = tmp / "cache"
     out = {"cache": cache}
     for name, body, where in (("squares", SQUARES, cache), ("squares again", SQUARES, cache),
                               ("squares off", SQUARES, "off"), ("cubes", CUBES, cache),
-                              ("cubes off", CUBES, "off")):
-        out[name] = run_with(tmp, where, body)
+                              ("cubes off", CUBES, "off"), ("cubes after another", CUBES, cache)):
+        out[name] = run_with(tmp, where, body, other_first=name.endswith("another"))
         if where == cache:
             out[f"files after {name}"] = entries(cache)
     return out
@@ -83,6 +86,34 @@ def test_a_changed_integrand_compiles_anew_instead_of_reusing_a_stale_kernel(run
     assert set(runs["files after cubes"]) > set(runs["files after squares again"])
     assert abs(squares - 1.0) < 0.05 and abs(cubes - 0.75) < 0.05     # 3/3 and 3/4
     assert runs["cubes off"] == runs["cubes"]
+
+
+def test_a_process_that_compiled_another_kernel_first_loads_the_cached_one(runs):
+    """TensorFlow names each traced function with a process-wide counter, and the
+    names are part of what the cache's entries are named by: without
+    :mod:`flowsim.core.stable_names` a worker that ran another case first compiled
+    every kernel again.  Here the other kernel is the one new entry."""
+    assert runs["cubes after another"] == runs["cubes"]
+    before, after = runs["files after cubes"], runs["files after cubes after another"]
+    assert len(set(after) - set(before)) == 1, sorted(set(after) - set(before))
+    assert all(after[path] == before[path] for path in before)
+
+
+def test_stable_names_stay_unique_for_equal_keys_in_one_process():
+    """Two traces under one key (an edited integrand of the same name, in a notebook)
+    get different names: the function library refuses one name for two bodies."""
+    from flowsim.core.lazy_tf import tf
+    from flowsim.core.stable_names import stable_names
+    t = tf()
+    names = []
+    for scale in (2.0, 3.0):
+        fn = t.function(lambda x, s=scale: x * s, jit_compile=True)
+        with stable_names(("same key",)):
+            concrete = fn.get_concrete_function(t.TensorSpec([], t.float64))
+        names.append(concrete.name.decode() if isinstance(concrete.name, bytes) else concrete.name)
+        assert float(concrete(t.constant(1.0, t.float64))) == scale
+    assert names[0] != names[1], names
+    assert all(name.startswith("__inference_<lambda>_") for name in names), names
 
 
 def test_cache_dir_follows_FLOWSIM_CACHE_DIR_and_is_off_when_asked(tmp_path):

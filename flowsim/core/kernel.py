@@ -30,6 +30,7 @@ from . import interrupts, rng
 from .blocks import layout  # noqa: F401  (public here too: kernel.layout)
 from .integrand import autograph_kernel, user_error
 from .lazy_tf import tf
+from .stable_names import content_key, stable_names
 
 #: Traces per (simulation class, device): the block kernel and, under XLA, the loop
 #: over a chunk's blocks; tests assert each is traced once.
@@ -214,7 +215,7 @@ def fusion_barrier(fence, *xs):
     return t.cond(fence, lambda: xs, lambda: xs)
 
 
-def _build(simulation, spec, device):
+def _build(simulation, spec, device, names=None):
     t = tf()
     dtype = getattr(t, spec.dtype)
     bs = spec.block_size
@@ -294,10 +295,15 @@ def _build(simulation, spec, device):
         """Rows of the chunk: block by block (:data:`DIRECT_BLOCKS`, a short run
         while the loop is not built), or the loop."""
         first, n = int(first_block), int(n_blocks)
-        if n > DIRECT_BLOCKS and not (short_run and chunk.experimental_get_tracing_count() == 0):
-            return chunk(base, first_block, n_blocks, n_events, state)
-        if not concrete:
-            concrete.append(one_block.get_concrete_function())
+        if not concrete:        # traced alone, not inside chunk's trace: the names XLA's
+            with stable_names((names, "block")):      # cache sees are the same either way
+                concrete.append(one_block.get_concrete_function())
+        traced = chunk.experimental_get_tracing_count() > 0
+        if n > DIRECT_BLOCKS and not (short_run and not traced):
+            if traced:
+                return chunk(base, first_block, n_blocks, n_events, state)
+            with stable_names((names, "chunk")):
+                return chunk(base, first_block, n_blocks, n_events, state)
         block = concrete[0]
         seed, word = base.numpy()
 
@@ -341,7 +347,8 @@ def compiled(simulation, spec, device):
         if fn is not None:
             _KERNELS.move_to_end(key)
             return fn
-    fn = _build(simulation, spec, device)       # outside the lock: tracing is lazy anyway
+    names = (simulation.__dict__.get("_trace_names") or content_key(key[:3]), spec, device)
+    fn = _build(simulation, spec, device, names)  # outside the lock: tracing is lazy anyway
     with _lock:
         fn = _KERNELS.setdefault(key, fn)
         _KERNELS.move_to_end(key)

@@ -120,6 +120,9 @@ class Simulation:
         token = self.__dict__.get("_trace_token")
         if token is None:
             import uuid
+
+            from .stable_names import content_key
+            self.__dict__.setdefault("_trace_names", content_key(self))
             token = self.__dict__.setdefault("_trace_token", uuid.uuid4().hex)
         return token
 
