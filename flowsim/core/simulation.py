@@ -262,7 +262,7 @@ class Simulation:
 def attribute_config(sim):
     """``{name: entry}`` of the attributes that define ``sim`` (see :meth:`Simulation.config`)."""
     from .fingerprint import check_points, digest, fingerprint
-    skip = {"dim", "_trace_token", "_adapted_iterations", "_last_state_digest",
+    skip = {"dim", "_trace_token", "_trace_names", "_adapted_iterations", "_last_state_digest",
             *sim.get_state()}
     dim = sim.dim
     points = (check_points([[0.0, 1.0]] * dim)

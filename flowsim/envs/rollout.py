@@ -335,10 +335,10 @@ def share_kernel(sim, key=None):
            sim.block_size, *key)
     entry = _TOKENS.get(key)
     if entry is not None and entry[0] is sim.policy:
-        sim.__dict__["_trace_token"] = entry[1]
+        sim.__dict__["_trace_token"], sim.__dict__["_trace_names"] = entry[1:]
         _TOKENS.move_to_end(key)
     else:
-        _TOKENS[key] = (sim.policy, sim.trace_key())
+        _TOKENS[key] = (sim.policy, sim.trace_key(), sim.__dict__.get("_trace_names"))
         while len(_TOKENS) > 16:
             _TOKENS.popitem(last=False)
 
