@@ -162,6 +162,16 @@ def _until(proc, ready, what, timeout=240):
         time.sleep(0.05)
 
 
+#: ``python`` that starts with SIGINT's default action, whatever it inherited, then
+#: runs its other arguments (``os.execv``: same process).  A non-interactive shell starts
+#: its background jobs (``.ci/run > log &``) with SIGINT ignored; make, pytest, its
+#: workers and the processes a test starts inherit that, and a Python that starts with
+#: SIGINT ignored leaves it so: the Ctrl-C a test sends would do nothing.
+PYTHON_WITH_CTRL_C = [sys.executable, "-c", "import os, signal, sys; "
+                      "signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                      "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"]
+
+
 def _after_ctrl_c(proc, timeout=120):
     """``proc.communicate()`` after a SIGINT; a process still running after ``timeout``
     seconds is killed (tests leave no process behind) and the test fails."""
@@ -176,7 +186,7 @@ def _after_ctrl_c(proc, timeout=120):
 def test_ctrl_c_ends_with_one_line_saying_what_the_checkpoint_holds(capsys, tmp_path):
     path = tmp_path / "run.npz"
     argv = ["run", "gaussian8", "--events", "20000", "--seed", "3", "--checkpoint", str(path)]
-    proc = subprocess.Popen([sys.executable, "-m", "flowsim", *argv, "--iters", "100000"],
+    proc = subprocess.Popen([*PYTHON_WITH_CTRL_C, "-m", "flowsim", *argv, "--iters", "100000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
     _until(proc, path.exists, "checkpoint written")
@@ -203,7 +213,7 @@ def test_ctrl_c_without_checkpoint_says_how_to_make_runs_resumable(tmp_path):
             "1024", "--iters", "10000000", "--seed", "1"]
     errors = tmp_path / "stderr"
     with open(errors, "w") as fh:
-        proc = subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE,
+        proc = subprocess.Popen([*PYTHON_WITH_CTRL_C, "-c", code, *argv], stdout=subprocess.PIPE,
                                 stderr=fh, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
                                 cwd=ROOT)
         _until(proc, lambda: errors.read_text().endswith("\n"), "estimated duration")
