@@ -16,6 +16,11 @@ Where: ``FLOWSIM_CACHE_DIR`` if set (``off``, ``0`` or empty turn the cache
 off), else ``$XDG_CACHE_HOME/flowsim`` or ``~/.cache/flowsim``.  ``flowsim
 cache dir`` prints it, ``flowsim cache clear`` empties it.  Tracing the Python
 function still happens in every process; only XLA's compilation is saved.
+TensorFlow names what it traces with a process-wide counter, and the names are
+part of an entry's key: flowsim traces its kernels with names fixed by the
+simulation's content (:mod:`.stable_names`), so a worker that compiled other
+kernels first still finds the one it needs.  (A block called directly and the
+same block called from the chunk loop are two entries.)
 When TensorFlow was imported before flowsim, or ``TF_XLA_FLAGS`` already names
 a cache directory, flowsim leaves the setting alone.
 
