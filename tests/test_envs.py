@@ -1031,3 +1031,32 @@ def test_multi_asset_env_follows_its_equations():
         env.step(np.full((5, 3), -1.5))
     with pytest.raises(ValueError, match="window_size=200"):
         MultiAssetVectorEnv(prices, window_size=200)
+
+
+def test_quick_call_follows_tf_config_changed_after_it_was_made(monkeypatch):
+    """The env's direct executor call rebuilds its attributes when TensorFlow makes new
+    function call options (every ``tf.config`` change), in the calling thread."""
+    import tensorflow as tf
+    from tensorflow.python.eager import context, execute
+
+    from flowsim.envs.vector import quick_call
+    passed, real = [], execute.quick_execute
+
+    def recording(name, n_out, inputs, attrs, ctx):
+        passed.append(dict(zip(attrs[::2], attrs[1::2])))
+        return real(name, n_out, inputs, attrs, ctx)
+    monkeypatch.setattr(execute, "quick_execute", recording)
+    concrete = tf.function(lambda x: x * 2.0).get_concrete_function(
+        tf.TensorSpec([3], tf.float64))
+    run = quick_call(concrete._inference_function, tuple(concrete.captured_inputs))
+    x = tf.constant([1.0, 2.0, 3.0], tf.float64)
+    was = tf.config.get_soft_device_placement()
+    try:
+        for soft in (was, not was):
+            tf.config.set_soft_device_placement(soft)
+            np.testing.assert_array_equal(run(x)[0].numpy(), [2.0, 4.0, 6.0])
+            expected = context.context().function_call_options.as_attrs()
+            assert passed[-1] == expected
+    finally:
+        tf.config.set_soft_device_placement(was)
+    assert passed[0]["config_proto"] != passed[1]["config_proto"]

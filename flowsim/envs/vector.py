@@ -50,24 +50,30 @@ def flat_call(concrete):
 
 def quick_call(atomic, captures):
     """``run(*args)`` -> the flat outputs of graph function ``atomic`` on ``args`` and
-    ``captures``: eagerly through ``execute.quick_execute`` with the call's attributes
-    read once, which skips ``call_flat``'s Python (its error rewriting, control and
-    tape scopes, attribute rebuilding: 25-35 us of a 60-80 us call measured
-    2026-12-02); inside a graph, or without those (private) names, ``call_flat``."""
+    ``captures``: eagerly through ``execute.quick_execute``, which skips ``call_flat``'s
+    Python (its error rewriting, control and tape scopes, attribute rebuilding: 25-35 us
+    of a 60-80 us call measured 2026-12-02); inside a graph, or without those (private)
+    names, ``call_flat``.  The call's attributes follow TensorFlow's function call
+    options of the calling thread: they are rebuilt whenever TensorFlow makes new ones
+    (it does on every ``tf.config`` change), so a config changed after the env was made
+    applies to its next step."""
     try:
         from tensorflow.python.eager import context, execute
         ctx = context.context()
-        options = ctx.function_call_options.as_attrs()
-        attrs = tuple(x for item in options.items() for x in item)
         name, n_out = atomic.name.decode(), len(atomic.function_type.flat_outputs)
         quick = execute.quick_execute
+        ctx.function_call_options.as_attrs()
     except (ImportError, AttributeError):
         quick = None
+    seen = [None, ()]                       # the options object and its flat attributes
 
     def run(*args):
         if quick is None or not ctx.executing_eagerly():
             return atomic.call_flat(*args, *captures)
-        return quick(name, n_out, [*args, *captures], attrs, ctx)
+        options = ctx.function_call_options
+        if options is not seen[0]:
+            seen[:] = options, tuple(x for item in options.as_attrs().items() for x in item)
+        return quick(name, n_out, [*args, *captures], seen[1], ctx)
     return run
 
 
