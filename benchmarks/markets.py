@@ -51,6 +51,7 @@ from make_pams_reference import CLASSES  # noqa: E402
 
 import flowsim.markets as fm  # noqa: E402
 from flowsim.markets import stats  # noqa: E402
+from flowsim.markets.ensembles import cache_block_markets  # noqa: E402
 
 SAMPLES = fm.PAMS_SAMPLES + ("two_groups",)
 #: ``--quick``: sizes of a smoke run (minutes, not an hour).
@@ -137,6 +138,9 @@ def one_sample(name, index, args):
     except ValueError as exc:
         return {"name": name, "refused": str(exc)}
     out = {"name": name}
+    if not args.block:              # auto: the block whose books stay in the CPU's caches
+        args.block = cache_block_markets(fm.from_pams(cfg, classes=CLASSES))
+    out["block"] = args.block
     import tensorflow  # noqa: F401  (the resident memory before the first run includes it)
     base = rss_bytes()
     start = time.perf_counter()
@@ -226,21 +230,23 @@ def summary(results, args):
 def speed_table(ran, args):
     """Print speed and memory per sample; True if flowsim is >= 100x pams on each."""
     print(f"\n== speed: medians of {args.rounds} interleaved rounds (flowsim: one process, "
-          f"{args.speed_markets} markets in blocks of {args.block}, compiled; pams: "
+          f"{args.speed_markets} markets in blocks of {args.block or 'the block column'}, "
+          f"compiled; pams: "
           f"SequentialRunner, {args.speed_seeds} seeds); memory per market of a block")
-    print(f"{'config':<16} {'pams steps/s':>13} {'flowsim':>13} {'ratio':>7} "
+    print(f"{'config':<16} {'pams steps/s':>13} {'flowsim':>13} {'ratio':>7} {'block':>5} "
           f"{'compile s':>9} {'device KiB':>10} {'peak MiB':>9} {'growth MiB':>10} "
           f"{'KiB/market':>10}")
     ratios = [r["ratio"] for r in ran]
     for r in ran:
         print(f"{r['name']:<16} {r['pams']:>13,.0f} {r['flowsim']:>13,.0f} "
-              f"{r['ratio']:>6.0f}x {r['compile_s']:>9.1f} {r['bytes_per_market'] / 1024:>10.1f} "
+              f"{r['ratio']:>6.0f}x {r['block']:>5d} {r['compile_s']:>9.1f} "
+              f"{r['bytes_per_market'] / 1024:>10.1f} "
               f"{r['peak_rss'] / 2 ** 20:>9.0f} {r['rss_growth'] / 2 ** 20:>10.0f} "
-              f"{r['rss_growth'] / args.block / 1024:>10.1f}")
-    print(f"(device: MarketEnsemble.bytes_per_market; peak: the sample's process's peak "
-          f"resident memory; growth: the peak over the resident memory after importing "
-          f"TensorFlow, compilation included; KiB/market: growth / the {args.block} "
-          f"markets of a block, an upper bound on what a market adds)")
+              f"{r['rss_growth'] / r['block'] / 1024:>10.1f}")
+    print("(device: MarketEnsemble.bytes_per_market; peak: the sample's process's peak "
+          "resident memory; growth: the peak over the resident memory after importing "
+          "TensorFlow, compilation included; KiB/market: growth / the markets of a "
+          "block, an upper bound on what a market adds)")
     return all(x >= 100 for x in ratios) if args.rounds else "speed not measured"
 
 
@@ -248,7 +254,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pams-seeds", type=int, default=200)
     ap.add_argument("--markets", type=int, default=512)
-    ap.add_argument("--block", type=int, default=256)
+    ap.add_argument("--block", type=int, default=0,
+                    help="markets per block (0: per sample, the block whose books stay "
+                         "in the CPU's caches, flowsim.markets.ensembles.cache_block_markets)")
     ap.add_argument("--stored", action="store_true",
                     help="pams statistics from tests/data (pams's speed still measured)")
     ap.add_argument("--no-z", action="store_true", help="speed only")

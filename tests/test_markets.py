@@ -613,12 +613,27 @@ def test_crossed_books_clear_in_sub_books_to_the_bits_of_the_whole_block():
     assert all(r == runs[0] for r in runs[1:])
 
 
+def test_cache_block_markets_keeps_a_block_within_its_byte_budget():
+    """The benchmark's block: the largest multiple of 64 up to 256 whose markets'
+    bytes fit the budget (shock_transfer's 83 KiB a market: 128 in 12 MiB), at least
+    64 however large a market."""
+    from flowsim.markets.ensembles import CACHE_BYTES, cache_block_markets
+    big = fm.from_pams(fm.config_path("shock_transfer"))
+    small = fm.from_pams(fm.config_path("ci2002"))
+    assert cache_block_markets(big) == 128
+    assert 128 * big.bytes_per_market() <= CACHE_BYTES < 192 * big.bytes_per_market()
+    assert cache_block_markets(small) == 256
+    assert cache_block_markets(small, largest=512) == 512
+    assert cache_block_markets(big, budget=1) == 64
+
+
 def test_book_chunks_give_the_bits_of_whole_book_reductions():
     """Several markets with arbitrage agents keep the book's bests by chunks of rows
     (``flowsim.markets.book_chunks``: the chunks a pass changed are reduced again): in
     the high-frequency case (arbitrage orders of two units on the index; 56 rows in 12
-    chunks of 5, padded to 60) every market's statistics and paths are those of
-    reducing the whole book at every pass (``Structure.book_chunks`` False)."""
+    chunks of 5, padded to 60, the book kept market by market, ``[L, rows]``) every
+    market's statistics and paths are those of reducing the whole ``[rows, L]`` book
+    at every pass (``Structure.book_chunks`` False)."""
     import cases_markets
 
     import flowsim

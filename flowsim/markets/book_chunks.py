@@ -3,7 +3,9 @@
 Usage (inside :func:`flowsim.markets.kernel.run`)::
 
     chunks = make(S, L, counted)     # Whole where a step has few passes
-    book = book + chunks.empty()     # the chunks' state rides in the book tuple
+    book = chunks.new_book(L)        # the three book arrays, then the chunks' state
+    bidkey = chunks.write(bidkey, s, new_bid)    # row s (a scalar) of every market
+    at = chunks.at(rows, cols)       # indices of gather_nd / scatter: one row per column
     book = chunks.fresh(t, book)     # at the start of step t
     bk, ak, nb, na = chunks.bests(t, book)
     book = chunks.placed(t, book, s, bid, ask, exp)   # after writing them in row s
@@ -21,6 +23,12 @@ rows a pairing removes are reduced again.  Within a step an order's liveness (ex
 step (:meth:`fresh`).
 Maxima, minima and integer counts do not depend on the order of reduction: the bests
 are the bits of the whole-book reduction.
+
+:class:`Chunks` keeps the book market by market (``[L, rows]``, the chunks' state
+``[L, n, 4]``): a chunk's rows are contiguous, so a pairing's two chunks per market are
+read whole (in ``[rows, L]`` each of their rows sat in another cache line: half the
+CPU of a shock_transfer block went on those reads and on copies of the state).
+:class:`Whole` keeps ``[rows, L]`` (its reductions run over the rows of every market).
 """
 import math
 
@@ -84,14 +92,34 @@ def make(S, L, counted):
 
 
 class Whole:
-    """The book without chunks: every pass reduces all its ``rows`` (the interface of
-    :class:`Chunks`, its updates doing nothing)."""
+    """The book without chunks, ``[rows, L]``: every pass reduces all its ``rows`` (the
+    interface of :class:`Chunks`, its updates doing nothing)."""
+
+    #: axis of the book arrays that runs over markets (columns)
+    col_axis = 1
 
     def __init__(self, rows, counted):
         self.rows, self.counted = rows, counted
 
     def empty(self):
         return ()
+
+    def new_book(self, L):
+        """``(bid keys, ask keys, expiries)`` of an empty book of ``L`` markets, then
+        the chunks' state (:meth:`empty`)."""
+        t = tf()
+        shape = [self.rows, L] if self.col_axis == 1 else [L, self.rows]
+        return tuple(t.fill(shape, t.constant(v, t.int64)) for v in (_IMIN, _IMAX, -1)
+                     ) + self.empty()
+
+    def write(self, array, row, values):
+        """``array`` with row ``row`` (a scalar) of every market set to ``values``
+        ``[L]``."""
+        return tf().tensor_scatter_nd_update(array, [[row]], values[None])
+
+    def at(self, rows, cols):
+        """``[n, 2]`` indices of element ``(rows[i], cols[i])`` of a book array."""
+        return tf().stack([rows, cols], 1)
 
     def fresh(self, t_step, book):
         return book
@@ -116,36 +144,48 @@ class Whole:
         return bk, ak, nb, na
 
 
-class Chunks:
-    """Chunks of ``G`` rows of a ``[rows, L]`` book (see the module docstring).
+class Chunks(Whole):
+    """Chunks of ``G`` rows of a ``[L, rows]`` book (see the module docstring).
     ``rows`` is padded to ``n G`` (:attr:`rows`); ``counted`` ``[rows, L]`` bool or
     None."""
+
+    col_axis = 0
 
     def __init__(self, rows, L, counted):
         t = tf()
         self.G, self.n = sizes(rows)
         self.rows, self.L = self.n * self.G, L
         pad = self.rows - rows
-        if counted is not None and pad:
-            counted = t.concat([counted, t.zeros([pad, L], t.bool)], 0)
+        if counted is not None:
+            counted = t.transpose(counted)
+            if pad:
+                counted = t.concat([counted, t.zeros([L, pad], t.bool)], 1)
         self.counted = counted
         self.cols = t.range(L, dtype=t.int64)
 
     def empty(self):
-        """The chunks' state ``[n, L, 4]`` (best bid key, best ask key, bid depth, ask
+        """The chunks' state ``[L, n, 4]`` (best bid key, best ask key, bid depth, ask
         depth of each chunk of each market) before the first step (:meth:`fresh` fills
         it).  One array, so that an update is one gather and one scatter (a pass's
         cost is mostly the number of XLA kernels it runs)."""
         t = tf()
-        return (t.zeros([self.n, self.L, 4], t.int64),)
+        return (t.zeros([self.L, self.n, 4], t.int64),)
+
+    def write(self, array, row, values):
+        t = tf()
+        at = t.stack([self.cols, t.fill([self.L], t.cast(row, t.int64))], 1)
+        return t.tensor_scatter_nd_update(array, at, values)
+
+    def at(self, rows, cols):
+        return tf().stack([cols, rows], 1)
 
     def fresh(self, t_step, book):
         """``book`` with every chunk reduced again (its liveness at step ``t_step``)."""
         t = tf()
-        shape = [self.n, self.G, self.L]
+        shape = [self.L, self.n, self.G]
         cnt = None if self.counted is None else t.reshape(self.counted, shape)
         new = stats(t.reshape(book[2] >= t_step, shape), t.reshape(book[0], shape),
-                    t.reshape(book[1], shape), cnt, 1)
+                    t.reshape(book[1], shape), cnt, 2)
         return book[:3] + (t.stack(new, -1),)
 
     def bests(self, t_step, book, xtra=None):
@@ -154,8 +194,8 @@ class Chunks:
         t = tf()
         assert xtra is None
         ch = book[3]
-        depth = t.reduce_sum(ch[:, :, 2:], axis=0)
-        return (t.reduce_max(ch[:, :, 0], axis=0), t.reduce_min(ch[:, :, 1], axis=0),
+        depth = t.reduce_sum(ch[:, :, 2:], axis=1)
+        return (t.reduce_max(ch[:, :, 0], axis=1), t.reduce_min(ch[:, :, 1], axis=1),
                 depth[:, 0], depth[:, 1])
 
     def placed(self, t_step, book, row, bid, ask, expiry):
@@ -168,12 +208,13 @@ class Chunks:
         c = row // self.G
         live = expiry >= t_step
         if self.counted is not None:
-            live = live & t.gather(self.counted, row)
-        old = t.gather(book[3], c)                                        # [L, 4]
+            live = live & t.gather(self.counted, row, axis=1)
+        old = t.gather(book[3], c, axis=1)                                # [L, 4]
         new = t.stack([t.maximum(old[:, 0], bid), t.minimum(old[:, 1], ask),
                        old[:, 2] + t.cast(live & (bid != _IMIN), t.int64),
                        old[:, 3] + t.cast(live & (ask != _IMAX), t.int64)], -1)
-        return book[:3] + (t.tensor_scatter_nd_update(book[3], [[c]], new[None]),)
+        at = t.stack([self.cols, t.fill([self.L], t.cast(c, t.int64))], 1)
+        return book[:3] + (t.tensor_scatter_nd_update(book[3], at, new),)
 
     def paired(self, t_step, book, b_row, a_row):
         """``book`` after a pairing removed bid row ``b_row`` and ask row ``a_row``
@@ -183,18 +224,17 @@ class Chunks:
         t = tf()
         G, L = self.G, self.L
         cb, ca = b_row // G, a_row // G
-        offsets = t.range(G, dtype=t.int64)[:, None]
-        rows = t.concat([cb[None, :] * G + offsets, ca[None, :] * G + offsets], 0)  # [2G, L]
-        at = t.stack([rows, t.broadcast_to(self.cols[None, :], [2 * G, L])], -1)
-        live = t.gather_nd(book[2], at) >= t_step
-        bid = t.gather_nd(book[0], at[:G])
-        ask = t.gather_nd(book[1], at[G:])
-        bk, _, nb, _ = stats(live[:G], bid, _IMAX, self._counted(at[:G]), 0)
-        _, ak, _, na = stats(live[G:], _IMIN, ask, self._counted(at[G:]), 0)
-        where = t.concat([t.stack([c, self.cols, t.fill([L], t.constant(k, t.int64))], 1)
+
+        def rows(array, c):             # [L, G]: chunk c[l] of market l, contiguous
+            return t.gather(t.reshape(array, [L, self.n, G]), c, axis=1, batch_dims=1)
+
+        cnt = (None, None) if self.counted is None else (rows(self.counted, cb),
+                                                         rows(self.counted, ca))
+        bk, _, nb, _ = stats(rows(book[2], cb) >= t_step, rows(book[0], cb), _IMAX,
+                             cnt[0], 1)
+        _, ak, _, na = stats(rows(book[2], ca) >= t_step, _IMIN, rows(book[1], ca),
+                             cnt[1], 1)
+        where = t.concat([t.stack([self.cols, c, t.fill([L], t.constant(k, t.int64))], 1)
                           for c, k in ((cb, 0), (ca, 1), (cb, 2), (ca, 3))], 0)
         return book[:3] + (t.tensor_scatter_nd_update(book[3], where,
                                                       t.concat([bk, ak, nb, na], 0)),)
-
-    def _counted(self, at):
-        return None if self.counted is None else tf().gather_nd(self.counted, at)

@@ -21,9 +21,20 @@ H)`` placement numbers (``R`` normal orders, each followed by at most ``H``
 high-frequency unit orders).  Normal orders keep their ring of :func:`Layout.slot`, the
 high-frequency orders have a ring of their own sized by their time-to-live.
 """
+from collections import namedtuple
+
 import numpy as np
 
 from ..core.lazy_tf import tf
+
+#: What a phase's turns carry besides the book and the prices, shared by
+#: :func:`flowsim.markets.kernel.run`'s step, :func:`phase` and :func:`_turn_loop`:
+#: ``traded`` / ``cleared`` (markets that traded / cleared their first book),
+#: ``running`` (markets executing this step), ``events`` (the events' state or None),
+#: ``nb`` / ``na`` (the book's depths after the last pass).
+Carry = namedtuple("Carry", "traded cleared running events nb na")
+#: The fields of :class:`Carry` a turn changes (the others stay the step's).
+TURN_FIELDS = ("traded", "cleared", "nb", "na")
 
 
 def split(groups):
@@ -102,8 +113,8 @@ class Layout:
 
 def phase(S, ctx, t, j, go, book, price, fund, carry):
     """The high-frequency phase after normal order ``j`` of step ``t`` where ``go``
-    (``[M]``): the group's turns, each on the state the previous left.  Returns ``(book,
-    price, carry, volume [M K], over [M K])``."""
+    (``[M]``): the group's turns, each on the state the previous left.  ``carry``: a
+    :class:`Carry`.  Returns ``(book, price, carry, volume [M K], over [M K])``."""
     g = S.hifreq[0]
     q = S.layout.hifreq(t, j)
     if S.hifreq_turns > 1:
@@ -114,25 +125,34 @@ def phase(S, ctx, t, j, go, book, price, fund, carry):
 
 
 def _turn_loop(S, ctx, t, q, go, book, price, fund, carry):
-    """:func:`phase`'s turns as one XLA loop (its body compiled once, not once a turn):
-    ``carry`` is ``(traded, cleared, running, events' state, nb, na)``, of which the
-    turns change ``traded``, ``cleared``, ``nb`` and ``na``."""
+    """:func:`phase`'s turns as one XLA loop (its body compiled once, not once a turn),
+    ending after the last turn in which some member's agent submitted (in pams's
+    warm-up, where ``maxHighFrequencyOrders`` is 0, before the first).  A turn not
+    taken would have placed and paired nothing in any market, only reported the
+    book's depths (its pass's), so those are the step's depths after such an end:
+    the bits of running every turn."""
     t_ = tf()
     g = S.hifreq[0]
-    running, est = carry[2], carry[3]
+    n = S.hifreq_turns
+
+    def more(turn, go, *_):
+        return (turn < n) & t_.reduce_any(go & (turn < ctx.max_hifreq_at[t]))
 
     def body(turn, go, book, price, state, volume, over):
         go = go & (turn < ctx.max_hifreq_at[t])
-        full = (state[0], state[1], running, est, state[2], state[3])
+        full = carry._replace(**dict(zip(TURN_FIELDS, state)))
         book, price, full, vol, bad, go = g.turn(ctx, t, q + turn * g.orders_per_turn, go,
                                                  book, price, fund, full)
-        return (turn + 1, go, book, price, (full[0], full[1], full[4], full[5]),
+        return (turn + 1, go, book, price, tuple(getattr(full, k) for k in TURN_FIELDS),
                 volume + vol, over | bad)
 
-    state = (carry[0], carry[1], carry[4], carry[5])
-    out = t_.while_loop(lambda turn, *_: turn < S.hifreq_turns, body,
+    state = tuple(getattr(carry, k) for k in TURN_FIELDS)
+    out = t_.while_loop(more, body,
                         [t_.constant(0, t_.int64), go, book, price, state,
                          t_.zeros([ctx.L], t_.int64), t_.zeros([ctx.L], t_.bool)])
-    _, _, book, price, state, volume, over = out
-    carry = (state[0], state[1], running, est, state[2], state[3])
+    turn, _, book, price, state, volume, over = out
+    carry = carry._replace(**dict(zip(TURN_FIELDS, state)))
+    _, _, nb, na = ctx.bests(t, book)
+    ended = turn < n
+    carry = carry._replace(nb=t_.where(ended, nb, carry.nb), na=t_.where(ended, na, carry.na))
     return book, price, carry, volume, over

@@ -383,8 +383,8 @@ def run(S, key, M, state):
             crossed = crossed & active
         level = t_.where(b_time < a_time, b_level, a_level)
         cols = markets if bk.shape[0] == L else t_.range(bk.shape[0], dtype=i64)
-        slots = t_.stack([t_.concat([slot(b_time), slot(a_time)], 0),
-                          t_.concat([cols, cols], 0)], 1)
+        slots = chunks.at(t_.concat([slot(b_time), slot(a_time)], 0),
+                          t_.concat([cols, cols], 0))
         if xtra is None:
             old = t_.gather_nd(expiry, slots)
             gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
@@ -512,7 +512,7 @@ def run(S, key, M, state):
                     t_.reduce_any(crossed))
 
         if start is None:
-            z = t_.zeros_like(book[2][0])
+            z = t_.zeros([book[2].shape[chunks.col_axis]], i64)
             start, more = (z,) * 6, t_.constant(True)
         out = t_.while_loop(cond, step, [book, *start, more])
         return tuple(out[:-1])
@@ -550,7 +550,8 @@ def run(S, key, M, state):
 
     def clear_some(t, book, active, need, n):
         """:func:`sweep_some` for ``n`` markets that ``need`` the loop: chunks of
-        ``G`` of them gathered into a sub-book, cleared, and put back."""
+        ``G`` of them gathered into a sub-book, cleared, and put back (one market per
+        member: the book is ``[rows, L]``, :class:`flowsim.markets.book_chunks.Whole`)."""
         G = min(L, S.sweep_markets)
         out = masked_pass(t, book, active & ~need)
         rank = t_.cumsum(t_.cast(need, i64)) - 1
@@ -639,10 +640,11 @@ def run(S, key, M, state):
             vol_sum = vol if vol_sum is None else vol_sum + vol
             if S.hifreq:
                 go = hf.go(t, side, u[rate_rows + j])
-                carry = (traded, cleared, running, est if S.events else None, nb, na)
+                carry = hifreq.Carry(traded, cleared, running, est if S.events else None,
+                                     nb, na)
                 book, price, carry, h_vol, h_over = hifreq.phase(S, hf, t, j, go, book,
                                                                  price, fund, carry)
-                traded, cleared, _, _, nb, na = carry
+                traded, cleared, nb, na = carry.traded, carry.cleared, carry.nb, carry.na
                 vol_sum, over = vol_sum + h_vol, over | h_over
         vol = vol_sum
         hist = t_.tensor_scatter_nd_update(hist, [[t]], price[None])
@@ -686,10 +688,9 @@ def run(S, key, M, state):
         new_bid = t_.where(side > 0, t_.bitwise.bitwise_or(packed, tmax - q), _IMIN)
         new_ask = t_.where(side < 0, t_.bitwise.bitwise_or(packed, q), _IMAX)
         new_exp = t_.where(side != 0, t + ttl, -1 * t_.ones_like(ttl))
-        row = [[s]]
-        bidkey = t_.tensor_scatter_nd_update(bidkey, row, new_bid[None])
-        askkey = t_.tensor_scatter_nd_update(askkey, row, new_ask[None])
-        expiry = t_.tensor_scatter_nd_update(expiry, row, new_exp[None])
+        bidkey = chunks.write(bidkey, s, new_bid)
+        askkey = chunks.write(askkey, s, new_ask)
+        expiry = chunks.write(expiry, s, new_exp)
         book = chunks.placed(t, (bidkey, askkey, expiry) + book[3:], s, new_bid, new_ask,
                              new_exp)
 
@@ -743,9 +744,8 @@ def run(S, key, M, state):
         return book, price, traded | did, did, vol, nb, na, active, cleared
 
     zero = t_.zeros([L], f64)
-    C = chunks.rows                     # ring slots (R orders a step, C steps of life), padded
-    book = (t_.fill([C, L], t_.constant(_IMIN, i64)), t_.fill([C, L], t_.constant(_IMAX, i64)),
-            t_.fill([C, L], t_.constant(-1, i64))) + chunks.empty()
+    # ring slots (R orders a step, C steps of life, padded): [C, L], or [L, C] with chunks
+    book = chunks.new_book(L)
     hist = t_.zeros([T + 1, L], f64)
     fhist = t_.zeros([T + 1, L], f64) if S.paths else None
     acc = {k: zero for k in ("mispricing", "trades", "clearing", "depth_bid", "depth_ask")}
@@ -875,9 +875,10 @@ def unit_rows(S, M):
 def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb):
     """What a high-frequency agent's turn uses of the compiled step (:mod:`.hifreq`):
     sizes, the markets' ticks, ``bests(t, book)``, ``process(t, q, side, level, ttl,
-    book, price, carry)`` (an order placed and matched as a normal one is, after the
-    first clearing), the step's ``maxHighFrequencyOrders`` and whether a phase runs
-    (``go``: the normal agent placed an order and the rate passed the draw)."""
+    book, price, carry)`` (``carry``: a :class:`flowsim.markets.hifreq.Carry`; an order
+    placed and matched as a normal one is, after the first clearing), the step's
+    ``maxHighFrequencyOrders`` and whether a phase runs (``go``: the normal agent
+    placed an order and the rate passed the draw)."""
     t_ = tf()
     K = S.n_venues
     i64 = t_.int64
@@ -885,11 +886,10 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb):
     rate_at = t_.constant(np.array([r for _, r in S.hifreq_at], np.float64))
 
     def hf_process(t, q, side, level, ttl, book, price, carry):
-        traded, cleared, running, est = carry[:4]
         book, price, traded, _, vol, nb, na, _, cleared = process(
-            t, q, side, level, ttl, book, price, traded, running, t_.constant(False), None,
-            est, cleared)
-        return book, price, (traded, cleared, running, est, nb, na), vol
+            t, q, side, level, ttl, book, price, carry.traded, carry.running,
+            t_.constant(False), None, carry.events, carry.cleared)
+        return book, price, carry._replace(traded=traded, cleared=cleared, nb=nb, na=na), vol
 
     def go(t, side, u):
         """pams skips the phase where the rate is below the draw (``u [M K]``, one per

@@ -106,7 +106,7 @@ class ArbitrageGroup:
         index = index_of([p[:, c] for c in self.components], self.shares)
         buy = (market < index) & (index - market > self.threshold)
         sell = (market > index) & (market - index > self.threshold)
-        act = go & carry[2] & (buy | sell)
+        act = go & carry.running & (buy | sell)
         sign = t_.where(buy, 1, -1)
         sides, levels, over = [], [], []
         for k in range(K):
