@@ -189,21 +189,15 @@ def test_loop_steps_draw_fresh_reproducible_numbers(algorithm):
     assert len({d.tobytes() for d in steps}) == 3
 
 
-# -- XLA's vector width and runtime: the same numbers, computed 8 (not 4) doubles at a time
+# -- XLA's vector width: the same numbers, computed 8 (not 4) doubles at a time -----
 def test_xla_is_asked_for_512_bit_vectors_only_where_avx512_exists_and_unset():
-    from flowsim.core.lazy_tf import RUNTIME_FLAG, VECTOR_WIDTH_FLAG, xla_flags
-    assert xla_flags(None, {"avx2", "avx512f"}) == f"{RUNTIME_FLAG} {VECTOR_WIDTH_FLAG}"
+    from flowsim.core.lazy_tf import VECTOR_WIDTH_FLAG, xla_flags
+    assert xla_flags(None, {"avx2", "avx512f"}) == VECTOR_WIDTH_FLAG
     dump = "--xla_dump_to=/tmp/d"
-    assert xla_flags(dump, {"avx512f"}) == f"{dump} {RUNTIME_FLAG} {VECTOR_WIDTH_FLAG}"
+    assert xla_flags(dump, {"avx512f"}) == f"{dump} {VECTOR_WIDTH_FLAG}"
     assert xla_flags("--xla_cpu_prefer_vector_width=256", {"avx512f"}) == \
-        f"--xla_cpu_prefer_vector_width=256 {RUNTIME_FLAG}"
-    assert xla_flags("--xla_dump_to=/tmp/d", {"avx2"}) == f"--xla_dump_to=/tmp/d {RUNTIME_FLAG}"
-
-
-def test_xla_runtime_the_user_names_is_left_alone():
-    from flowsim.core.lazy_tf import xla_flags
-    assert xla_flags("--xla_cpu_use_thunk_runtime=true", {"avx2"}) == \
-        "--xla_cpu_use_thunk_runtime=true"
+        "--xla_cpu_prefer_vector_width=256"
+    assert xla_flags("--xla_dump_to=/tmp/d", {"avx2"}) == "--xla_dump_to=/tmp/d"
 
 
 _ROWS = """
@@ -214,35 +208,26 @@ for cls, dtype in ((flowsim.Plain, "float32"), (flowsim.Vegas, "float64")):
                         quiet=True)
     flow.run(1)
     print(hashlib.sha256(flow.run_blocks(1).tobytes()).hexdigest())
-import flowsim.markets as fm
-market = fm.ensemble(fm.config_path("market_share"), 64, seed=3, block_markets=64, paths=2,
-                     classes={"ExtendedMarket": ("Market", ["tradeVolume"])})
-print(hashlib.sha256(market.per_market.tobytes()
-                     + market.paths["Market-A"]["market_price"].tobytes()).hexdigest())
 """
 
 
-def test_block_rows_are_the_same_bits_with_either_vector_width_and_runtime():
-    """Three processes: one asking XLA for 256-bit vectors, one for the thunk runtime, one
-    left to flowsim's defaults (512 bits on an AVX-512 CPU, the whole-program runtime):
-    the same rows for Plain (float32) and Vegas (float64), and the same market_share
-    markets (a compiled loop of integer book keys and float64 prices)."""
+def test_block_rows_are_the_same_bits_with_256_and_512_bit_vectors():
+    """Two processes, one asking XLA for 256-bit vectors and one left to flowsim's default
+    (512 on an AVX-512 CPU): the same rows for Plain (float32) and Vegas (float64)."""
     import os
     import subprocess
     import sys
     out = {}
-    for flags in ("--xla_cpu_prefer_vector_width=256", "--xla_cpu_use_thunk_runtime=true",
-                  None):
-        env = dict(os.environ, FLOWSIM_CACHE_DIR="off")
+    for width in ("256", None):
+        env = dict(os.environ)
         env.pop("XLA_FLAGS", None)
-        if flags:
-            env["XLA_FLAGS"] = flags
+        if width:
+            env["XLA_FLAGS"] = f"--xla_cpu_prefer_vector_width={width}"
         run = subprocess.run([sys.executable, "-c", _ROWS], env=env, capture_output=True,
                              text=True, timeout=600)
         assert run.returncode == 0, run.stderr[-2000:]
-        out[flags] = run.stdout.split()
-    assert len(out[None]) == 3
-    assert all(rows == out[None] for rows in out.values()), out
+        out[width] = run.stdout.split()
+    assert len(out["256"]) == 2 and out["256"] == out[None]
 
 
 # -- core.sums.block_sum: one value per event takes the direct reshape ----------------

@@ -26,14 +26,6 @@ each value is: rows are the same bits either way.  It is read when XLA compiles
 its first function, so it works unless the process compiled with XLA before
 flowsim was imported; ``XLA_FLAGS`` naming ``--xla_cpu_prefer_vector_width``
 (e.g. ``=256`` on a CPU that slows its clock under 512-bit work) is left alone.
-
-It also asks XLA's CPU backend for its whole-program runtime
-(:data:`RUNTIME_FLAG`): the thunk runtime, XLA's default since TensorFlow 2.17,
-dispatches each fused kernel of a loop body on its own, which costs a few
-microseconds per kernel; the market loop runs ~100 small kernels per order
-(``docs/performance.rst``, "markets").  The same HLO is compiled either way and
-the rows are the same bits.  ``XLA_FLAGS`` naming ``--xla_cpu_use_thunk_runtime``
-is left alone.
 """
 import contextlib
 import glob
@@ -59,19 +51,11 @@ def _verbose():
 VECTOR_WIDTH_FLAG = "--xla_cpu_prefer_vector_width=512"
 
 
-#: XLA's CPU runtime flowsim asks for: the one that runs a compiled program as one
-#: function rather than thunk by thunk (see the module's docstring).
-RUNTIME_FLAG = "--xla_cpu_use_thunk_runtime=false"
-
-
 def xla_flags(flags, cpu_flags):
-    """``XLA_FLAGS`` with :data:`RUNTIME_FLAG` added unless ``flags`` chooses a runtime,
-    and :data:`VECTOR_WIDTH_FLAG` added when the CPU's feature flags (a set of
-    ``/proc/cpuinfo`` words) include ``avx512f`` and ``flags`` does not set a vector
-    width already."""
+    """``XLA_FLAGS`` with :data:`VECTOR_WIDTH_FLAG` added when the CPU's feature flags
+    (a set of ``/proc/cpuinfo`` words) include ``avx512f`` and ``flags`` does not set a
+    vector width already."""
     flags = flags or ""
-    if "xla_cpu_use_thunk_runtime" not in flags:
-        flags = f"{flags} {RUNTIME_FLAG}".strip()
     if "avx512f" not in cpu_flags or "xla_cpu_prefer_vector_width" in flags:
         return flags
     return f"{flags} {VECTOR_WIDTH_FLAG}".strip()
