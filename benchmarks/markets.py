@@ -138,13 +138,12 @@ def one_sample(name, index, args):
     except ValueError as exc:
         return {"name": name, "refused": str(exc)}
     out = {"name": name}
-    if not args.block:              # auto: the block whose books stay in the CPU's caches
-        args.block = cache_block_markets(fm.from_pams(cfg, classes=CLASSES))
-    out["block"] = args.block
+    block = args.block or cache_block_markets(fm.from_pams(cfg, classes=CLASSES))
+    out["block"] = block            # auto (0): the block whose books stay in the CPU's caches
     import tensorflow  # noqa: F401  (the resident memory before the first run includes it)
     base = rss_bytes()
     start = time.perf_counter()
-    warm = fm.ensemble(cfg, args.block, seed=1, block_markets=args.block, classes=CLASSES)
+    warm = fm.ensemble(cfg, block, seed=1, block_markets=block, classes=CLASSES)
     out["compile_s"] = time.perf_counter() - start
     out["bytes_per_market"] = warm.meta["bytes_per_market"]
     if not args.no_z:
@@ -153,12 +152,12 @@ def one_sample(name, index, args):
             rows, columns, _ = pams_rows(name, args.pams_seeds, first_seed=1000 * index)
         else:
             rows, columns = stored
-        _, result = flowsim_rate(cfg, args.markets, args.block, 2026 + index)
+        _, result = flowsim_rate(cfg, args.markets, block, 2026 + index)
         out["z"], out["missing"] = z_table(name, columns, rows, result, args.markets)
     rounds = []
     for r in range(args.rounds):
         _, _, p = pams_rows(name, args.speed_seeds, first_seed=10_000 + 100 * r)
-        f, _ = flowsim_rate(cfg, args.speed_markets, args.block, seed=100 + r)
+        f, _ = flowsim_rate(cfg, args.speed_markets, block, seed=100 + r)
         rounds.append((p, f, f / p))
     medians = np.median(np.array(rounds), axis=0).tolist() if rounds else [math.nan] * 3
     out["pams"], out["flowsim"], out["ratio"] = medians

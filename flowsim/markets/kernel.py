@@ -552,6 +552,10 @@ def run(S, key, M, state):
         """:func:`sweep_some` for ``n`` markets that ``need`` the loop: chunks of
         ``G`` of them gathered into a sub-book, cleared, and put back (one market per
         member: the book is ``[rows, L]``, :class:`flowsim.markets.book_chunks.Whole`)."""
+        if chunks.col_axis != 1:
+            raise NotImplementedError("clear_some gathers markets on the book's last axis; "
+                                      f"{type(chunks).__name__} keeps them on axis "
+                                      f"{chunks.col_axis}")
         G = min(L, S.sweep_markets)
         out = masked_pass(t, book, active & ~need)
         rank = t_.cumsum(t_.cast(need, i64)) - 1
