@@ -194,6 +194,27 @@ def run_pams(settings, seed):
     return series, indexes, seconds
 
 
+def speed(name, seeds, first_seed=0):
+    """``(steps per second, steps per CPU-second)`` of pams's SequentialRunner on config
+    ``name``, as a user runs it: no hook (:func:`run_pams`'s depth hook costs pams time),
+    timed around the run after its setup, one process."""
+    import pams
+    warnings.filterwarnings("ignore", "order price does not accord", UserWarning)
+    settings = load(CONFIGS[name])
+    T, _ = window(settings)
+    wall = cpu = 0.0
+    for seed in range(first_seed, first_seed + seeds):
+        runner = pams.runners.SequentialRunner(settings=settings, prng=random.Random(seed))
+        for cls in user_classes():
+            runner.class_register(cls=cls)
+        runner._setup()
+        start, start_cpu = time.perf_counter(), time.process_time()
+        runner._run()
+        wall += time.perf_counter() - start
+        cpu += time.process_time() - start_cpu
+    return seeds * T / wall, seeds * T / cpu
+
+
 def reference(name, seeds, first_seed=0):
     """``(per-seed statistics [seeds, len(columns)], columns, steps per second)`` of
     config ``name``: :data:`flowsim.markets.stats.NAMES` for one market,
@@ -244,8 +265,16 @@ def main(argv=None):
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--json", action="store_true", help="print, do not write tests/data")
+    ap.add_argument("--speed", action="store_true",
+                    help="speed only (JSON: steps/s and steps per CPU-second, no statistics)")
     args = ap.parse_args(argv)
     out = {}
+    if args.speed:
+        for name in args.configs.split(","):
+            rate, per_cpu = speed(name, args.seeds, args.first_seed)
+            out[name] = {"steps_per_second": rate, "steps_per_cpu_second": per_cpu}
+        print(json.dumps(out))
+        return
     for name in args.configs.split(","):
         rows, columns, rate = reference(name, args.seeds, args.first_seed)
         out[name] = {"rows": rows.tolist(), "columns": list(columns),

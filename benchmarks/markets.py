@@ -11,8 +11,12 @@ sample flowsim refuses is listed with flowsim's refusal message.  Then, over all
 z-scores: how many |z| > 3 there are against how many chance expects (and the 99 %
 binomial upper bound), and whether z is standard normal (Kolmogorov-Smirnov and
 Anderson-Darling, quantiles and a text histogram).  Then per sample the aggregate
-market-steps/s of each side and their ratio, medians of ``--rounds`` interleaved rounds
-(flowsim compiled, one process; the compilation is reported apart), and the memory per
+market-steps/s of each side and their ratio, and the same per CPU-second, medians of
+``--rounds`` interleaved rounds (pams's SequentialRunner in one process, as a user runs
+it; flowsim compiled, by default in one single-threaded joblib worker process per core,
+each running whole blocks: ``--backend flow`` runs one process, whose TensorFlow thread
+pool spends about twice the CPU on these small kernels for 1.0-1.4x less wall time than
+one thread (docs/performance.rst); the compilation is reported apart), and the memory per
 market: the bytes a market of a block holds on the device
 (``MarketEnsemble.bytes_per_market``), and the sample's peak resident memory, its
 growth over the resident memory after importing TensorFlow (compilation included) and that
@@ -65,11 +69,7 @@ def pams_rows(name, seeds, first_seed=0):
     if importlib.util.find_spec("pams") is not None:
         from make_pams_reference import reference
         return reference(name, seeds, first_seed)
-    python = os.environ.get("PAMS_PYTHON")
-    if not python:
-        raise SystemExit("pams is not installed here: pip install 'pams>=0.3,<0.4' (needs "
-                         "numpy < 2) or set PAMS_PYTHON to a Python that has it")
-    out = subprocess.run([python, "-W", "ignore",
+    out = subprocess.run([_pams_python(), "-W", "ignore",
                           os.path.join(ROOT, "benchmarks", "make_pams_reference.py"),
                           "--seeds", str(seeds), "--first-seed", str(first_seed),
                           "--configs", name, "--json"],
@@ -77,6 +77,30 @@ def pams_rows(name, seeds, first_seed=0):
                          env=dict(os.environ, PYTHONPATH=ROOT))
     d = json.loads(out.stdout.strip().splitlines()[-1])[name]
     return np.array(d["rows"], np.float64), list(d["columns"]), d["steps_per_second"]
+
+
+def pams_speed(name, seeds, first_seed):
+    """``(steps/s, steps per CPU-second)`` of pams's SequentialRunner as a user runs it
+    (no hook), here or in PAMS_PYTHON (:func:`make_pams_reference.speed`)."""
+    if importlib.util.find_spec("pams") is not None:
+        from make_pams_reference import speed
+        return speed(name, seeds, first_seed)
+    out = subprocess.run([_pams_python(), "-W", "ignore",
+                          os.path.join(ROOT, "benchmarks", "make_pams_reference.py"),
+                          "--speed", "--seeds", str(seeds), "--first-seed", str(first_seed),
+                          "--configs", name],
+                         capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    d = json.loads(out.stdout.strip().splitlines()[-1])[name]
+    return d["steps_per_second"], d["steps_per_cpu_second"]
+
+
+def _pams_python():
+    python = os.environ.get("PAMS_PYTHON")
+    if not python:
+        raise SystemExit("pams is not installed here: pip install 'pams>=0.3,<0.4' (needs "
+                         "numpy < 2) or set PAMS_PYTHON to a Python that has it")
+    return python
 
 
 def stored_rows(name):
@@ -90,12 +114,71 @@ def stored_rows(name):
 
 
 # -- flowsim side -----------------------------------------------------------------------------
-def flowsim_rate(cfg, n_markets, block, seed):
-    """``(market-steps/s, Result)`` of one compiled ensemble run."""
-    start = time.perf_counter()
-    result = fm.ensemble(cfg, n_markets, seed=seed, block_markets=block, classes=CLASSES)
-    seconds = time.perf_counter() - start
-    return n_markets * result.meta["n_steps"] / seconds, result
+def backend_kw(args):
+    """``fm.ensemble`` keywords of the flowsim side: ``--backend joblib`` (default) runs
+    one single-threaded worker process per core, each taking whole blocks; ``flow`` one
+    process (TensorFlow's thread pool on every core)."""
+    if args.backend == "joblib":
+        return {"backend": "joblib", "n_jobs": args.workers}
+    return {"backend": args.backend}
+
+
+def flowsim_rate(cfg, n_markets, block, seed, kw):
+    """``(market-steps/s, market-steps per CPU-second, Result)`` of one compiled
+    ensemble run; the CPU is this process's and its worker processes'."""
+    start, start_cpu = time.perf_counter(), tree_cpu_seconds()
+    result = fm.ensemble(cfg, n_markets, seed=seed, block_markets=block, classes=CLASSES,
+                         **kw)
+    seconds, cpu = time.perf_counter() - start, tree_cpu_seconds() - start_cpu
+    steps = n_markets * result.meta["n_steps"]
+    return steps / seconds, steps / cpu, result
+
+
+def _descendants(pid):
+    """Pids of the processes below ``pid`` (Linux ``/proc``)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _proc_cpu(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
+
+
+def tree_cpu_seconds():
+    """CPU seconds of this process and its live descendants (the joblib workers)."""
+    return time.process_time() + sum(_proc_cpu(p) for p in _descendants(os.getpid()))
+
+
+def workers_peak_rss():
+    """The largest peak resident memory of this process's descendants (bytes; 0: none)."""
+    peak = 0
+    for pid in _descendants(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]) * 1024)
+        except OSError:
+            continue
+    return peak
 
 
 def rss_bytes():
@@ -142,8 +225,11 @@ def one_sample(name, index, args):
     out["block"] = block            # auto (0): the block whose books stay in the CPU's caches
     import tensorflow  # noqa: F401  (the resident memory before the first run includes it)
     base = rss_bytes()
+    kw = backend_kw(args)
     start = time.perf_counter()
-    warm = fm.ensemble(cfg, block, seed=1, block_markets=block, classes=CLASSES)
+    # a block for every worker: each compiles (or loads the cached kernel) before timing
+    warm = fm.ensemble(cfg, block * (args.workers if args.backend == "joblib" else 1),
+                       seed=1, block_markets=block, classes=CLASSES, **kw)
     out["compile_s"] = time.perf_counter() - start
     out["bytes_per_market"] = warm.meta["bytes_per_market"]
     if not args.no_z:
@@ -152,15 +238,17 @@ def one_sample(name, index, args):
             rows, columns, _ = pams_rows(name, args.pams_seeds, first_seed=1000 * index)
         else:
             rows, columns = stored
-        _, result = flowsim_rate(cfg, args.markets, block, 2026 + index)
+        _, _, result = flowsim_rate(cfg, args.markets, block, 2026 + index, kw)
         out["z"], out["missing"] = z_table(name, columns, rows, result, args.markets)
     rounds = []
     for r in range(args.rounds):
-        _, _, p = pams_rows(name, args.speed_seeds, first_seed=10_000 + 100 * r)
-        f, _ = flowsim_rate(cfg, args.speed_markets, block, seed=100 + r)
-        rounds.append((p, f, f / p))
-    medians = np.median(np.array(rounds), axis=0).tolist() if rounds else [math.nan] * 3
-    out["pams"], out["flowsim"], out["ratio"] = medians
+        p, p_cpu = pams_speed(name, args.speed_seeds, first_seed=10_000 + 100 * r)
+        f, f_cpu, _ = flowsim_rate(cfg, args.speed_markets, block, 100 + r, kw)
+        rounds.append((p, f, f / p, p_cpu, f_cpu, f_cpu / p_cpu))
+    medians = np.median(np.array(rounds), axis=0).tolist() if rounds else [math.nan] * 6
+    (out["pams"], out["flowsim"], out["ratio"], out["pams_cpu"], out["flowsim_cpu"],
+     out["ratio_cpu"]) = medians
+    out["workers_peak_rss"] = workers_peak_rss()
     out["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     out["rss_growth"] = out["peak_rss"] - base
     return out
@@ -228,24 +316,30 @@ def summary(results, args):
 
 def speed_table(ran, args):
     """Print speed and memory per sample; True if flowsim is >= 100x pams on each."""
-    print(f"\n== speed: medians of {args.rounds} interleaved rounds (flowsim: one process, "
+    side = (f"{args.workers} worker processes of one thread (joblib)" if args.backend == "joblib"
+            else f"backend {args.backend!r}, one process")
+    print(f"\n== speed: medians of {args.rounds} interleaved rounds (flowsim: {side}, "
           f"{args.speed_markets} markets in blocks of {args.block or 'the block column'}, "
-          f"compiled; pams: "
-          f"SequentialRunner, {args.speed_seeds} seeds); memory per market of a block")
-    print(f"{'config':<16} {'pams steps/s':>13} {'flowsim':>13} {'ratio':>7} {'block':>5} "
-          f"{'compile s':>9} {'device KiB':>10} {'peak MiB':>9} {'growth MiB':>10} "
-          f"{'KiB/market':>10}")
+          f"compiled; pams: SequentialRunner, one process, {args.speed_seeds} seeds); "
+          f"memory per market of a block")
+    print(f"{'config':<16} {'pams steps/s':>13} {'flowsim':>13} {'ratio':>7} "
+          f"{'per CPU-s':>9} {'block':>5} {'compile s':>9} {'device KiB':>10} "
+          f"{'peak MiB':>9} {'growth MiB':>10} {'KiB/market':>10} {'worker MiB':>10}")
     ratios = [r["ratio"] for r in ran]
     for r in ran:
         print(f"{r['name']:<16} {r['pams']:>13,.0f} {r['flowsim']:>13,.0f} "
-              f"{r['ratio']:>6.0f}x {r['block']:>5d} {r['compile_s']:>9.1f} "
-              f"{r['bytes_per_market'] / 1024:>10.1f} "
+              f"{r['ratio']:>6.0f}x {r['ratio_cpu']:>8.0f}x {r['block']:>5d} "
+              f"{r['compile_s']:>9.1f} {r['bytes_per_market'] / 1024:>10.1f} "
               f"{r['peak_rss'] / 2 ** 20:>9.0f} {r['rss_growth'] / 2 ** 20:>10.0f} "
-              f"{r['rss_growth'] / r['block'] / 1024:>10.1f}")
-    print("(device: MarketEnsemble.bytes_per_market; peak: the sample's process's peak "
-          "resident memory; growth: the peak over the resident memory after importing "
-          "TensorFlow, compilation included; KiB/market: growth / the markets of a "
-          "block, an upper bound on what a market adds)")
+              f"{r['rss_growth'] / r['block'] / 1024:>10.1f} "
+              f"{r['workers_peak_rss'] / 2 ** 20:>10.0f}")
+    print("(ratio: aggregate market-steps/s against pams's steps/s, the target >= 100x; per "
+          "CPU-s: the same per CPU-second of each side, flowsim's driver and workers "
+          "together; device: MarketEnsemble.bytes_per_market; peak: the sample's driver "
+          "process's peak resident memory; growth: the peak over the resident memory after "
+          "importing TensorFlow, compilation included; KiB/market: growth / the markets of "
+          "a block, an upper bound on what a market adds; worker: the largest peak "
+          "resident memory of a joblib worker)")
     return all(x >= 100 for x in ratios) if args.rounds else "speed not measured"
 
 
@@ -267,6 +361,11 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true",
                     help="small sizes: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()))
     ap.add_argument("--configs", default=",".join(SAMPLES))
+    ap.add_argument("--backend", default="joblib",
+                    help="flowsim's backend: joblib (default: --workers single-threaded "
+                         "processes) or flow (one process, TensorFlow's threads)")
+    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)),
+                    help="joblib worker processes (default: the cores this process may use)")
     ap.add_argument("--one", help=argparse.SUPPRESS)          # a sample, in a child process
     ap.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -282,6 +381,7 @@ def main(argv=None):
     child = ["--pams-seeds", str(args.pams_seeds), "--markets", str(args.markets),
              "--block", str(args.block), "--rounds", str(args.rounds),
              "--speed-seeds", str(args.speed_seeds), "--speed-markets", str(args.speed_markets),
+             "--backend", args.backend, "--workers", str(args.workers),
              *(["--stored"] if args.stored else []), *(["--no-z"] if args.no_z else [])]
     names = args.configs.split(",")
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,7 +16,7 @@ A market's best bid and ask keys and its depths are reductions over the whole
 orders, each followed by up to five arbitrage turns of two unit orders), each reading
 the best keys.  Here the rows are cut into ``n`` chunks of ``G`` rows (``G`` about
 ``sqrt(4 rows / 9)``, padded rows stay empty) and each chunk keeps its own best keys
-and depths (``[n, L, 4]``): a pass reduces ``n`` chunk values, a new order raises its
+and depths (``[4, n, L]``): a pass reduces ``n`` chunk values, a new order raises its
 chunk's bests and depths (the row it takes held no live order), and the chunks of the
 rows a pairing removes are reduced again.  Within a step an order's liveness (expiry
 >= t) changes only by placement and pairing, so the chunks are reduced whole once a
@@ -25,7 +25,7 @@ Maxima, minima and integer counts do not depend on the order of reduction: the b
 are the bits of the whole-book reduction.
 
 :class:`Chunks` keeps the book market by market (``[L, rows]``, the chunks' state
-``[L, n, 4]``): a chunk's rows are contiguous, so a pairing's two chunks per market are
+``[4, n, L]``): a chunk's rows are contiguous, so a pairing's two chunks per market are
 read whole (in ``[rows, L]`` each of their rows sat in another cache line: half the
 CPU of a shock_transfer block went on those reads and on copies of the state).
 :class:`Whole` keeps ``[rows, L]`` (its reductions run over the rows of every market).
@@ -161,15 +161,19 @@ class Chunks(Whole):
             if pad:
                 counted = t.concat([counted, t.zeros([L, pad], t.bool)], 1)
         self.counted = counted
+        # [rows, L]: a placement reads one row of every market
+        self.counted_rows = None if counted is None else t.transpose(counted)
         self.cols = t.range(L, dtype=t.int64)
 
     def empty(self):
-        """The chunks' state ``[L, n, 4]`` (best bid key, best ask key, bid depth, ask
+        """The chunks' state ``[4, n, L]`` (best bid key, best ask key, bid depth, ask
         depth of each chunk of each market) before the first step (:meth:`fresh` fills
         it).  One array, so that an update is one gather and one scatter (a pass's
-        cost is mostly the number of XLA kernels it runs)."""
+        cost is mostly the number of XLA kernels it runs); markets last, so that a
+        pass's reads of one chunk of every market (:meth:`placed`) and its reductions
+        over chunks (:meth:`bests`) run over contiguous rows of ``L`` values."""
         t = tf()
-        return (t.zeros([self.L, self.n, 4], t.int64),)
+        return (t.zeros([4, self.n, self.L], t.int64),)
 
     def write(self, array, row, values):
         t = tf()
@@ -185,8 +189,8 @@ class Chunks(Whole):
         shape = [self.L, self.n, self.G]
         cnt = None if self.counted is None else t.reshape(self.counted, shape)
         new = stats(t.reshape(book[2] >= t_step, shape), t.reshape(book[0], shape),
-                    t.reshape(book[1], shape), cnt, 2)
-        return book[:3] + (t.stack(new, -1),)
+                    t.reshape(book[1], shape), cnt, 2)                      # 4 x [L, n]
+        return book[:3] + (t.transpose(t.stack(new, 0), [0, 2, 1]),)
 
     def bests(self, t_step, book, xtra=None):
         """``(bk, ak, nb, na)`` ``[L]`` of the whole book from its chunks (``xtra``:
@@ -194,9 +198,8 @@ class Chunks(Whole):
         t = tf()
         assert xtra is None
         ch = book[3]
-        depth = t.reduce_sum(ch[:, :, 2:], axis=1)
-        return (t.reduce_max(ch[:, :, 0], axis=1), t.reduce_min(ch[:, :, 1], axis=1),
-                depth[:, 0], depth[:, 1])
+        depth = t.reduce_sum(ch[2:], axis=1)
+        return t.reduce_max(ch[0], axis=0), t.reduce_min(ch[1], axis=0), depth[0], depth[1]
 
     def placed(self, t_step, book, row, bid, ask, expiry):
         """``book`` after row ``row`` (a scalar, every market's) took new orders
@@ -208,12 +211,12 @@ class Chunks(Whole):
         c = row // self.G
         live = expiry >= t_step
         if self.counted is not None:
-            live = live & t.gather(self.counted, row, axis=1)
-        old = t.gather(book[3], c, axis=1)                                # [L, 4]
-        new = t.stack([t.maximum(old[:, 0], bid), t.minimum(old[:, 1], ask),
-                       old[:, 2] + t.cast(live & (bid != _IMIN), t.int64),
-                       old[:, 3] + t.cast(live & (ask != _IMAX), t.int64)], -1)
-        at = t.stack([self.cols, t.fill([self.L], t.cast(c, t.int64))], 1)
+            live = live & t.gather(self.counted_rows, row, axis=0)
+        old = t.gather(book[3], c, axis=1)                                # [4, L]
+        new = t.stack([t.maximum(old[0], bid), t.minimum(old[1], ask),
+                       old[2] + t.cast(live & (bid != _IMIN), t.int64),
+                       old[3] + t.cast(live & (ask != _IMAX), t.int64)], 0)
+        at = t.stack([t.range(4, dtype=t.int64), t.fill([4], t.cast(c, t.int64))], 1)
         return book[:3] + (t.tensor_scatter_nd_update(book[3], at, new),)
 
     def paired(self, t_step, book, b_row, a_row):
@@ -234,7 +237,7 @@ class Chunks(Whole):
                              cnt[0], 1)
         _, ak, _, na = stats(rows(book[2], ca) >= t_step, _IMIN, rows(book[1], ca),
                              cnt[1], 1)
-        where = t.concat([t.stack([self.cols, c, t.fill([L], t.constant(k, t.int64))], 1)
+        where = t.concat([t.stack([t.fill([L], t.constant(k, t.int64)), c, self.cols], 1)
                           for c, k in ((cb, 0), (ca, 1), (cb, 2), (ca, 3))], 0)
         return book[:3] + (t.tensor_scatter_nd_update(book[3], where,
                                                       t.concat([bk, ak, nb, na], 0)),)
