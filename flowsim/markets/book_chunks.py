@@ -14,13 +14,13 @@ Usage (inside :func:`flowsim.markets.kernel.run`)::
 A market's best bid and ask keys and its depths are reductions over the whole
 ``[rows, L]`` book, and a step of shock_transfer makes 33 order passes (three normal
 orders, each followed by up to five arbitrage turns of two unit orders), each reading
-the best keys.  Here the rows are cut into ``n`` chunks of ``G`` rows (``G`` about
-``sqrt(4 rows / 9)``, padded rows stay empty) and each chunk keeps its own best keys
-and depths (``[4, n, L]``): a pass reduces ``n`` chunk values, a new order raises its
-chunk's bests and depths (the row it takes held no live order), and the chunks of the
-rows a pairing removes are reduced again.  Within a step an order's liveness (expiry
->= t) changes only by placement and pairing, so the chunks are reduced whole once a
-step (:meth:`fresh`).
+the best keys.  Here the rows are cut into ``n`` chunks of ``G`` rows (``G`` is
+:data:`CHUNK_ROWS`, one cache line; padded rows stay empty) and each chunk keeps its
+own best keys and depths (``[4, n, L]``): a pass reduces ``n`` chunk values, a new
+order raises its chunk's bests and depths (the row it takes held no live order), and
+the chunks of the rows a pairing removes are reduced again.  Within a step an order's
+liveness (expiry >= t) changes only by placement and pairing, so the chunks are
+reduced whole once a step (:meth:`fresh`).
 Maxima, minima and integer counts do not depend on the order of reduction: the bests
 are the bits of the whole-book reduction.
 
@@ -30,8 +30,6 @@ read whole (in ``[rows, L]`` each of their rows sat in another cache line: half 
 CPU of a shock_transfer block went on those reads and on copies of the state).
 :class:`Whole` keeps ``[rows, L]`` (its reductions run over the rows of every market).
 """
-import math
-
 import numpy as np
 
 from ..core.lazy_tf import tf
@@ -67,9 +65,18 @@ def chunked(S):
             and S.layout.P >= MIN_PASSES)
 
 
+#: Rows a chunk: the int64 values of one 64-byte cache line, so that a chunk of a
+#: market's row (padded to whole chunks) is one aligned line of each book array.
+#: shock_transfer, CPU per market-step on one thread: 24-26 us with 8 rows, 25-28 with
+#: 16, 31-35 with 17 (``sqrt(4 rows / 9)``, which balances a pass's reads of the chunks
+#: against a pairing's rows but lets a chunk straddle lines).
+CHUNK_ROWS = 8
+
+
 def sizes(rows):
-    """``(G, n)``: rows a chunk and chunks of a book of ``rows`` rows."""
-    G = max(1, int(round(math.sqrt(4 * rows / 9))))
+    """``(G, n)``: rows a chunk (:data:`CHUNK_ROWS`, fewer for a smaller book) and
+    chunks of a book of ``rows`` rows."""
+    G = max(1, min(CHUNK_ROWS, rows))
     return G, -(-rows // G)
 
 
@@ -213,9 +220,13 @@ class Chunks(Whole):
         if self.counted is not None:
             live = live & t.gather(self.counted_rows, row, axis=0)
         old = t.gather(book[3], c, axis=1)                                # [4, L]
-        new = t.stack([t.maximum(old[0], bid), t.minimum(old[1], ask),
-                       old[2] + t.cast(live & (bid != _IMIN), t.int64),
-                       old[3] + t.cast(live & (ask != _IMAX), t.int64)], 0)
+        # one elementwise select over [4, L], not a stack of four rows: XLA's CPU loop
+        # for a stack branches per element and is not vectorised
+        field = t.range(4, dtype=t.int64)[:, None]
+        bid, ask = bid[None], ask[None]
+        count = t.cast(live[None] & t.where(field == 2, bid != _IMIN, ask != _IMAX), t.int64)
+        new = t.where(field == 0, t.maximum(old, bid),
+                      t.where(field == 1, t.minimum(old, ask), old + count))
         at = t.stack([t.range(4, dtype=t.int64), t.fill([4], t.cast(c, t.int64))], 1)
         return book[:3] + (t.tensor_scatter_nd_update(book[3], at, new),)
 
