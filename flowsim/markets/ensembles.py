@@ -228,9 +228,11 @@ def default_block_markets(n_markets, largest=DEFAULT_BLOCK_MARKETS):
 
 #: Bytes of market state a block should keep within (:func:`cache_block_markets`): a
 #: pass of the compiled step reads and writes all over the books, which then stay in
-#: the CPU's caches (shock_transfer, 83 KiB a market: CPU per market-step 114 us in
-#: blocks of 256, 99 us in blocks of 128; market_share_mm 8.7 against 7.5 us).
-CACHE_BYTES = 12 * 2 ** 20
+#: the CPU's caches.  One thread a core (``backend="joblib"``), CPU per market-step in
+#: blocks of 64 against 128: shock_transfer (87 KiB a market) 18-20 against 21-23 us,
+#: market_share_mm 2.1 against 2.3-2.4 us, market_share 0.98 against 1.04 us; ``test``
+#: (35 KiB) the same in blocks of 128 and 256.
+CACHE_BYTES = 6 * 2 ** 20
 
 
 def cache_block_markets(sim, largest=DEFAULT_BLOCK_MARKETS, budget=CACHE_BYTES):
@@ -266,6 +268,9 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
         Same seed, same bits on every backend and for every ``events_limit``.
     backend : str or Flow class
         ``"flow"`` (one device), ``"threads"``, ``"joblib"``, ``"mpi"``, ``"spark"``...
+        On a CPU, ``"joblib"`` is the fastest: one single-threaded worker process per
+        core, each running whole blocks in its own caches (give at least as many blocks
+        as cores; docs/markets.rst, "Speed and memory").
     paths : int
         Keep the price paths of the first ``paths`` markets: ``Result.paths =
         {"market_price": [paths, T + 1], "fundamental": [paths, T + 1]}`` at times
