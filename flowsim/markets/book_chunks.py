@@ -131,6 +131,13 @@ class Whole:
     def fresh(self, t_step, book):
         return book
 
+    def after_fresh(self, book):
+        """An int64 zero that XLA cannot fold, computed from :meth:`fresh`'s chunks:
+        added to the step's first placement number it orders the step's first writes
+        to the book after fresh's reads of it, so XLA writes the book in place instead
+        of copying it first."""
+        return tf().constant(0, tf().int64)
+
     def placed(self, t_step, book, row, bid, ask, expiry):
         return book
 
@@ -198,6 +205,10 @@ class Chunks(Whole):
         new = stats(t.reshape(book[2] >= t_step, shape), t.reshape(book[0], shape),
                     t.reshape(book[1], shape), cnt, 2)                      # 4 x [L, n]
         return book[:3] + (t.transpose(t.stack(new, 0), [0, 2, 1]),)
+
+    def after_fresh(self, book):
+        t = tf()
+        return t.minimum(t.reduce_min(book[3][2, 0]), 0)       # depths are >= 0
 
     def bests(self, t_step, book, xtra=None):
         """``(bk, ak, nb, na)`` ``[L]`` of the whole book from its chunks (``xtra``:

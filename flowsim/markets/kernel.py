@@ -637,6 +637,8 @@ def run(S, key, M, state):
         cleared = acc.get("cleared")
         for j, (side, level, ttl) in enumerate(orders):
             q = S.layout.normal(t, j)
+            if j == 0:              # the step's first writes wait for fresh()'s reads
+                q = q + chunks.after_fresh(book)
             book, price, traded, did, vol, nb, na, active, cleared = process(
                 t, q, side, level, ttl, book, price, traded, running,
                 clear if j == 0 else t_.constant(False), need if j == 0 else None,
