@@ -162,16 +162,24 @@ def several_market_statistics(series, t0, indexes=None):
     return np.concatenate(cols, axis=1)
 
 
-def run_pams(settings, seed):
-    """One pams run: ``({market: (prices, fundamental, volumes, bids, asks)}, indexes,
-    seconds)``, markets in config order, ``indexes`` as
-    :func:`several_market_statistics` takes it."""
+def set_up(settings, seed):
+    """A pams SequentialRunner of ``settings`` and ``seed``, the samples' user classes
+    registered, set up: what ``runner.main()`` does before ``runner._run()``."""
     import pams
     warnings.filterwarnings("ignore", "order price does not accord", UserWarning)
     runner = pams.runners.SequentialRunner(settings=settings, prng=random.Random(seed))
     for cls in user_classes():
         runner.class_register(cls=cls)
-    runner._setup()                      # what runner.main() does, with a hook in between
+    runner._setup()
+    return runner
+
+
+def run_pams(settings, seed):
+    """One pams run: ``({market: (prices, fundamental, volumes, bids, asks)}, indexes,
+    seconds)``, markets in config order, ``indexes`` as
+    :func:`several_market_statistics` takes it."""
+    import pams
+    runner = set_up(settings, seed)      # then a hook before the run
     sim = runner.simulator
     depth = {m.name: ([], []) for m in sim.markets}
     original = sim._trigger_event_after_step_for_market
@@ -198,20 +206,15 @@ def speed(name, seeds, first_seed=0):
     """``(steps per second, steps per CPU-second)`` of pams's SequentialRunner on config
     ``name``, as a user runs it: no hook (:func:`run_pams`'s depth hook costs pams time),
     timed around the run after its setup, one process."""
-    import pams
-    warnings.filterwarnings("ignore", "order price does not accord", UserWarning)
+    from _common import Timed
     settings = load(CONFIGS[name])
     T, _ = window(settings)
     wall = cpu = 0.0
     for seed in range(first_seed, first_seed + seeds):
-        runner = pams.runners.SequentialRunner(settings=settings, prng=random.Random(seed))
-        for cls in user_classes():
-            runner.class_register(cls=cls)
-        runner._setup()
-        start, start_cpu = time.perf_counter(), time.process_time()
-        runner._run()
-        wall += time.perf_counter() - start
-        cpu += time.process_time() - start_cpu
+        runner = set_up(settings, seed)
+        with Timed() as run:
+            runner._run()
+        wall, cpu = wall + run.wall, cpu + run.cpu
     return seeds * T / wall, seeds * T / cpu
 
 

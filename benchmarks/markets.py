@@ -69,13 +69,7 @@ def pams_rows(name, seeds, first_seed=0):
     if importlib.util.find_spec("pams") is not None:
         from make_pams_reference import reference
         return reference(name, seeds, first_seed)
-    out = subprocess.run([_pams_python(), "-W", "ignore",
-                          os.path.join(ROOT, "benchmarks", "make_pams_reference.py"),
-                          "--seeds", str(seeds), "--first-seed", str(first_seed),
-                          "--configs", name, "--json"],
-                         capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
-    d = json.loads(out.stdout.strip().splitlines()[-1])[name]
+    d = _pams_json(name, seeds, first_seed, "--json")
     return np.array(d["rows"], np.float64), list(d["columns"]), d["steps_per_second"]
 
 
@@ -85,22 +79,24 @@ def pams_speed(name, seeds, first_seed):
     if importlib.util.find_spec("pams") is not None:
         from make_pams_reference import speed
         return speed(name, seeds, first_seed)
-    out = subprocess.run([_pams_python(), "-W", "ignore",
-                          os.path.join(ROOT, "benchmarks", "make_pams_reference.py"),
-                          "--speed", "--seeds", str(seeds), "--first-seed", str(first_seed),
-                          "--configs", name],
-                         capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
-    d = json.loads(out.stdout.strip().splitlines()[-1])[name]
+    d = _pams_json(name, seeds, first_seed, "--speed")
     return d["steps_per_second"], d["steps_per_cpu_second"]
 
 
-def _pams_python():
+def _pams_json(name, seeds, first_seed, mode):
+    """make_pams_reference.py's JSON for ``name`` (``mode``: ``--json`` or ``--speed``),
+    run by PAMS_PYTHON."""
     python = os.environ.get("PAMS_PYTHON")
     if not python:
         raise SystemExit("pams is not installed here: pip install 'pams>=0.3,<0.4' (needs "
                          "numpy < 2) or set PAMS_PYTHON to a Python that has it")
-    return python
+    out = subprocess.run([python, "-W", "ignore",
+                          os.path.join(ROOT, "benchmarks", "make_pams_reference.py"), mode,
+                          "--seeds", str(seeds), "--first-seed", str(first_seed),
+                          "--configs", name],
+                         capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    return json.loads(out.stdout.strip().splitlines()[-1])[name]
 
 
 def stored_rows(name):
@@ -228,8 +224,8 @@ def one_sample(name, index, args):
     kw = backend_kw(args)
     start = time.perf_counter()
     # a block for every worker: each compiles (or loads the cached kernel) before timing
-    warm = fm.ensemble(cfg, block * (args.workers if args.backend == "joblib" else 1),
-                       seed=1, block_markets=block, classes=CLASSES, **kw)
+    warm = fm.ensemble(cfg, block * kw.get("n_jobs", 1), seed=1, block_markets=block,
+                       classes=CLASSES, **kw)
     out["compile_s"] = time.perf_counter() - start
     out["bytes_per_market"] = warm.meta["bytes_per_market"]
     if not args.no_z:
