@@ -4,19 +4,16 @@ The same seed gives the same float64 bits whatever the device count, chunk size
 or backend: the random numbers of an event are a pure function of (seed,
 iteration, block) and per-block partial sums are added in block order.
 """
-__version__ = "0.1.0"
-
 import importlib as _importlib
 
+from ._version import __version__
+from .core.configuration import configure
 from .core.lazy_tf import logical_devices, set_virtual_cpus
-from .core.lazy_tf import quiet_import as _quiet_import
 from .core.log import FlowsimWarning
 
-# Before anything imports TensorFlow: its start-up noise silenced (FLOWSIM_TF_VERBOSE=1
-# keeps it) whoever imports it first.  TensorFlow itself loads when compute starts.
-_quiet_import()
-# Also before TensorFlow loads: its persistent XLA cache (FLOWSIM_CACHE_DIR; off with "off").
-_importlib.import_module(".core.compile_cache", __name__).configure()
+# Importing flowsim changes nothing in the process (no environment variable, no
+# directory): flowsim.configure() sets TensorFlow's and XLA's options, called by
+# flowsim on its first load of TensorFlow unless the user called it before.
 
 # Old module paths (flowsim.flow, flowsim.vegas, ...) import as their new modules, with a
 # DeprecationWarning: flowsim._moved.
@@ -32,8 +29,8 @@ _importlib.import_module("sys").modules.setdefault(f"{__name__}.sweep",
                                                                              __name__))
 
 __all__ = ["Flow", "FlowsimWarning", "Histogram", "Plain", "Result", "Simulation", "Sweep",
-           "integrate", "logical_devices", "numpy_integrand", "register_backend", "scan",
-           "set_virtual_cpus", "sweep", "tf_integral", "__version__"]
+           "configure", "integrate", "logical_devices", "numpy_integrand", "register_backend",
+           "scan", "set_virtual_cpus", "sweep", "tf_integral", "__version__"]
 
 # Public names and the submodule that defines each, imported on first use (PEP 562)
 # so that `flowsim --version`, `import flowsim.schedule` etc. load no TensorFlow.

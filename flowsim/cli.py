@@ -260,10 +260,12 @@ def _report(args, result, sim):
 
 
 def _cache(args):
-    from .core import compile_cache
+    from .core import compile_cache, configuration
     if args.action == "dir":
         env = compile_cache.ENV
-        print(compile_cache.directory() or f"off ({env}={os.environ.get(env)!r})")
+        # the XLA_FLAGS flowsim.configure() would run with: part of the directory's name
+        flags = configuration.xla_flags(os.environ.get("XLA_FLAGS"), configuration.cpu_flags())
+        print(compile_cache.directory(xla_flags=flags) or f"off ({env}={os.environ.get(env)!r})")
         return 0
     freed = compile_cache.clear()
     print(f"flowsim: removed {freed / 2**20:.1f} MiB of compiled kernels from "

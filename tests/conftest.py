@@ -17,8 +17,9 @@ import pytest
 
 # Compiled kernels of this test run (and of the processes it starts) go to a fresh
 # cache, not the user's: no test depends on what an earlier run left behind.  Set
-# before flowsim is imported: importing it points TensorFlow's XLA cache (through
-# TF_XLA_FLAGS, which every process the tests start inherits) at FLOWSIM_CACHE_DIR.
+# before flowsim configures TensorFlow: flowsim.configure() (here, and on the first
+# compile of every process the tests start) points TensorFlow's XLA cache at
+# FLOWSIM_CACHE_DIR through TF_XLA_FLAGS, which those processes also inherit.
 # Under pytest-xdist the controller imports this file first and its workers inherit the
 # variable: one cache for the whole run, removed when the controller exits.
 if "FLOWSIM_CACHE_DIR" not in os.environ:
@@ -26,6 +27,8 @@ if "FLOWSIM_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["FLOWSIM_CACHE_DIR"], True)
 
 import flowsim  # noqa: E402
+
+flowsim.configure()     # before any test file imports tensorflow
 from flowsim.core.lazy_tf import tf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -117,8 +117,8 @@ def test_stable_names_stay_unique_for_equal_keys_in_one_process():
 
 
 def test_cache_dir_follows_FLOWSIM_CACHE_DIR_and_is_off_when_asked(tmp_path):
-    code = ("import os, sys, flowsim; print(os.environ.get('TF_XLA_FLAGS', '')); "
-            "print('tensorflow' in sys.modules)")
+    code = ("import os, sys, flowsim; flowsim.configure(); "
+            "print(os.environ.get('TF_XLA_FLAGS', '')); print('tensorflow' in sys.modules)")
     r = run_python(code, env={"FLOWSIM_CACHE_DIR": str(tmp_path / "c"), "TF_XLA_FLAGS": ""})
     flags, loaded = r.stdout.split("\n")[:2]
     assert f"--tf_xla_persistent_cache_directory={tmp_path / 'c'}{os.sep}xla-tf" in flags
@@ -133,7 +133,7 @@ def test_cache_dir_follows_FLOWSIM_CACHE_DIR_and_is_off_when_asked(tmp_path):
 def test_tensorflow_does_not_fold_the_kernels_ranges_into_the_executable(tmp_path):
     """Unless TF_XLA_FLAGS says otherwise: folded, the random stream's counters were
     array literals in the kernel (9 MB executables, slow to load)."""
-    code = "import os, flowsim; print(os.environ.get('TF_XLA_FLAGS', ''))"
+    code = "import os, flowsim; flowsim.configure(); print(os.environ.get('TF_XLA_FLAGS', ''))"
     r = run_python(code, env={"FLOWSIM_CACHE_DIR": "off", "TF_XLA_FLAGS": ""})
     assert r.stdout.split("\n")[0] == "--tf_xla_disable_constant_folding=true"
     mine = "--tf_xla_disable_constant_folding=false"

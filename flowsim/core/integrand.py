@@ -7,6 +7,7 @@ import weakref
 
 import numpy as np
 
+from . import tf_private
 from .blocks import check_count
 from .lazy_tf import tf
 
@@ -257,20 +258,13 @@ PLAIN_MODULES = ("flowsim.core.lazy_tf", "flowsim.math")
 
 
 def _enabled_context():
-    """AutoGraph's "conversion on" context (TensorFlow exports ``tf_convert`` but not
-    the context that makes it convert), or None; looked up after TensorFlow loads,
-    when :data:`PLAIN_MODULES` join AutoGraph's list of modules it leaves alone."""
+    """AutoGraph's "conversion on" context, or None
+    (:func:`flowsim.core.tf_private.autograph_context`); looked up after TensorFlow
+    loads, when :data:`PLAIN_MODULES` join AutoGraph's list of modules it leaves alone."""
     if not _CONTEXT:
         tf()
-        try:
-            from tensorflow.python.autograph.core import ag_ctx, config
-            convert = tf().__internal__.autograph.tf_convert
-            context = ag_ctx.ControlStatusCtx(status=ag_ctx.Status.ENABLED)
-            config.CONVERSION_RULES = (tuple(config.DoNotConvert(m) for m in PLAIN_MODULES)
-                                       + tuple(config.CONVERSION_RULES))
-            _CONTEXT.extend((context, convert))
-        except (ImportError, AttributeError):
-            _CONTEXT.append(None)
+        found = tf_private.autograph_context(PLAIN_MODULES)
+        _CONTEXT.extend(found or (None,))
     return _CONTEXT[0]
 
 

@@ -34,13 +34,14 @@ import pickle
 import re
 import threading
 
+from . import tf_private
+
 #: Each block's names count from a start in 2**34 slots of 2**24 above 2**60
 #: (TensorFlow's own counter counts from 0 and never gets there).
 _SPAN, _FLOOR, _SLOTS = 2**24, 2**60, 2**34
 _local = threading.local()
 _lock = threading.Lock()
 _traces = {}            # key digest -> how many traces of it this process started
-_installed = []
 #: TensorFlow's names, with this module's count in place of ``ops.uid()``.
 _FORMATS = {"_inference_name": lambda n, k: f"__inference_{n}_{k}",
             "_forward_name": lambda n, k: f"__forward_{n}_{k}",
@@ -53,40 +54,21 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 def _install():
     """Route TensorFlow's function and loop-body names through this thread's counts,
-    when it has them (once).  Only names: the uids of tensors, graphs and resources
-    keep TensorFlow's counter (how many of those a trace takes may depend on what
-    the process built before)."""
-    with _lock:
-        if _installed:
-            return
-        try:
-            from tensorflow.python.eager.polymorphic_function import concrete_function
-            from tensorflow.python.ops import control_flow_util_v2
-        except ImportError:
-            _installed.append(None)
-            return
+    when it has them (once: :func:`flowsim.core.tf_private.route_function_names`).
+    Only names: the uids of tensors, graphs and resources keep TensorFlow's counter
+    (how many of those a trace takes may depend on what the process built before)."""
+    return tf_private.route_function_names(_named)
 
-        def named(which):
-            def name(*args):
-                counts = getattr(_local, "counts", None)
-                if counts is None:
-                    return originals[which](*args)
-                base = (which,) + args     # counted per base name: an unrelated function
-                k = counts[base] = counts.get(base, -1) + 1     # does not shift the others
-                return _FORMATS[which](*args, _local.start + k)
-            return name
 
-        modules = {"_inference_name": concrete_function, "_forward_name": concrete_function,
-                   "_backward_name": concrete_function,
-                   "unique_fn_name": control_flow_util_v2,
-                   "unique_grad_fn_name": control_flow_util_v2}
-        originals = {name: getattr(module, name, None) for name, module in modules.items()}
-        if None in originals.values():
-            _installed.append(None)
-            return
-        for name, module in modules.items():
-            setattr(module, name, named(name))
-        _installed.append(originals)
+def _named(which, original):
+    def name(*args):
+        counts = getattr(_local, "counts", None)
+        if counts is None:
+            return original(*args)
+        base = (which,) + args     # counted per base name: an unrelated function
+        k = counts[base] = counts.get(base, -1) + 1     # does not shift the others
+        return _FORMATS[which](*args, _local.start + k)
+    return name
 
 
 def _start(key):

@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from ..core import rng
+from ..core import rng, tf_private
 from ..core.lazy_tf import tf
 from . import forex, market
 from .market import ACC_DTYPE, OBS_BOUND, Market
@@ -32,12 +32,12 @@ def default_device():
 def flat_call(concrete):
     """``concrete(*args)`` -> ``(obs or None, table)``, called through its graph function
     with the captured inputs passed directly: this skips the concrete function's
-    argument binding and structuring, about half of a step call's cost from Python
-    (120 against 270 us per call measured under load, 2026-11-30), and, when eager,
-    goes straight to TensorFlow's executor (:func:`quick_call`).  Falls back to the
-    concrete function when TensorFlow lacks the (private) graph function."""
-    atomic = getattr(concrete, "_inference_function", None)
-    if atomic is None or not callable(getattr(atomic, "call_flat", None)):
+    argument binding and structuring, about half of a step call's cost from Python,
+    and, when eager, goes straight to TensorFlow's executor (:func:`quick_call`).
+    Falls back to the concrete function when TensorFlow lacks the (private) graph
+    function (:func:`flowsim.core.tf_private.graph_function`)."""
+    atomic = tf_private.graph_function(concrete)
+    if atomic is None:
         return concrete
     captures = tuple(concrete.captured_inputs)
     run = quick_call(atomic, captures)
@@ -48,33 +48,8 @@ def flat_call(concrete):
     return call
 
 
-def quick_call(atomic, captures):
-    """``run(*args)`` -> the flat outputs of graph function ``atomic`` on ``args`` and
-    ``captures``: eagerly through ``execute.quick_execute``, which skips ``call_flat``'s
-    Python (its error rewriting, control and tape scopes, attribute rebuilding: 25-35 us
-    of a 60-80 us call measured 2026-12-02); inside a graph, or without those (private)
-    names, ``call_flat``.  The call's attributes follow TensorFlow's function call
-    options of the calling thread: they are rebuilt whenever TensorFlow makes new ones
-    (it does on every ``tf.config`` change), so a config changed after the env was made
-    applies to its next step."""
-    try:
-        from tensorflow.python.eager import context, execute
-        ctx = context.context()
-        name, n_out = atomic.name.decode(), len(atomic.function_type.flat_outputs)
-        quick = execute.quick_execute
-        ctx.function_call_options.as_attrs()
-    except (ImportError, AttributeError):
-        quick = None
-    seen = [None, ()]                       # the options object and its flat attributes
-
-    def run(*args):
-        if quick is None or not ctx.executing_eagerly():
-            return atomic.call_flat(*args, *captures)
-        options = ctx.function_call_options
-        if options is not seen[0]:
-            seen[:] = options, tuple(x for item in options.as_attrs().items() for x in item)
-        return quick(name, n_out, [*args, *captures], seen[1], ctx)
-    return run
+#: ``run = quick_call(atomic, captures)``: :func:`flowsim.core.tf_private.quick_call`.
+quick_call = tf_private.quick_call
 
 
 def reset_mask(options, n, everything):
