@@ -61,7 +61,7 @@ docs: $(VENV)/.installed-docs
 dist:
 	mkdir -p dist
 	rm -f dist/flowsim-*.zip
-	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -c "import re, shutil; v = re.search(r'__version__ = \"([^\"]+)\"', open('flowsim/__init__.py').read()).group(1); shutil.make_archive('dist/flowsim-' + v, 'zip', '.', 'flowsim')"
+	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -c "import re, shutil; v = re.search(r'__version__ = \"([^\"]+)\"', open('flowsim/_version.py').read()).group(1); shutil.make_archive('dist/flowsim-' + v, 'zip', '.', 'flowsim')"
 
 clean:
 	rm -rf $(VENV) $(PAMS_VENV) dist docs/_build .pytest_cache

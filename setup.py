@@ -1,8 +1,13 @@
+import re
+
 from setuptools import find_packages, setup
+
+#: The version is written once, in flowsim/_version.py.
+VERSION = re.search(r'__version__ = "([^"]+)"', open("flowsim/_version.py").read()).group(1)
 
 setup(
     name="flowsim",
-    version="0.1.0",
+    version=VERSION,
     description="Reproducible Monte Carlo integration and simulation with TensorFlow "
                 "on every device, MPI rank and Spark executor",
     long_description=open("README.md", encoding="utf-8").read(),

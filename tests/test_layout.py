@@ -4,6 +4,7 @@ DeprecationWarning, from one table (no six-line modules); flowsim/ has no import
 and no module imports another's private name (both read with ast)."""
 import ast
 import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -90,6 +91,8 @@ def _imports(name, path, modules):
                 for alias in node.names:
                     sub = f"{base}.{alias.name}"
                     yield (sub, None) if sub in modules else (base, alias.name)
+        elif (target := _import_module_string(node, package)) is not None:
+            yield target, None
 
 
 #: Cycles another branch breaks (helper "api": cli -> targets -> markets.job -> cli);
@@ -195,3 +198,78 @@ def test_fingerprints_name_moved_modules_as_before():
     from flowsim.targets import double_gaussian
     assert fingerprint(double_gaussian)["name"] == "flowsim.examples.double_gaussian"
     assert {new: old for old, new in MOVED.items()}.items() <= _FORMER.items()
+
+
+def _import_module_string(node, package):
+    """The flowsim module an ``importlib.import_module("...")`` call names by a string
+    literal (relative ones resolved in ``package``), or None."""
+    func = getattr(node, "func", None)
+    if (not isinstance(node, ast.Call) or getattr(func, "attr", getattr(func, "id", None))
+            != "import_module" or not node.args or not isinstance(node.args[0], ast.Constant)
+            or not isinstance(node.args[0].value, str)):
+        return None
+    target = importlib.util.resolve_name(node.args[0].value, package)
+    return target if target.startswith("flowsim") else None
+
+
+def test_the_import_graph_reads_import_module_strings():
+    """A cycle hidden behind ``importlib.import_module("...")`` is still a cycle: the
+    graph :func:`test_no_import_cycle` checks has those edges too."""
+    modules = _modules()
+    found = {m for m, _ in _imports("flowsim", modules["flowsim"], modules)}
+    assert "flowsim._moved" in found            # import_module("._moved", __name__)
+    for name in ("flowsim.core.compile_cache", "flowsim.core.configuration"):
+        assert "flowsim" not in {m for m, _ in _imports(name, modules[name], modules)}
+
+
+#: The one module that may use TensorFlow's private names.
+TF_PRIVATE_MODULE = "flowsim.core.tf_private"
+#: TensorFlow attributes that are not its public API (found where flowsim used them).
+TF_PRIVATE_ATTRIBUTES = {"__internal__", "quick_execute", "call_flat", "_inference_function",
+                         "CONVERSION_RULES", "function_call_options"}
+
+
+def _tf_private_uses(tree):
+    """What in ``tree`` is a TensorFlow private name: imports of ``tensorflow.<sub>``
+    (TensorFlow's API is the top-level module), of ``ctypes``, strings naming
+    ``tensorflow.python`` or ``_pywrap``, and :data:`TF_PRIVATE_ATTRIBUTES`."""
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        yield from (n for n in names if n.startswith(("tensorflow.", "ctypes")))
+        if isinstance(node, ast.Attribute) and node.attr in TF_PRIVATE_ATTRIBUTES:
+            yield f".{node.attr}"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(
+                word in node.value for word in ("tensorflow.python", "_pywrap")):
+            if not _is_docstring(tree, node):
+                yield repr(node.value[:60])
+
+
+def _is_docstring(tree, constant):
+    return any(isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef)) and n.body
+               and isinstance(n.body[0], ast.Expr) and n.body[0].value is constant
+               for n in ast.walk(tree))
+
+
+def test_no_tensorflow_private_name_outside_the_shim_module():
+    found = [f"{name}: {use}" for name, path in sorted(_modules().items())
+             if name != TF_PRIVATE_MODULE
+             for use in _tf_private_uses(ast.parse(open(path).read()))]
+    assert found == []
+    shim = ast.parse(open(_modules()[TF_PRIVATE_MODULE]).read())
+    assert list(_tf_private_uses(shim))         # the check sees what the shim module uses
+
+
+def test_the_version_is_written_once():
+    """flowsim/_version.py holds it; flowsim.__version__, setup.py and ``make dist`` read it."""
+    from flowsim import __version__
+    from flowsim._version import __version__ as written
+    assert __version__ is written
+    for path in ("setup.py", "Makefile"):
+        assert "flowsim/_version.py" in open(os.path.join(ROOT, path)).read(), path
+    writers = [name for name, path in _modules().items()      # (compat.vegasflow has
+               if f'__version__ = "{written}"' in open(path).read()]   # vegasflow's own)
+    assert writers == ["flowsim._version"]
