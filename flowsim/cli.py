@@ -388,7 +388,7 @@ def main(argv=None):
         code = _exit_code(exc)
         if code is None:
             raise
-        if not getattr(exc, "_flowsim_quiet", False):   # another MPI rank reports it
+        if not getattr(exc, "flowsim_quiet", False):   # another MPI rank reports it
             message = exc.message if hasattr(exc, "message") and code == 1 else exc
             notes = "".join(f" {n}" for n in getattr(exc, "__notes__", ()))
             print(f"flowsim: error: {message}{notes}", file=sys.stderr)

@@ -760,8 +760,13 @@ def test_inconsistent_iterations_are_warned_about(caplog):
     recs = [{"iteration": i + 1, "value": v, "error": 0.01, "events": 1000, "seconds": 0.1}
             for i, v in enumerate([1.0, 1.0, 0.5, 1.0])]
     with caplog.at_level("WARNING", logger="flowsim"):
-        assert warn_if_inconsistent(Result(recs, 1.0, meta={"simulation": "Vegas"}))
+        assert warn_if_inconsistent(Result(recs, 1.0, meta={"simulation": "Vegas"},
+                                           inconsistency_advice=flowsim.Vegas.inconsistency_advice))
     assert "disagree" in caplog.text and "VegasPlus" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="flowsim"):      # the simulation's advice, or
+        assert warn_if_inconsistent(Result(recs, 1.0, meta={"simulation": "Vegas"}))
+    assert "skip more warm-up iterations" in caplog.text and "VegasPlus" not in caplog.text
     caplog.clear()
     calm = [dict(r, value=1.0 + 0.01 * d) for r, d in zip(recs, [0.3, -1.0, 0.5, 0.2])]
     with caplog.at_level("WARNING", logger="flowsim"):

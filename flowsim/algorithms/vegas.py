@@ -240,6 +240,8 @@ class Vegas(Plain):
 
     #: Whether ``stratify`` means hypercubes of equal events (VegasPlus allocates its own).
     _equal_strata = True
+    inconsistency_advice = ("use more events per iteration, skip more warm-up iterations, or "
+                            "VegasPlus, whose stratification keeps every peak in view")
 
     def __init__(self, integrand, dim, limits=None, n_bins=100, alpha=None, train=0,
                  histograms=(), grid=None, stratify=True, nstrat=None, freeze_after=None):

@@ -21,6 +21,7 @@ import numpy as np
 from ..core.blocks import check_count
 from ..core.kernel import columns
 from ..core.lazy_tf import tf
+from ..core.simulation import Simulation
 from ..core.sums import count_true, segment_block_sum
 from . import strata
 from .histogram import estimate_record
@@ -197,6 +198,9 @@ class VegasPlus(Vegas):
     their errors use the unstratified formula (an approximation: it
     ignores the stratification).  :meth:`sample` draws from the map only.
     """
+
+    #: Its stratification is what Vegas' advice points to: the general advice.
+    inconsistency_advice = Simulation.inconsistency_advice
 
     _count_increments = True          # y is stratified: the map trains on real counts
     _equal_strata = False             # the allocation is VegasPlus's own

@@ -324,7 +324,8 @@ class Flow:
                 procs.failed(exc)
                 raise
             records, wall = procs.finish(records, wall)
-        result = Result(records, wall, self.timeline, meta=self._meta(), skip=skip)
+        result = Result(records, wall, self.timeline, meta=self._meta(), skip=skip,
+                        inconsistency_advice=self.simulation.inconsistency_advice)
         if self.is_root():
             warn_if_inconsistent(result)
         return result

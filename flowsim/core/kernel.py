@@ -120,6 +120,15 @@ class IterationTask:
         d["_tensors"] = {}
         return d
 
+    def state_tensors(self, device):
+        """The state as constants on ``device`` (inside its ``tf.device`` scope), made
+        once per device and task (and shared by the tasks :meth:`at` makes)."""
+        tensors = self._tensors.get(device)
+        if tensors is None:
+            t = tf()
+            tensors = self._tensors[device] = {k: t.constant(v) for k, v in self.state.items()}
+        return tensors
+
     def at(self, iteration):
         """The same run at another ``iteration``, with this task's state (and tensors)."""
         return IterationTask(self.simulation, self.spec, self.seed, iteration, self.n_events,
@@ -386,10 +395,7 @@ def _run_chunk(task, first_block, n_blocks, device):
     t = tf()
     fn = compiled(task.simulation, task.spec, device)
     with t.device(device):
-        tensors = task._tensors.get(device)
-        if tensors is None:
-            tensors = task._tensors[device] = {
-                k: t.constant(v) for k, v in task.state.items()}
+        tensors = task.state_tensors(device)
         base = t.constant([task.seed, task.iteration << 32], t.int64)
         try:
             rows = fn(base, t.constant(first_block, t.int64), t.constant(n_blocks, t.int64),

@@ -104,6 +104,9 @@ class Result:
         their errors (chi²/dof above its 99.9 % point), NaN/Inf values dropped.
         Printed with the result table; :meth:`flowsim.Flow.run` also issues
         each as a :class:`flowsim.FlowsimWarning` and logs it.
+    inconsistency_advice : str or None
+        What the warning about disagreeing iterations advises: the simulation's
+        :attr:`~flowsim.Simulation.inconsistency_advice` (None: the general advice).
     covariance : numpy array [k, k] or None
         Covariance of the components of ``value`` (vector integrands run with
         :func:`flowsim.integrate`'s ``covariance=True``);
@@ -113,8 +116,10 @@ class Result:
         integrand's parameters (:func:`flowsim.integrate`'s ``params``).
     """
 
-    def __init__(self, iterations, wall_time, timeline=(), meta=None, skip=0, warnings=None):
+    def __init__(self, iterations, wall_time, timeline=(), meta=None, skip=0, warnings=None,
+                 inconsistency_advice=None):
         self.iterations = list(iterations)
+        self.inconsistency_advice = inconsistency_advice
         self.wall_time = float(wall_time)
         self.timeline = list(timeline)
         self.meta = dict(meta or {})
@@ -253,9 +258,8 @@ def inconsistency(result):
     if not worst > limit:
         return None
     name = result.meta.get("simulation", "run")
-    advice = ("use more events per iteration, skip more warm-up iterations, or VegasPlus, "
-              "whose stratification keeps every peak in view" if name == "Vegas" else
-              "use more events per iteration or skip more warm-up iterations")
+    advice = (getattr(result, "inconsistency_advice", None)
+              or "use more events per iteration or skip more warm-up iterations")
     return (f"{name}: the {kept} kept iterations disagree (chi2/dof = {worst:.3g}, above "
             f"{limit:.3g}, the 99.9% point for honest errors): the error may be "
             f"underestimated; {advice}")

@@ -98,6 +98,10 @@ class Simulation:
     #: overrides methods without setting this in its own body is converted.
     autograph = True
 
+    #: What a result's warning advises when its kept iterations disagree beyond their
+    #: errors (:attr:`flowsim.Result.warnings`).
+    inconsistency_advice = "use more events per iteration or skip more warm-up iterations"
+
     # -- what the kernel needs -------------------------------------------------
     def accumulators(self):
         """``{name: shape}`` of the per-block float64 partial sums.  Required."""

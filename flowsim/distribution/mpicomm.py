@@ -15,7 +15,10 @@ nobody catches them: rank 0 prints the failed rank's error and traceback once,
 the others stay quiet, and every rank leaves with ``os._exit(1)`` right after
 (like ``MPI_Abort``, this skips ``atexit`` handlers; TensorFlow's normal
 teardown takes seconds, enough to miss a 10 s bound on a loaded machine).
-A caught error is an ordinary exception on every rank.
+A caught error is an ordinary exception on every rank; it carries
+``flowsim_agreed = True`` (every rank raised it in the same collective) and
+``flowsim_quiet`` (True on ranks other than 0, which leave reporting it to rank
+0, as the ``flowsim`` command line does).
 """
 import contextlib
 import logging
@@ -126,7 +129,7 @@ class MPIProcesses(Processes):
     def failed(self, exc):
         """Send ``exc`` to every rank (which raise in the same collective) unless
         every rank raised it already."""
-        if not getattr(exc, "_flowsim_agreed", False):
+        if not getattr(exc, "flowsim_agreed", False):
             self.exchange(None, own=exc)
 
     def load_checkpoint(self, path):
@@ -200,8 +203,8 @@ def _allgather(comm, obj, idle=None):
 
 def _agreed(exc, rank):
     """Mark ``exc`` as raised on every rank at once: rank 0 reports it, others stay quiet."""
-    exc._flowsim_agreed = True
-    exc._flowsim_quiet = rank != 0
+    exc.flowsim_agreed = True
+    exc.flowsim_quiet = rank != 0
     return exc
 
 
@@ -248,12 +251,12 @@ def install_excepthook(comm):
     previous = sys.excepthook
 
     def hook(kind, value, tb):
-        if getattr(value, "_flowsim_agreed", False):
+        if getattr(value, "flowsim_agreed", False):
             # Every rank is here: rank 0 prints, the others wait (at most
             # GRACE s) until it has, then all leave at once -- tearing down
             # TensorFlow takes seconds, and mpirun kills the job as soon as
             # one rank exits non-zero, which must not cut rank 0's report.
-            if not getattr(value, "_flowsim_quiet", False):
+            if not getattr(value, "flowsim_quiet", False):
                 previous(kind, value, tb)
             _flush()
             request = comm.Ibarrier()

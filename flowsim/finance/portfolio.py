@@ -350,7 +350,6 @@ class Portfolio:
         self.index = index
         self.ann_factor = ann
         self.risk_free, self.required_return = risk_free, required_return
-        self._tensors = out
 
     def _wrap(self, a):
         import pandas as pd

@@ -352,7 +352,8 @@ class MonteCarloFlow:
                 self._log_iteration(i, rec, time.perf_counter() - start if log_time else None)
         self._sync()
         result = Result(records, time.perf_counter() - start_all, meta={
-            "simulation": type(self.simulation).__name__, "seed": self._flow.seed})
+            "simulation": type(self.simulation).__name__, "seed": self._flow.seed},
+            inconsistency_advice=self.simulation.inconsistency_advice)
         warn_if_inconsistent(result)
         if histograms:
             w = np.array([1.0 / np.mean(np.atleast_1d(r["error"])) ** 2 for r in records])
