@@ -273,3 +273,25 @@ def test_the_version_is_written_once():
     writers = [name for name, path in _modules().items()      # (compat.vegasflow has
                if f'__version__ = "{written}"' in open(path).read()]   # vegasflow's own)
     assert writers == ["flowsim._version"]
+
+
+def _drawn_layers():
+    """``{name: height}`` of the layer drawing in docs/design.rst (0: the lowest)."""
+    text = open(os.path.join(ROOT, "docs", "design.rst")).read()
+    block = text.split("Layers, top to bottom::\n\n", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split() for line in block.splitlines()]
+    return {name: len(rows) - 1 - i for i, row in enumerate(rows) for name in row}
+
+
+def test_imports_follow_the_layers_docs_design_draws():
+    layers, modules = _drawn_layers(), _modules()
+    assert {"core", "flowsim", "_version"} <= set(layers), layers
+
+    def layer(module):
+        return module.split(".")[1] if "." in module else module
+    unknown = sorted({layer(m) for m in modules} - set(layers))
+    assert unknown == [], f"{unknown}: draw them in docs/design.rst's layers"
+    upward = sorted(f"{name} imports {target}" for name, path in modules.items()
+                    for target, _ in _imports(name, path, modules)
+                    if layer(target) in layers and layers[layer(target)] > layers[layer(name)])
+    assert upward == []
