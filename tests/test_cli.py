@@ -479,8 +479,8 @@ print("tensorflow" in sys.modules)
 @pytest.mark.parametrize("first", ["import tensorflow", "flowsim.logical_devices()"])
 def test_tensorflow_start_up_noise_stays_silent(first):
     """TensorFlow prints absl/CUDA lines on import even with TF_CPP_MIN_LOG_LEVEL=3;
-    after `import flowsim` its first import is silenced, whoever makes it."""
-    code = (f"import flowsim\n{first}\nimport tensorflow as tf\n"
+    after `flowsim.configure()` its first import is silenced, whoever makes it."""
+    code = (f"import flowsim\nflowsim.configure()\n{first}\nimport tensorflow as tf\n"
             "print(float(tf.constant(1.0) + 1), flowsim.logical_devices())\n")
     env = dict(os.environ, PYTHONPATH=ROOT)
     for name in ("FLOWSIM_TF_VERBOSE", "TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS"):

@@ -234,18 +234,21 @@ def _tf_private_uses(tree):
     (TensorFlow's API is the top-level module), of ``ctypes``, strings naming
     ``tensorflow.python`` or ``_pywrap``, and :data:`TF_PRIVATE_ATTRIBUTES`."""
     for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            names = [node.module or ""]
-        yield from (n for n in names if n.startswith(("tensorflow.", "ctypes")))
+        yield from (n for n in _absolute_imports(node) if n.startswith(("tensorflow.", "ctypes")))
         if isinstance(node, ast.Attribute) and node.attr in TF_PRIVATE_ATTRIBUTES:
             yield f".{node.attr}"
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(
                 word in node.value for word in ("tensorflow.python", "_pywrap")):
             if not _is_docstring(tree, node):
                 yield repr(node.value[:60])
+
+
+def _absolute_imports(node):
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and not node.level:
+        return [node.module or ""]
+    return []
 
 
 def _is_docstring(tree, constant):

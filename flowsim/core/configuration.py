@@ -87,11 +87,7 @@ def configure(cache_dir=None, *, vector_width="auto", constant_folding=False, qu
             (oneDNN's kernels change the order of floating-point sums); True
             leaves TensorFlow's default.
     """
-    if vector_width is not None and vector_width != "auto" and (
-            isinstance(vector_width, bool) or not isinstance(vector_width, int)
-            or vector_width <= 0):
-        raise ValueError(f"configure: vector_width must be 'auto', None or a positive "
-                         f"number of bits, got {vector_width!r}")
+    _check_vector_width(vector_width)
     before = {name: os.environ.get(name) for name in ENVIRONMENT}
     loaded = "tensorflow" in sys.modules
     _state["configured"] = True
@@ -114,6 +110,14 @@ def configure(cache_dir=None, *, vector_width="auto", constant_folding=False, qu
                       f"flowsim.configure() before importing tensorflow",
                       FlowsimWarning, stacklevel=2)
     return changed
+
+
+def _check_vector_width(vector_width):
+    if vector_width is None or vector_width == "auto":
+        return
+    if isinstance(vector_width, bool) or not isinstance(vector_width, int) or vector_width <= 0:
+        raise ValueError(f"configure: vector_width must be 'auto', None or a positive "
+                         f"number of bits, got {vector_width!r}")
 
 
 def configured():
