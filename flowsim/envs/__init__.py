@@ -23,8 +23,7 @@ TensorFlow loads only when an environment first steps.
 gymnasium 1.x has no plugin entry points, so ``gymnasium.make`` finds the id
 after ``import flowsim.envs`` (or as ``"flowsim.envs:flowsim/Stocks-v0"``).
 """
-import importlib
-
+from ..core.lazy import attach
 from .market import ACC_DTYPE, Market, sample_prices
 from .policies import MLP, Coin, Momentum
 from .portfolio_rollout import PortfolioRollout, portfolio_rollout
@@ -33,16 +32,19 @@ from .rollout import Rollout, RolloutResult, rollout
 ENV_ID = "flowsim/Stocks-v0"
 PORTFOLIO_ENV_ID = "flowsim/TradingEnv-v0"
 FOREX_ENV_ID = "flowsim/Forex-v0"
-#: Lazily imported names (they need gymnasium) -> their module.
-_LAZY = {"TradingVectorEnv": "vector", "TradingEnv": "vector", "ForexVectorEnv": "vector",
-         "ForexEnv": "vector", "MultiAssetVectorEnv": "assets",
-         "PortfolioVectorEnv": "portfolio_env", "PortfolioEnv": "portfolio_env"}
 
 __all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin",
            "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "MultiAssetVectorEnv",
            "PortfolioEnv", "PortfolioRollout", "PortfolioVectorEnv", "Rollout", "RolloutResult",
            "TradingEnv", "TradingVectorEnv", "portfolio_rollout", "register", "rollout",
            "sample_prices"]
+
+#: Names that need gymnasium, imported on first use.
+__getattr__, __dir__, _ = attach(
+    __name__, {"TradingVectorEnv": "vector", "TradingEnv": "vector", "ForexVectorEnv": "vector",
+               "ForexEnv": "vector", "MultiAssetVectorEnv": "assets",
+               "PortfolioVectorEnv": "portfolio_env", "PortfolioEnv": "portfolio_env"},
+    needs="gymnasium: pip install 'flowsim[envs]'")
 
 
 def register():
@@ -63,19 +65,6 @@ def register():
         gym_register(id=PORTFOLIO_ENV_ID, entry_point="flowsim.envs.portfolio_env:PortfolioEnv",
                      vector_entry_point="flowsim.envs.portfolio_env:PortfolioVectorEnv")
     return True
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        try:
-            module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
-        except ImportError as exc:
-            raise ImportError(f"flowsim.envs.{name} needs gymnasium: "
-                              f"pip install 'flowsim[envs]' ({exc})") from exc
-        value = getattr(module, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'flowsim.envs' has no attribute {name!r}")
 
 
 register()
