@@ -36,6 +36,9 @@ MOVED = {
     "flowsim.numpy_integrands": "flowsim.physics.numpy_integrands",
     "flowsim.gradients": "flowsim.physics.gradients", "flowsim.scans": "flowsim.physics.scans",
     "flowsim.math": "flowsim.core.fastmath", "flowsim.finance.fastmath": "flowsim.core.fastmath",
+    "flowsim.envs.market": "flowsim.envs.stocks",
+    "flowsim.envs.history": "flowsim.envs.portfolio_history",
+    "flowsim.envs.render": "flowsim.envs.portfolio_render",
 }
 
 #: Modules whose old path is a package now, its former code moved inside: the path

@@ -143,11 +143,18 @@ def test_public_names_keep_their_paths():
     import flowsim.sweep  # noqa: F401  (the old module path; flowsim.sweep stays the function)
     from flowsim.api import integrate
     from flowsim.backends import SCHEDULE_BACKENDS, flow_class
+    from flowsim.envs.market import Market
     from flowsim.examples import EXAMPLES, double_gaussian  # noqa: F401
+    from flowsim.finance.fastmath import log as finance_log
     from flowsim.finance.sweep import METRICS, ma_crossover_sweep  # noqa: F401
+    from flowsim.integrator import integrate as integrator_integrate
+    from flowsim.math import log
+    from flowsim.scans import scan_simulation
 
     import flowsim
     from flowsim.algorithms import ALGORITHMS, algorithm_class
+    from flowsim.envs.portfolio import Portfolio
+    from flowsim.finance.pricing import inverse_normal
     from flowsim.schedule import (  # noqa: F401
         POLICIES,
         Chunk,
@@ -161,6 +168,14 @@ def test_public_names_keep_their_paths():
     assert algorithm_class("vegas") is flowsim.Vegas and set(ALGORITHMS) >= {"plain"}
     assert flow_class(None) is flowsim.Flow and "threads" in SCHEDULE_BACKENDS
     assert "gaussian8" in EXAMPLES
+    assert integrator_integrate is integrate and callable(scan_simulation)
+    import flowsim.core.fastmath
+    import flowsim.envs
+    from flowsim.envs.portfolio import PortfolioRules
+    fastmath = flowsim.core.fastmath
+    assert (log, inverse_normal) == (fastmath.log, fastmath.inverse_normal)
+    assert finance_log is fastmath.log    # the old module's name: the full-range log now
+    assert Market is flowsim.envs.Market and Portfolio is PortfolioRules
     for name in flowsim.__all__:
         assert getattr(flowsim, name) is not None
 
@@ -190,3 +205,31 @@ def test_fingerprints_name_moved_modules_as_before():
         name: name for name in first}
     assert _FORMER["flowsim.algorithms.registry"] == "flowsim.algorithms"
     assert set(_FORMER) == set(MOVED.values()) | {"flowsim.algorithms.registry"}
+
+
+def test_lazy_names_import_on_first_use(tmp_path, monkeypatch):
+    """core.lazy.attach: a name imports its submodule and binds every name the table takes
+    from it (a submodule named like its function does not shadow it); an unknown name is
+    an AttributeError; a missing dependency names what to install."""
+    package = tmp_path / "lazypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from flowsim.core.lazy import attach\n"
+        "__getattr__, __dir__, __all__ = attach(__name__, {'clock': 'clock', 'tick': 'clock',"
+        " 'gone': 'broken'}, submodules={'extra'}, needs='thing: pip install thing')\n")
+    (package / "clock.py").write_text("def clock():\n    return 1\n\ndef tick():\n    return 2\n")
+    (package / "extra.py").write_text("VALUE = 3\n")
+    (package / "broken.py").write_text("import no_such_module_anywhere\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import lazypkg
+        assert "clock" not in vars(lazypkg) and lazypkg.__all__ == ["clock", "tick", "gone"]
+        assert lazypkg.clock() == 1 and vars(lazypkg)["tick"]() == 2
+        assert lazypkg.extra.VALUE == 3 and {"clock", "extra", "gone"} <= set(dir(lazypkg))
+        with pytest.raises(AttributeError, match="module 'lazypkg' has no attribute 'nothing'"):
+            _ = lazypkg.nothing
+        with pytest.raises(ImportError, match=r"lazypkg.gone needs thing: pip install thing \("):
+            _ = lazypkg.gone
+    finally:
+        for name in [m for m in sys.modules if m == "lazypkg" or m.startswith("lazypkg.")]:
+            del sys.modules[name]
