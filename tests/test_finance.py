@@ -353,8 +353,8 @@ def test_pricing_bad_inputs_name_the_argument():
 
 
 def test_inverse_normal_accuracy():
-    from flowsim.core.lazy_tf import tf
     from flowsim.core.fastmath import inverse_normal
+    from flowsim.core.lazy_tf import tf
     u = np.concatenate([np.linspace(1e-12, 1 - 1e-12, 200_001), [2.0 ** -54, 1 - 2.0 ** -53]])
     z = inverse_normal(tf().constant(u)).numpy()
     ref = special.ndtri(u)

@@ -96,7 +96,7 @@ def test_log_refuses_other_dtypes():
         fm.log(tf().constant([1, 2]))
 
 
-def test_importing_flowsim_math_loads_no_tensorflow(python):
+def test_importing_fastmath_loads_no_tensorflow(python):
     r = python("import sys, flowsim.core.fastmath; print('tensorflow' in sys.modules)")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
