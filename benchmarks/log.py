@@ -1,4 +1,4 @@
-"""flowsim.math.log against tf.math.log (and tf.math.exp for scale) under XLA on CPU.
+"""flowsim.core.fastmath.log against tf.math.log (and tf.math.exp for scale) under XLA on CPU.
 
 The sum of f(x) over 2**20 positive numbers spread over many binades, compiled
 with XLA, float64 and float32; contenders interleaved over several rounds and
@@ -25,8 +25,9 @@ def main():
     args = p.parse_args()
     import tensorflow as tf
 
-    import flowsim.math as fm
-    fns = {"flowsim.math.log": fm.log, "tf.math.log": tf.math.log, "tf.math.exp": tf.math.exp}
+    import flowsim.core.fastmath as fm
+    fns = {"flowsim.core.fastmath.log": fm.log, "tf.math.log": tf.math.log,
+           "tf.math.exp": tf.math.exp}
     x64 = np.exp(np.random.default_rng(0).uniform(-20, 20, args.size))
     rows = []
     for dtype in (np.float64, np.float32):

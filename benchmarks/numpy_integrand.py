@@ -17,7 +17,7 @@ import numpy as np
 from flowsim.algorithms.plain import Plain
 from flowsim.core.flow import Flow
 from flowsim.core.lazy_tf import tf
-from flowsim.numpy_integrands import NumpyIntegrand
+from flowsim.physics.numpy_integrands import NumpyIntegrand
 
 DIM = 8
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 import flowsim
-from flowsim.scans import example_bump
+from flowsim.physics.scans import example_bump
 
 N_EVENTS, N_ITER, SEED, DIM = 10_000, 2, 1, 2
 

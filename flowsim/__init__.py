@@ -34,28 +34,16 @@ __all__ = ["Flow", "FlowsimWarning", "Histogram", "Plain", "Result", "Simulation
 
 # Public names and the submodule that defines each, imported on first use (PEP 562)
 # so that `flowsim --version`, `import flowsim.schedule` etc. load no TensorFlow.
-_LAZY = {"Flow": "core.flow", "Histogram": "algorithms.histogram", "Plain": "algorithms.plain",
-         "Result": "core.result", "Simulation": "core.simulation", "integrate": "integrator",
-         "Vegas": "algorithms.vegas", "VegasPlus": "algorithms.vegasplus",
-         "scan": "scans", "tf_integral": "gradients", "numpy_integrand": "numpy_integrands",
-         "register_backend": "distribution.registry"}
-
-# Submodules that `import flowsim` used to load, so `flowsim.flow.X` keeps working (the
-# moved ones with a DeprecationWarning).
-_SUBMODULES = {"algorithms", "api", "backends", "blocks", "checkpoint", "domain", "flow",
-               "histogram", "kernel", "log", "math", "plain", "reduce", "result", "rng",
-               "simulation", "stats"}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(_importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        return _importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module 'flowsim' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+# `submodules`: those `import flowsim` used to load, so `flowsim.flow.X` keeps working
+# (the moved ones with a DeprecationWarning).
+__getattr__, __dir__, _ = _importlib.import_module(".core.lazy", __name__).attach(
+    __name__,
+    {"Flow": "core.flow", "Histogram": "algorithms.histogram", "Plain": "algorithms.plain",
+     "Result": "core.result", "Simulation": "core.simulation", "integrate": "physics.integrator",
+     "Vegas": "algorithms.vegas", "VegasPlus": "algorithms.vegasplus",
+     "scan": "physics.scans", "tf_integral": "physics.gradients",
+     "numpy_integrand": "physics.numpy_integrands", "register_backend": "distribution.registry"},
+    submodules={"algorithms", "api", "backends", "blocks", "checkpoint", "domain", "flow",
+                "gradients", "histogram", "integrands", "integrator", "kernel", "log", "math",
+                "numpy_integrands", "physics", "plain", "reduce", "result", "rng", "scans",
+                "simulation", "stats"})

@@ -13,7 +13,9 @@ import importlib.util
 import sys
 import warnings
 
-#: Old module path -> where its code lives now.
+#: Old module path -> where its code lives now.  A module that moved twice keeps both
+#: old paths, its first one listed first: fingerprints hash a module under its first
+#: name (:func:`first_names`), so checkpoints written before a move stay valid.
 MOVED = {
     "flowsim.simulation": "flowsim.core.simulation", "flowsim.flow": "flowsim.core.flow",
     "flowsim.backend": "flowsim.core.backend", "flowsim.kernel": "flowsim.core.kernel",
@@ -26,10 +28,31 @@ MOVED = {
     "flowsim.vegas": "flowsim.algorithms.vegas",
     "flowsim.vegasplus": "flowsim.algorithms.vegasplus",
     "flowsim.histogram": "flowsim.algorithms.histogram",
-    "flowsim.sweep": "flowsim.algorithms.sweep", "flowsim.api": "flowsim.integrator",
+    "flowsim.sweep": "flowsim.algorithms.sweep", "flowsim.api": "flowsim.physics.integrator",
     "flowsim.backends": "flowsim.distribution.registry", "flowsim.examples": "flowsim.targets",
     "flowsim.finance.sweep": "flowsim.finance.backtest",
+    "flowsim.integrator": "flowsim.physics.integrator",
+    "flowsim.integrands": "flowsim.physics.integrands",
+    "flowsim.numpy_integrands": "flowsim.physics.numpy_integrands",
+    "flowsim.gradients": "flowsim.physics.gradients", "flowsim.scans": "flowsim.physics.scans",
+    "flowsim.math": "flowsim.core.fastmath", "flowsim.finance.fastmath": "flowsim.core.fastmath",
+    "flowsim.envs.market": "flowsim.envs.stocks",
+    "flowsim.envs.history": "flowsim.envs.portfolio_history",
+    "flowsim.envs.render": "flowsim.envs.portfolio_render",
 }
+
+#: Modules whose old path is a package now, its former code moved inside: the path
+#: imports as the package (no alias), fingerprints still hash the code under it.
+FOLDED = {"flowsim.algorithms": "flowsim.algorithms.registry"}
+
+
+def first_names():
+    """New module path -> the first name its code had (from :data:`MOVED` and
+    :data:`FOLDED`): what fingerprints hash, so they do not change when a module moves."""
+    names = {}
+    for old, new in [*FOLDED.items(), *MOVED.items()]:
+        names.setdefault(new, old)
+    return names
 
 
 def warn(old, stacklevel=3):

@@ -14,7 +14,7 @@ from gym_anytrading.datasets import STOCKS_GOOGL
 import flowsim
 import flowsim.envs as fe
 from flowsim.envs import MLP, Coin, Momentum, PortfolioVectorEnv, TradingVectorEnv, rollout
-from flowsim.envs.market import ACC_DTYPE
+from flowsim.envs.stocks import ACC_DTYPE
 
 GOOGL_STEPS = len(STOCKS_GOOGL) - 30 - 1        # steps of a full stocks-v0 episode
 
@@ -455,7 +455,7 @@ def test_mlp_policy_pickles_and_gives_probabilities():
 def coin_expectations(p, prices, window, length):
     """Exact means of (total reward, total profit, trades) of ``length``-step episodes of
     a policy buying with probability ``p`` at every step, whatever it observes, from a
-    start tick uniform over the frame (:func:`flowsim.envs.market.start_ticks`).
+    start tick uniform over the frame (:func:`flowsim.envs.stocks.start_ticks`).
 
     The position after each step is that step's action (a trade happens when the action
     differs from the position), so actions are independent Bernoulli(p) draws.  A Long
@@ -722,7 +722,7 @@ def test_portfolio_history_functions_run_on_numpy_and_tf():
     history[column, t]) gives the same numbers on flowsim's batched history."""
     import tensorflow as tf
 
-    from flowsim.envs.history import History, log_return
+    from flowsim.envs.portfolio_history import History, log_return
     columns = ["portfolio_valuation", "position"]
     first = np.array([[1000.0, 1000.0], [0.0, 1.0]])
     last = [np.array([[1010.0, 990.0], [1.0, -1.0]]), np.array([[1005.0, 1000.0], [1, 1.0]])]
@@ -946,14 +946,14 @@ def test_portfolio_rollout_equals_the_environment_stepped_from_python():
 
 @pytest.mark.parametrize("windows", [None, 3])
 def test_portfolio_observe_next_and_fenced_step_equal_observe_and_step(windows):
-    """The window a rollout carries (Portfolio.observe_next) is Portfolio.observe of
+    """The window a rollout carries (PortfolioRules.observe_next) is PortfolioRules.observe of
     the stepped state, and a step behind the fence (XLA barriers) keeps the state,
     rewards and observations of the unfenced step (to an FMA's rounding under XLA;
     bit for bit here, outside XLA)."""
     import tensorflow as tf
 
-    from flowsim.envs.portfolio import Portfolio
-    p = Portfolio(market_frame(rows=60, start=10), positions=[-1, 0, 0.5, 2],
+    from flowsim.envs.portfolio import PortfolioRules
+    p = PortfolioRules(market_frame(rows=60, start=10), positions=[-1, 0, 0.5, 2],
                   trading_fees=0.001, borrow_interest_rate=0.0003, windows=windows)
     c = dict(p.constants(), rules=tf.tile(tf.constant(p.rule_rows())[:, None], [1, 8]))
     state, _ = p.fresh(c, tf.constant([0, 3, 5, 9, 20, 30, 40, 50], tf.int32),

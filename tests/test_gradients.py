@@ -16,7 +16,7 @@ import flowsim
 from flowsim.algorithms.registry import algorithm_class
 from flowsim.core.flow import Flow
 from flowsim.core.lazy_tf import tf
-from flowsim.integrands import Plan
+from flowsim.physics.integrands import Plan
 
 SEEDS = range(100)
 

@@ -13,29 +13,15 @@ import warnings
 import pytest
 from conftest import ROOT, run_python
 
-from flowsim._moved import MOVED as TABLE
-
-#: Old module path -> where its code lives now.
-MOVED = {
-    "flowsim.simulation": "flowsim.core.simulation", "flowsim.flow": "flowsim.core.flow",
-    "flowsim.backend": "flowsim.core.backend", "flowsim.kernel": "flowsim.core.kernel",
-    "flowsim.blocks": "flowsim.core.blocks", "flowsim.reduce": "flowsim.core.sums",
-    "flowsim.rng": "flowsim.core.rng", "flowsim.domain": "flowsim.core.integrand",
-    "flowsim.stats": "flowsim.core.stats", "flowsim.result": "flowsim.core.result",
-    "flowsim.checkpoint": "flowsim.core.checkpoint",
-    "flowsim.fingerprint": "flowsim.core.fingerprint", "flowsim._tf": "flowsim.core.lazy_tf",
-    "flowsim.log": "flowsim.core.log", "flowsim.plain": "flowsim.algorithms.plain",
-    "flowsim.vegas": "flowsim.algorithms.vegas",
-    "flowsim.vegasplus": "flowsim.algorithms.vegasplus",
-    "flowsim.histogram": "flowsim.algorithms.histogram",
-    "flowsim.sweep": "flowsim.algorithms.sweep", "flowsim.api": "flowsim.integrator",
-    "flowsim.backends": "flowsim.distribution.registry", "flowsim.examples": "flowsim.targets",
-    "flowsim.finance.sweep": "flowsim.finance.backtest",
-}
+from flowsim._moved import MOVED
 
 
-def test_the_table_is_the_list_of_moved_modules():
-    assert TABLE == MOVED
+def test_the_table_maps_old_paths_to_modules_of_the_tree():
+    """One step each (an old path never leads to another old path) and no old path is
+    a module of the tree."""
+    modules = _modules()
+    assert [old for old in MOVED if old in modules] == []
+    assert [new for new in MOVED.values() if new not in modules or new in MOVED] == []
 
 
 @pytest.mark.parametrize("old", sorted(MOVED))
@@ -160,11 +146,18 @@ def test_public_names_keep_their_paths():
     import flowsim.sweep  # noqa: F401  (the old module path; flowsim.sweep stays the function)
     from flowsim.api import integrate
     from flowsim.backends import SCHEDULE_BACKENDS, flow_class
+    from flowsim.envs.market import Market
     from flowsim.examples import EXAMPLES, double_gaussian  # noqa: F401
+    from flowsim.finance.fastmath import log as finance_log
     from flowsim.finance.sweep import METRICS, ma_crossover_sweep  # noqa: F401
+    from flowsim.integrator import integrate as integrator_integrate
+    from flowsim.math import log
+    from flowsim.scans import scan_simulation
 
     import flowsim
     from flowsim.algorithms import ALGORITHMS, algorithm_class
+    from flowsim.envs.portfolio import Portfolio
+    from flowsim.finance.pricing import inverse_normal
     from flowsim.schedule import (  # noqa: F401
         POLICIES,
         Chunk,
@@ -178,6 +171,14 @@ def test_public_names_keep_their_paths():
     assert algorithm_class("vegas") is flowsim.Vegas and set(ALGORITHMS) >= {"plain"}
     assert flow_class(None) is flowsim.Flow and "threads" in SCHEDULE_BACKENDS
     assert "gaussian8" in EXAMPLES
+    assert integrator_integrate is integrate and callable(scan_simulation)
+    import flowsim.core.fastmath
+    import flowsim.envs
+    from flowsim.envs.portfolio import PortfolioRules
+    fastmath = flowsim.core.fastmath
+    assert (log, inverse_normal) == (fastmath.log, fastmath.inverse_normal)
+    assert finance_log is fastmath.log    # the old module's name: the full-range log now
+    assert Market is flowsim.envs.Market and Portfolio is PortfolioRules
     for name in flowsim.__all__:
         assert getattr(flowsim, name) is not None
 
@@ -192,12 +193,22 @@ def test_schedule_and_core_imports_load_no_tensorflow():
 
 
 def test_fingerprints_name_moved_modules_as_before():
-    """Checkpoints written before the layout still resume: the bundled integrand and
-    flowsim's own functions hash under their former module names."""
+    """Checkpoints written before a move still resume: functions hash under the first
+    module name of their code, however often it moved since."""
+    import flowsim.core.fastmath
+    import flowsim.physics.integrator
+    import flowsim.physics.scans
     from flowsim.core.fingerprint import _FORMER, fingerprint
     from flowsim.targets import double_gaussian
-    assert fingerprint(double_gaussian)["name"] == "flowsim.examples.double_gaussian"
-    assert {new: old for old, new in MOVED.items()}.items() <= _FORMER.items()
+    first = {"flowsim.examples.double_gaussian": double_gaussian,
+             "flowsim.api.integrate": flowsim.physics.integrator.integrate,
+             "flowsim.scans.example_bump": flowsim.physics.scans.example_bump,
+             "flowsim.math.log": flowsim.core.fastmath.log}
+    assert {name: fingerprint(fn)["name"] for name, fn in first.items()} == {
+        name: name for name in first}
+    assert _FORMER["flowsim.algorithms.registry"] == "flowsim.algorithms"
+    assert set(_FORMER) == set(MOVED.values()) | {"flowsim.algorithms.registry"}
+
 
 
 def _import_module_string(node, package):
@@ -298,3 +309,31 @@ def test_imports_follow_the_layers_docs_design_draws():
                     for target, _ in _imports(name, path, modules)
                     if layer(target) in layers and layers[layer(target)] > layers[layer(name)])
     assert upward == []
+
+
+def test_lazy_names_import_on_first_use(tmp_path, monkeypatch):
+    """core.lazy.attach: a name imports its submodule and binds every name the table takes
+    from it (a submodule named like its function does not shadow it); an unknown name is
+    an AttributeError; a missing dependency names what to install."""
+    package = tmp_path / "lazypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from flowsim.core.lazy import attach\n"
+        "__getattr__, __dir__, __all__ = attach(__name__, {'clock': 'clock', 'tick': 'clock',"
+        " 'gone': 'broken'}, submodules={'extra'}, needs='thing: pip install thing')\n")
+    (package / "clock.py").write_text("def clock():\n    return 1\n\ndef tick():\n    return 2\n")
+    (package / "extra.py").write_text("VALUE = 3\n")
+    (package / "broken.py").write_text("import no_such_module_anywhere\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import lazypkg
+        assert "clock" not in vars(lazypkg) and lazypkg.__all__ == ["clock", "tick", "gone"]
+        assert lazypkg.clock() == 1 and vars(lazypkg)["tick"]() == 2
+        assert lazypkg.extra.VALUE == 3 and {"clock", "extra", "gone"} <= set(dir(lazypkg))
+        with pytest.raises(AttributeError, match="module 'lazypkg' has no attribute 'nothing'"):
+            _ = lazypkg.nothing
+        with pytest.raises(ImportError, match=r"lazypkg.gone needs thing: pip install thing \("):
+            _ = lazypkg.gone
+    finally:
+        for name in [m for m in sys.modules if m == "lazypkg" or m.startswith("lazypkg.")]:
+            del sys.modules[name]

@@ -1,4 +1,4 @@
-"""flowsim.math.log against numpy over the whole range: within 2 ulp for every finite
+"""flowsim.core.fastmath.log against numpy over the whole range: within 2 ulp for every finite
 positive input (subnormals included), numpy's special values elsewhere, with and without
 XLA; float32 against numpy's float64 log rounded to float32."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import flowsim.math as fm
+import flowsim.core.fastmath as fm
 from flowsim.core.lazy_tf import tf
 
 SPECIAL = [0.0, -0.0, -1.0, -5e-324, np.inf, -np.inf, np.nan, 1.0]
@@ -96,7 +96,7 @@ def test_log_refuses_other_dtypes():
         fm.log(tf().constant([1, 2]))
 
 
-def test_importing_flowsim_math_loads_no_tensorflow(python):
-    r = python("import sys, flowsim.math; print('tensorflow' in sys.modules)")
+def test_importing_fastmath_loads_no_tensorflow(python):
+    r = python("import sys, flowsim.core.fastmath; print('tensorflow' in sys.modules)")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"

@@ -6,7 +6,7 @@ import pytest
 
 import flowsim
 from flowsim.core.lazy_tf import tf
-from flowsim.numpy_integrands import NumpyIntegrand
+from flowsim.physics.numpy_integrands import NumpyIntegrand
 
 
 def g_np(x):

@@ -15,7 +15,7 @@ import pytest
 import flowsim
 from flowsim.core.flow import Flow
 from flowsim.core.lazy_tf import tf
-from flowsim.scans import scan_simulation
+from flowsim.physics.scans import scan_simulation
 
 
 def bump(x, c, w):

@@ -16,7 +16,7 @@ import flowsim
 from flowsim.algorithms.plain import Plain
 from flowsim.core.flow import Flow
 from flowsim.core.lazy_tf import tf
-from flowsim.integrands import Plan
+from flowsim.physics.integrands import Plan
 
 SEEDS = range(100)
 K = 4.0

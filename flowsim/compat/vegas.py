@@ -24,7 +24,7 @@ then a :class:`RAvg`, :class:`RAvgArray` or :class:`RAvgDict`.
 What runs: ``beta > 0`` (default 0.75) is :class:`flowsim.VegasPlus`,
 ``beta=0`` stratified :class:`flowsim.Vegas`, on ``neval`` events per
 iteration; the numpy integrand runs through ``tf.numpy_function``
-(:class:`flowsim.numpy_integrands.NumpyIntegrand`).  Differences from
+(:class:`flowsim.physics.numpy_integrands.NumpyIntegrand`).  Differences from
 ``vegas``:
 
 * random numbers are flowsim's counter-based streams, from ``seed`` (default
@@ -366,7 +366,7 @@ class Integrator:
         import secrets
 
         from flowsim.distribution.registry import flow_class
-        from flowsim.numpy_integrands import NumpyIntegrand
+        from flowsim.physics.numpy_integrands import NumpyIntegrand
         self.set(**settings)
         if not callable(fcn):
             raise TypeError(f"fcn must be callable, got {fcn!r}")

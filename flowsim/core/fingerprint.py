@@ -32,28 +32,15 @@ import types
 
 import numpy as np
 
+from .._moved import first_names
+
 #: Check points per fingerprint.
 N_POINTS = 32
 _DEPTH = 4          # how deep closures, attributes and containers are followed
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, np.ndarray, np.generic)
-#: flowsim modules that moved in the package layout, hashed under their former names so
-#: that fingerprints, hence checkpoints written before the move, stay the same.
-_FORMER = {"flowsim.core.simulation": "flowsim.simulation", "flowsim.core.flow": "flowsim.flow",
-           "flowsim.core.backend": "flowsim.backend", "flowsim.core.kernel": "flowsim.kernel",
-           "flowsim.core.blocks": "flowsim.blocks", "flowsim.core.sums": "flowsim.reduce",
-           "flowsim.core.rng": "flowsim.rng", "flowsim.core.integrand": "flowsim.domain",
-           "flowsim.core.stats": "flowsim.stats", "flowsim.core.result": "flowsim.result",
-           "flowsim.core.checkpoint": "flowsim.checkpoint",
-           "flowsim.core.fingerprint": "flowsim.fingerprint", "flowsim.core.lazy_tf": "flowsim._tf",
-           "flowsim.core.log": "flowsim.log", "flowsim.algorithms.plain": "flowsim.plain",
-           "flowsim.algorithms.vegas": "flowsim.vegas",
-           "flowsim.algorithms.vegasplus": "flowsim.vegasplus",
-           "flowsim.algorithms.histogram": "flowsim.histogram",
-           "flowsim.algorithms.sweep": "flowsim.sweep",
-           "flowsim.algorithms.registry": "flowsim.algorithms", "flowsim.integrator": "flowsim.api",
-           "flowsim.distribution.registry": "flowsim.backends",
-           "flowsim.targets": "flowsim.examples",
-           "flowsim.finance.backtest": "flowsim.finance.sweep"}
+#: flowsim modules that moved in the package layout, hashed under their first names so
+#: that fingerprints, hence checkpoints written before a move, stay the same.
+_FORMER = first_names()
 
 
 def check_points(limits, n=N_POINTS):

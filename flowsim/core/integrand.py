@@ -254,7 +254,7 @@ def autograph_kernel(simulation):
 _CONTEXT = []
 #: flowsim modules integrands call that hold no Python control flow on tensors:
 #: AutoGraph calls them as they are instead of converting them in every process.
-PLAIN_MODULES = ("flowsim.core.lazy_tf", "flowsim.math")
+PLAIN_MODULES = ("flowsim.core.lazy_tf", "flowsim.core.fastmath")
 
 
 def _enabled_context():

@@ -8,18 +8,12 @@ executor=ThreadExecutor())``; ``ThreadPoolFlow`` / ``ScheduledFlow``,
 Backend names for ``backend=``: :mod:`flowsim.distribution.registry`.  Each
 loads on first use so that mpi4py, pyspark and dask stay optional.
 """
-import importlib
+from ..core.lazy import attach
 
-_WHERE = {"ThreadPoolFlow": "threads", "ScheduledFlow": "threads", "ThreadExecutor": "threads",
-          "MPIFlow": "mpi", "MPIExecutor": "mpi", "SparkFlow": "spark",
-          "SparkExecutor": "spark", "SparkTaskError": "spark", "NoExecutorError": "spark",
-          "JoblibFlow": "joblib", "JoblibExecutor": "joblib", "WorkerLostError": "joblib",
-          "register_backend": "registry"}
-
-__all__ = list(_WHERE)
-
-
-def __getattr__(name):
-    if name in _WHERE:
-        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {"ThreadPoolFlow": "threads", "ScheduledFlow": "threads", "ThreadExecutor": "threads",
+     "MPIFlow": "mpi", "MPIExecutor": "mpi", "SparkFlow": "spark",
+     "SparkExecutor": "spark", "SparkTaskError": "spark", "NoExecutorError": "spark",
+     "JoblibFlow": "joblib", "JoblibExecutor": "joblib", "WorkerLostError": "joblib",
+     "register_backend": "registry"})

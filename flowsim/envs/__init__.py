@@ -16,6 +16,18 @@
     Whole episodes of a TF policy inside a compiled flowsim Simulation, on any
     backend, with the same bits (no gymnasium needed).
 
+Modules, by the library whose rules they follow:
+
+gym-anytrading (``StocksEnv``, ``ForexEnv``)
+    ``stocks`` (price data, one step, observations), ``forex`` (Forex's reward
+    and profit), ``vector`` (the VectorEnvs), ``rollout`` and ``policies``.
+gym-trading-env (``TradingEnv``)
+    ``portfolio`` (the rules: :class:`~flowsim.envs.portfolio.PortfolioRules`),
+    ``portfolio_history`` (its ``History`` indexing), ``portfolio_env`` (the
+    VectorEnv), ``portfolio_rollout``, ``portfolio_render``.
+flowsim's own
+    ``assets`` (several assets per environment).
+
 Importing this package registers the gymnasium ids ``flowsim/Stocks-v0`` (entry
 point :class:`TradingEnv`, vector entry point :class:`TradingVectorEnv`),
 ``flowsim/Forex-v0`` and ``flowsim/TradingEnv-v0`` when gymnasium is installed;
@@ -23,26 +35,29 @@ TensorFlow loads only when an environment first steps.
 gymnasium 1.x has no plugin entry points, so ``gymnasium.make`` finds the id
 after ``import flowsim.envs`` (or as ``"flowsim.envs:flowsim/Stocks-v0"``).
 """
-import importlib
-
-from .market import ACC_DTYPE, Market, sample_prices
+from ..core.lazy import attach
 from .policies import MLP, Coin, Momentum
 from .portfolio_rollout import PortfolioRollout, portfolio_rollout
 from .rollout import Rollout, RolloutResult, rollout
+from .stocks import ACC_DTYPE, Market, sample_prices
 
 ENV_ID = "flowsim/Stocks-v0"
 PORTFOLIO_ENV_ID = "flowsim/TradingEnv-v0"
 FOREX_ENV_ID = "flowsim/Forex-v0"
-#: Lazily imported names (they need gymnasium) -> their module.
-_LAZY = {"TradingVectorEnv": "vector", "TradingEnv": "vector", "ForexVectorEnv": "vector",
-         "ForexEnv": "vector", "MultiAssetVectorEnv": "assets",
-         "PortfolioVectorEnv": "portfolio_env", "PortfolioEnv": "portfolio_env"}
 
 __all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin",
            "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "MultiAssetVectorEnv",
            "PortfolioEnv", "PortfolioRollout", "PortfolioVectorEnv", "Rollout", "RolloutResult",
            "TradingEnv", "TradingVectorEnv", "portfolio_rollout", "register", "rollout",
            "sample_prices"]
+
+#: Names that need gymnasium, imported on first use; ``submodules``: the old paths of
+#: modules renamed to name their rules' library (flowsim._moved).
+__getattr__, __dir__, _ = attach(
+    __name__, {"TradingVectorEnv": "vector", "TradingEnv": "vector", "ForexVectorEnv": "vector",
+               "ForexEnv": "vector", "MultiAssetVectorEnv": "assets",
+               "PortfolioVectorEnv": "portfolio_env", "PortfolioEnv": "portfolio_env"},
+    submodules={"history", "market", "render"}, needs="gymnasium: pip install 'flowsim[envs]'")
 
 
 def register():
@@ -63,19 +78,6 @@ def register():
         gym_register(id=PORTFOLIO_ENV_ID, entry_point="flowsim.envs.portfolio_env:PortfolioEnv",
                      vector_entry_point="flowsim.envs.portfolio_env:PortfolioVectorEnv")
     return True
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        try:
-            module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
-        except ImportError as exc:
-            raise ImportError(f"flowsim.envs.{name} needs gymnasium: "
-                              f"pip install 'flowsim[envs]' ({exc})") from exc
-        value = getattr(module, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'flowsim.envs' has no attribute {name!r}")
 
 
 register()

@@ -1,8 +1,8 @@
-"""gym-anytrading's ForexEnv rules, batched (the Forex twin of :mod:`flowsim.envs.market`).
+"""gym-anytrading's ForexEnv rules, batched (the Forex twin of :mod:`flowsim.envs.stocks`).
 
 ``gym_anytrading.envs.ForexEnv`` (2.0.0) differs from ``StocksEnv`` in its
 reward and profit only; data, observations, ticks and trades are the same
-(:func:`flowsim.envs.market.step`'s):
+(:func:`flowsim.envs.stocks.step`'s):
 
 * reward, on a trade: ``(price[tick] - price[last trade]) * 10000`` pips when it
   closes a Long, minus that when it closes a Short (float32);
@@ -12,12 +12,12 @@ reward and profit only; data, observations, ticks and trades are the same
   closing a Long: ``profit / price[last trade] * (price[tick] - fee)``.
 
 The totals are numpy scalars in gym-anytrading: float32 under numpy >= 2
-(:data:`flowsim.envs.market.ACC_DTYPE`), and flowsim computes them in that dtype.
+(:data:`flowsim.envs.stocks.ACC_DTYPE`), and flowsim computes them in that dtype.
 """
 import numpy as np
 
 from ..core.lazy_tf import tf
-from .market import ACC_DTYPE, trade_prices
+from .stocks import ACC_DTYPE, trade_prices
 
 #: gym-anytrading ForexEnv's trade fee (price units) and pips per price unit.
 TRADE_FEE, PIPS = 0.0003, 10000
@@ -26,14 +26,14 @@ UNIT_SIDES = ("left", "right")
 
 def fee_factors():
     """``[trade fee, pips per unit]`` in :data:`ACC_DTYPE`: rows shaped like the totals,
-    never constants (see :func:`flowsim.envs.market.step`)."""
+    never constants (see :func:`flowsim.envs.stocks.step`)."""
     return np.array([TRADE_FEE, PIPS], ACC_DTYPE)
 
 
 def step(prices, series, action, tick, last, position, end, total_reward, total_profit,
          fees, unit_side="left"):
     """One ForexEnv step of every environment; arguments and results as
-    :func:`flowsim.envs.market.step`, ``fees`` the rows of :func:`fee_factors`."""
+    :func:`flowsim.envs.stocks.step`, ``fees`` the rows of :func:`fee_factors`."""
     t = tf()
     acc = total_profit.dtype
     fee, pips = fees

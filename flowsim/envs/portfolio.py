@@ -2,7 +2,7 @@
 
 :class:`flowsim.envs.PortfolioVectorEnv` (stepped from Python) and
 :func:`flowsim.envs.rollout` (episodes inside a compiled kernel) both use
-:class:`Portfolio`, whose rules are those of gym-trading-env 0.3.5
+:class:`PortfolioRules`, whose rules are those of gym-trading-env 0.3.5
 (``gym_trading_env.environments.TradingEnv`` with its ``TargetPortfolio``), in
 float64, for every environment at once.  With price ``p``, asset ``a``, fiat
 (cash) ``f`` and borrow interests ``ia`` (in asset) and ``if`` (in fiat):
@@ -37,15 +37,22 @@ import numpy as np
 from ..core import rng
 from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
-from .history import History, Values, last_position_taken, log_return, reads, real_position
+from .portfolio_history import (
+    History,
+    Values,
+    last_position_taken,
+    log_return,
+    reads,
+    real_position,
+)
 
 #: Columns of a history entry before the DataFrame's ``data_<column>`` ones.
 DISTRIBUTION = ("asset", "fiat", "borrowed_asset", "borrowed_fiat", "interest_asset",
                 "interest_fiat")
 ENTRY = ("idx", "step", "position_index", "position", "real_position", "portfolio_valuation",
          *(f"portfolio_distribution_{k}" for k in DISTRIBUTION), "reward")
-#: Keys of a step's entry as :meth:`Portfolio.column` reads it (``now`` of
-#: :meth:`Portfolio.fresh` and :meth:`Portfolio.step`, which adds ``dyn``): both
+#: Keys of a step's entry as :meth:`PortfolioRules.column` reads it (``now`` of
+#: :meth:`PortfolioRules.fresh` and :meth:`PortfolioRules.step`, which adds ``dyn``): both
 #: build it from this tuple, so an environment's autoreset branches keep one structure.
 NOW = ("idx", "step", "position_index", "position", "real", "value", "wallet", "reward")
 #: gym-trading-env's default dynamic features.
@@ -123,7 +130,7 @@ def _frame(df):
     return close.astype(np.float64), features
 
 
-class Portfolio:
+class PortfolioRules:
     """A DataFrame and a gym-trading-env configuration, prepared for batched steps.
 
     Takes :class:`flowsim.envs.PortfolioVectorEnv`'s data and rule keywords and
@@ -301,7 +308,7 @@ class Portfolio:
         """What of the history the compiled steps keep: ``(first, ring, now)``.
 
         The reward and feature functions are traced once on a recording history
-        (:func:`flowsim.envs.history.reads`): ``first`` lists the columns they read
+        (:func:`flowsim.envs.portfolio_history.reads`): ``first`` lists the columns they read
         at entry 0, ``ring`` the rows ``(column, k)`` of the entries ``-k`` (k >= 2)
         they read back, ``now`` the columns of the current entry (``-1``) they read
         or that ``ring`` needs.  The rest of an entry is never built in a rollout,
@@ -519,3 +526,8 @@ class Portfolio:
 def _count(name, value, minimum=1):
     from ..core.blocks import check_count
     return check_count(name, value, minimum)
+
+
+#: :class:`PortfolioRules`'s former name (:class:`flowsim.finance.Portfolio` is vectorbt's
+#: portfolio of a backtest).
+Portfolio = PortfolioRules

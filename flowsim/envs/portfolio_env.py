@@ -14,7 +14,7 @@ from gymnasium.vector.utils import batch_space
 
 from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
-from .portfolio import NOW, Portfolio
+from .portfolio import NOW, PortfolioRules
 from .vector import (
     CompiledVectorEnv,
     SingleEnv,
@@ -60,7 +60,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         Functions ``f(history)`` appended to the observation at each step
         (float32); None (default) gives gym-trading-env's two, the last
         position taken and the real position.  ``history`` is a
-        :class:`flowsim.envs.history.History`: ``history["position", -1]``
+        :class:`flowsim.envs.portfolio_history.History`: ``history["position", -1]``
         holds the values of every environment and takes numpy operators and
         ufuncs, so a function written for gym-trading-env runs unchanged.
     reward_function : function or None
@@ -133,7 +133,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be None or one of {RENDER_MODES}, got "
                              f"{render_mode!r}")
-        self.portfolio = Portfolio(df, positions, dynamic_feature_functions, reward_function,
+        self.portfolio = PortfolioRules(df, positions, dynamic_feature_functions, reward_function,
                                    windows, trading_fees, borrow_interest_rate,
                                    portfolio_initial_value, initial_position,
                                    max_episode_duration, action_space, history_length)
@@ -171,11 +171,11 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
 
     # -- state on the device -----------------------------------------------------------
     # Three variables (each captured one costs the call some microseconds): int64 rows
-    # INTS; float64 rows MONEY then the kept history (Portfolio.kept: entry 0's
+    # INTS; float64 rows MONEY then the kept history (PortfolioRules.kept: entry 0's
     # columns, then the ring of entries before the last), with the rules' numbers as
-    # rows (never constants: Portfolio.rule_rows); float32 dynamic features.
+    # rows (never constants: PortfolioRules.rule_rows); float32 dynamic features.
     INTS = ("idx", "step", "done", "seed", "episode")
-    MONEY = ("asset", "fiat", "interest_asset", "interest_fiat", "position", *Portfolio.RULES)
+    MONEY = ("asset", "fiat", "interest_asset", "interest_fiat", "position", *PortfolioRules.RULES)
 
     def _build(self):
         t = tf()
@@ -392,7 +392,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         for i in rows:
             self._added[i] = {}
         if self.log_metrics:
-            from .history import History
+            from .portfolio_history import History
             history = History(p.columns, first, [last])
             for metric in self.log_metrics:
                 values = np.asarray(metric["function"](history))
@@ -438,13 +438,13 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         if self.render_mode is None:
             gymnasium.logger.warn("render() without render_mode='rgb_array' draws nothing")
             return None
-        from .render import draw_episode
+        from .portfolio_render import draw_episode
         return draw_episode(self.portfolio.close, self._episode, self.name)
 
     def render_all(self, path=None):
         """Draw environment 0's episode (price with positions, portfolio valuation)
         into a matplotlib figure; saved to ``path`` if given.  Returns the figure."""
-        from .render import episode_figure
+        from .portfolio_render import episode_figure
         return episode_figure(self.portfolio.close, self._episode, self.name, path)
 
     def close_extras(self, **kwargs):

@@ -10,7 +10,7 @@ and ``events_limit``.
 from ..core import rng
 from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
-from .portfolio import Portfolio
+from .portfolio import PortfolioRules
 from .rollout import Rollout, run_rollout, share_kernel
 
 
@@ -90,7 +90,7 @@ class PortfolioRollout(Rollout):
     def __init__(self, policy, df, n_episodes=1024, params=None, episodes=False,
                  block_size=None, **env_kwargs):
         self.set_episodes(policy, n_episodes, params, episodes, block_size)
-        self.portfolio = Portfolio(df, **env_kwargs)
+        self.portfolio = PortfolioRules(df, **env_kwargs)
         self.tick_features = False
 
     def state(self):
@@ -134,7 +134,7 @@ class PortfolioRollout(Rollout):
 
         s, now = p.fresh(c, start, index)
         obs = p.observe(c, s)
-        del s["dyn"]            # carried as obs (Portfolio.observe_next)
+        del s["dyn"]            # carried as obs (PortfolioRules.observe_next)
         zero = t.zeros([size], t.float64)
         carry = (t.constant(0, t.int32), s, obs, now["value"], zero, zero,
                  t.ones([size], t.bool))

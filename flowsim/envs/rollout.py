@@ -4,7 +4,7 @@
 episodes runs as one batch: a ``tf.while_loop`` over steps observes every
 episode, calls the policy on the batch of observations, draws actions from its
 probabilities with counter-based uniforms (:func:`flowsim.core.rng.uniform_step`)
-and steps gym-anytrading's StocksEnv rules (:mod:`flowsim.envs.market`).  The
+and steps gym-anytrading's StocksEnv rules (:mod:`flowsim.envs.stocks`).  The
 block returns per-row sums of the episode return, total profit and trade count,
 so, like every flowsim simulation, the result has the same bits on every
 backend, device count and ``events_limit``.
@@ -20,9 +20,9 @@ from ..core.blocks import check_count
 from ..core.lazy_tf import tf
 from ..core.simulation import Simulation
 from ..core.sums import block_sum
-from . import market
-from .market import ACC_DTYPE, Market
+from . import stocks
 from .policies import check_window
+from .stocks import ACC_DTYPE, Market
 
 #: The per-episode quantities, in the order of ``Result.value``'s last axis.
 COLUMNS = ("episode_return", "total_profit", "trades")
@@ -115,7 +115,7 @@ class Rollout(Simulation):
                 raise ValueError("tick_features=True: not with params")
             if self.market.windows is None:
                 raise ValueError("tick_features=True: the observation table is too large to "
-                                 "precompute (market.WINDOWS_BYTES)")
+                                 "precompute (stocks.WINDOWS_BYTES)")
         self.tick_features = bool(tick_features)
 
     def set_episodes(self, policy, n_episodes, params, episodes, block_size):
@@ -154,7 +154,7 @@ class Rollout(Simulation):
     def state(self):
         m = self.market
         out = {"prices": m.prices, "observations": m.observations, "end_tick": m.end_tick,
-               "fees": market.fee_factors()}
+               "fees": stocks.fee_factors()}
         if self.params is not None:
             out["params"] = self.params
         return out
@@ -173,7 +173,7 @@ class Rollout(Simulation):
         event = first_event + t.range(size, dtype=t.int64)
         series = t.cast(event % self.n_episodes % m.n_series, t.int32)
         u = rng.uniform(key, [size], t.float64)
-        tick, end = market.start_ticks(u, series, state["end_tick"], window,
+        tick, end = stocks.start_ticks(u, series, state["end_tick"], window,
                                        self.episode_length)
         if self.params is not None:
             row = t.minimum(event // self.n_episodes, self.n_rows - 1)
@@ -191,7 +191,7 @@ class Rollout(Simulation):
         def policy_out(tick):
             if self.tick_features:
                 return self.policy.head(t.gather(table, series * length + tick))
-            obs = market.observe(state["observations"], series, tick, window)
+            obs = stocks.observe(state["observations"], series, tick, window)
             return self.policy(obs) if self.params is None else self.policy(obs, params)
 
         def action_at(i, tick):
@@ -204,7 +204,7 @@ class Rollout(Simulation):
         # draw ran five times per step (1.1-1.2x, docs/performance.rst).
         def body(i, action, tick, last, position, total_reward, total_profit, trades):
             active = tick < end
-            new = market.step(state["prices"], series, action, tick, last, position, end,
+            new = stocks.step(state["prices"], series, action, tick, last, position, end,
                               total_reward, total_profit, fees)
             kept = [t.where(active, a, b) for a, b in
                     zip(new[:5], (tick, last, position, total_reward, total_profit))]

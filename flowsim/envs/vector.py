@@ -17,8 +17,8 @@ from gymnasium.vector.utils import batch_space
 
 from ..core import rng, tf_private
 from ..core.lazy_tf import tf
-from . import forex, market
-from .market import ACC_DTYPE, OBS_BOUND, Market
+from . import forex, stocks
+from .stocks import ACC_DTYPE, OBS_BOUND, Market
 
 BACKENDS = ("numpy", "tf")
 INFO_KEYS = ("total_reward", "total_profit", "position")
@@ -222,7 +222,7 @@ class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
     is always False; ``truncated`` is True on the step that reaches the end of
     the frame (or of the episode).  ``infos`` carries gym-anytrading's
     ``total_reward``, ``total_profit`` (float64 arrays holding its
-    :data:`~flowsim.envs.market.ACC_DTYPE` values) and ``position``
+    :data:`~flowsim.envs.stocks.ACC_DTYPE` values) and ``position``
     (int64: 0 Short, 1 Long), each with its ``_key`` mask (all True: every
     environment reports them on every call).
     """
@@ -257,15 +257,15 @@ class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
     # -- the rules (ForexVectorEnv changes them) -----------------------------------------
     @staticmethod
     def _fee_rows():
-        return market.fee_factors()
+        return stocks.fee_factors()
 
     def _rule(self, *args):
-        return market.step(*args)
+        return stocks.step(*args)
 
     # -- state on the device -------------------------------------------------------
     # Three variables (each captured variable costs a TF call ~10 us): int32 rows
     # INTS, ACC_DTYPE rows TOTALS (the fee factors ride along as constant rows, so
-    # the fee products see equal shapes: market.step), int64 rows KEYS.
+    # the fee products see equal shapes: stocks.step), int64 rows KEYS.
     INTS = ("tick", "last", "position", "end", "done")
     TOTALS = ("total_reward", "total_profit", "fee_ask", "fee_bid")
     KEYS = ("seed", "episode")
@@ -316,7 +316,7 @@ class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
 
     def _starts(self, series, end_tick, seeds, episodes):
         u = rng.uniform_keys(tf().stack([seeds, episodes]))
-        return market.start_ticks(u, series, end_tick, self.window_size, self.episode_length)
+        return stocks.start_ticks(u, series, end_tick, self.window_size, self.episode_length)
 
     @property
     def ticks(self):
@@ -343,7 +343,7 @@ class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         t = tf()
         obs = None
         if self._host_windows is None:
-            obs = market.observe(self._observations, self._series, state["tick"],
+            obs = stocks.observe(self._observations, self._series, state["tick"],
                                  self.window_size)
         table = t.stack([t.cast(reward, t.float64), t.cast(truncated, t.float64),
                          t.cast(state["total_reward"], t.float64),

@@ -8,8 +8,8 @@ Models are frozen dataclasses: hashable, picklable, and compared by value.
 import math
 from dataclasses import dataclass
 
+from ..core.fastmath import log_positive
 from ..core.lazy_tf import tf
-from . import fastmath
 
 
 def _number(name, value, low=None, high=None, low_open=False):
@@ -199,7 +199,7 @@ class Heston:
         u = 0.5 * t.math.erfc(-z[1] * (1 / math.sqrt(2.0)))
         tiny = 1e-300 if dtype == t.float64 else 1e-37
         v_exp = t.where(u <= p, t.zeros_like(v),
-                        fastmath.log((1 - p) / t.maximum(1 - u, tiny)) / beta)
+                        log_positive((1 - p) / t.maximum(1 - u, tiny)) / beta)
         ok_e = A < beta
         # Martingale correction: k0 = c - w log(arg), one log for both branches
         # (quadratic: arg = 1 - 2Aa, w = -1/2; exponential: arg = p + beta(1-p)/(beta-A), w = 1).
@@ -208,7 +208,7 @@ class Heston:
         arg = t.where(ok, t.where(quad, two_aa, arg_e), one)
         c = t.where(quad, -A * b2 * a / t.where(ok_q, two_aa, one), t.zeros_like(v))
         w = t.where(quad, -0.5 * one, one)
-        k0v = t.where(ok, c - w * fastmath.log(t.maximum(arg, tiny)) - (k1 + 0.5 * k3) * v,
+        k0v = t.where(ok, c - w * log_positive(t.maximum(arg, tiny)) - (k1 + 0.5 * k3) * v,
                       k0 + 0 * v)
         v_new = t.where(quad, v_quad, v_exp)
         mu = (self.r - self.q) * dt

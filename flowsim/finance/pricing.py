@@ -11,50 +11,12 @@ import math
 import numpy as np
 
 from ..core import rng
+from ..core.fastmath import inverse_normal
 from ..core.lazy_tf import tf
 from ..core.simulation import Simulation
 from ..core.sums import block_sum
-from . import fastmath
 from .models import GBM, Heston
 from .payoffs import AsianCall, Payoff
-
-_ACKLAM_A = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-             1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
-_ACKLAM_B = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-             6.680131188771972e+01, -1.328068155288572e+01, 1.0)
-_ACKLAM_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-             -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00)
-_ACKLAM_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-             3.754408661907416e+00, 1.0)
-
-
-def _horner(coefs, x):
-    out = coefs[0] * x + coefs[1]
-    for c in coefs[2:]:
-        out = out * x + c
-    return out
-
-
-def inverse_normal(u):
-    """Standard normal quantile of ``u`` in (0, 1), Acklam's rational approximation.
-
-    Relative error below 1.15e-9 everywhere (the algorithm QuantLib's
-    ``InverseCumulativeNormal`` uses), branch-free so it vectorizes and fuses
-    under XLA, where it is cheaper than ``tf.math.ndtri`` (full precision;
-    figures in ``docs/performance.rst``).
-    The approximation error is far below Monte Carlo noise; it is not
-    bit-symmetric (``inverse_normal(1 - u)`` may differ from ``-inverse_normal(u)``
-    in the last bits), which is why antithetic paths negate the normals.
-    """
-    t = tf()
-    q = u - 0.5
-    r = q * q
-    central = _horner(_ACKLAM_A, r) * q / _horner(_ACKLAM_B, r)
-    m = t.minimum(u, 1 - u)
-    s = t.sqrt(-2 * fastmath.log(m))
-    tail = _horner(_ACKLAM_C, s) / _horner(_ACKLAM_D, s)
-    tail = t.where(u < 0.5, tail, -tail)
-    return t.where(m < 0.02425, tail, central)
 
 
 class PathSimulation(Simulation):

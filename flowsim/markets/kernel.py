@@ -35,8 +35,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..core import rng
+from ..core.fastmath import inverse_normal
 from ..core.lazy_tf import tf
-from ..finance.pricing import inverse_normal
 from . import book_chunks, hifreq
 from .agents import market_share_fcn
 from .agents.fcn import FCN_PARAMS

@@ -42,7 +42,7 @@ def sample_frame(rows=400):
     feature columns."""
     import pandas as pd
 
-    from flowsim.envs.market import SAMPLE
+    from flowsim.envs.stocks import SAMPLE
     df = pd.read_csv(SAMPLE).iloc[:rows + 1]
     df.columns = [c.lower() for c in df.columns]
     df["feature_return"] = df["close"].pct_change()

@@ -1,7 +1,7 @@
 """Physics workloads: cases of :func:`flowsim.testing.check_executor`: a scan (rows as
 components, with covariance), a VEGAS+ scan adapted on the sum of its rows, a
 gradient through VEGAS, and a complex integrand with covariance.  Every backend
-must give the bits of ``Flow``.  The integrands live in :mod:`flowsim.scans`, so
+must give the bits of ``Flow``.  The integrands live in :mod:`flowsim.physics.scans`, so
 the simulations pickle to any worker."""
 import numpy as np
 
@@ -9,19 +9,19 @@ TABLE = {"c": np.linspace(0.3, 0.7, 5), "w": np.linspace(0.2, 0.4, 5)}
 
 
 def scan_plain():
-    from flowsim.scans import example_bump, scan_simulation
+    from flowsim.physics.scans import example_bump, scan_simulation
     return scan_simulation(example_bump, 3, TABLE)[0]
 
 
 def scan_vegasplus():
-    from flowsim.scans import example_bump, scan_simulation
+    from flowsim.physics.scans import example_bump, scan_simulation
     return scan_simulation(example_bump, 3, TABLE, algorithm="vegasplus")[0]
 
 
 def gradient_vegas():
     from flowsim.algorithms.vegas import Vegas
-    from flowsim.integrands import Plan
-    from flowsim.scans import example_bump
+    from flowsim.physics.integrands import Plan
+    from flowsim.physics.scans import example_bump
     plan = Plan(example_bump, "vegas", params={"c": 0.4, "w": 0.3})
     return plan.simulation(Vegas, 3, None, {})
 
@@ -30,8 +30,8 @@ def complex_plain():
     import functools
 
     from flowsim.algorithms.plain import Plain
-    from flowsim.integrands import Plan
-    from flowsim.scans import example_wave
+    from flowsim.physics.integrands import Plan
+    from flowsim.physics.scans import example_wave
     plan = Plan(functools.partial(example_wave, k=3.0), "plain")
     return plan.simulation(Plain, 2, None, {})
 

@@ -240,7 +240,7 @@ class MonteCarloFlow:
         function = integrand
         self._jit = bool(compilable)
         if not compilable:              # numpy in, numpy out: through tf.numpy_function
-            from ...numpy_integrands import NumpyIntegrand
+            from ...physics.numpy_integrands import NumpyIntegrand
             function = NumpyIntegrand(integrand, keywords=args)
         self._tf_integrand = Integrand(function, args, self.n_dim, weight=self._weight)
         if "weight" in args:

@@ -156,7 +156,7 @@ class VegasFlow(MonteCarloFlow):
         return x, jac * vol
 
     def _graph_map(self, y):
-        from ...gradients import map_unit
+        from ...physics.gradients import map_unit
         x01, jac = map_unit(self._weight_vars()[1], y)
         x, vol = super()._graph_map(x01)
         return x, vol * jac

@@ -1,6 +1,6 @@
 """`integrate`: an integrand to a :class:`flowsim.Result` in one call."""
-from .algorithms.registry import algorithm_class
-from .distribution.registry import flow_class
+from ..algorithms.registry import algorithm_class
+from ..distribution.registry import flow_class
 
 
 def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=None,
@@ -37,11 +37,11 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
     params : dict or None
         ``{name: number}``: ``f`` is called as ``f(x, **params)`` with TF scalars,
         and ``Result.gradient[name]`` is ``(dI/dname, error)``, estimated from
-        the same events (:mod:`flowsim.integrands`).
+        the same events (:mod:`flowsim.physics.integrands`).
     numpy : bool
         ``f`` is a numpy function (numpy ``x`` in, numpy values out), run
         through ``tf.numpy_function`` without XLA
-        (:class:`flowsim.numpy_integrands.NumpyIntegrand`: several times slower).
+        (:class:`flowsim.physics.numpy_integrands.NumpyIntegrand`: several times slower).
     covariance : bool or None
         Accumulate the covariance of a vector integrand's components
         (``Result.covariance``, ``Result.ratio``, ``Result.difference``):

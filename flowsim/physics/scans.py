@@ -20,7 +20,7 @@ bits, as for :func:`flowsim.integrate`.
 """
 import numpy as np
 
-from .core.lazy_tf import tf
+from ..core.lazy_tf import tf
 
 __all__ = ["ScanIntegrand", "scan", "scan_simulation"]
 
@@ -85,8 +85,8 @@ def scan_simulation(f, dim, table, algorithm="plain", limits=None, reference="su
 
     Returns ``(simulation, names, values, table)``; see :func:`scan` for the arguments.
     """
-    from .algorithms.plain import Plain
-    from .algorithms.registry import algorithm_class
+    from ..algorithms.plain import Plain
+    from ..algorithms.registry import algorithm_class
     from .integrands import CovariantPlain
     names, values, table = _columns(table)
     k = values.shape[0]
@@ -141,7 +141,7 @@ def scan(f, dim, table, n_events, n_iter, seed=None, algorithm="plain", limits=N
     row; ``attrs["result"]`` is the :class:`flowsim.Result` (components = rows)
     and ``attrs["covariance"]`` the covariance or None.
     """
-    from .distribution.registry import flow_class
+    from ..distribution.registry import flow_class
     sim, names, values, table = scan_simulation(f, dim, table, algorithm, limits, reference,
                                                 covariance, algorithm_options)
     flow = flow_class(backend)(sim, n_events=n_events, seed=seed, **flow_kwargs)

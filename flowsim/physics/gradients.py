@@ -18,8 +18,8 @@ events, recomputed block by block: an unbiased estimate of ``dI/dtheta``
 :class:`flowsim.VegasPlus` with a Flow first and pass it as ``grid``: its
 map is used frozen (VegasPlus's stratification is not: its map alone).
 """
-from .core import rng
-from .core.lazy_tf import tf
+from ..core import rng
+from ..core.lazy_tf import tf
 
 __all__ = ["map_unit", "tf_integral"]
 
@@ -72,7 +72,7 @@ def tf_integral(f, dim, n_events, params=None, seed=0, iteration=0, limits=None,
     block by block, so its memory is that of one block whatever ``n_events``;
     the error is treated as a constant (no gradient flows through it).
     """
-    from .core.integrand import Domain
+    from ..core.integrand import Domain
     t = tf()
     dtype = t.as_dtype(dtype)
     domain = grid.domain if grid is not None else Domain(dim, limits)

@@ -6,7 +6,7 @@ as a TF-traceable integrand through ``tf.numpy_function``.
 """
 import numpy as np
 
-from .core.lazy_tf import tf
+from ..core.lazy_tf import tf
 
 
 class NumpyIntegrand:

@@ -14,16 +14,16 @@ Each is a vector integrand evaluated on the same events as the value:
   give ``Result.covariance`` with plain Monte Carlo; with VEGAS and VEGAS+ the
   pair sums ``f_i + f_j`` are further components (:class:`PairSums`), whose
   errors give the covariance;
-* ``numpy=True``: :class:`flowsim.numpy_integrands.NumpyIntegrand`.
+* ``numpy=True``: :class:`flowsim.physics.numpy_integrands.NumpyIntegrand`.
 """
 import numbers
 
 import numpy as np
 
-from .algorithms.plain import Plain
-from .core import covariance as cov
-from .core.kernel import columns
-from .core.lazy_tf import tf
+from ..algorithms.plain import Plain
+from ..core import covariance as cov
+from ..core.kernel import columns
+from ..core.lazy_tf import tf
 
 
 class CovariantPlain(Plain):
