@@ -563,7 +563,9 @@ def test_plot_help_says_which_formats():
 
 
 def test_jobs_read_the_command_line_through_cli_options_not_cli():
-    """Issue #21: the cycle cli -> targets -> markets.job -> cli (flow_options, args._given)."""
+    """A domain job reads the command line through ``flowsim.core.job_options`` (also
+    ``flowsim.cli_options``), never the command-line layer: no cycle cli -> targets ->
+    markets.job -> cli (flow_options, args._given)."""
     import ast
 
     def imported(path):
@@ -572,12 +574,16 @@ def test_jobs_read_the_command_line_through_cli_options_not_cli():
                 if isinstance(n, ast.ImportFrom)} | {a.name for n in ast.walk(tree)
                                                      if isinstance(n, ast.Import)
                                                      for a in n.names}
-    assert "..cli_options" in imported("markets/job.py")
-    assert not {"..cli", "flowsim.cli"} & imported("markets/job.py")
-    assert not [m for m in imported("cli_options.py") if m.startswith((".", "flowsim"))]
+    assert "..core.job_options" in imported("markets/job.py")
+    assert not {"..cli", "flowsim.cli", "..cli_options",
+                "flowsim.cli_options"} & imported("markets/job.py")
+    assert imported("cli_options.py") == {".core.job_options"}
+    assert not [m for m in imported("core/job_options.py") if m.startswith((".", "flowsim"))]
     assert "_given" not in open(os.path.join(ROOT, "flowsim", "markets", "job.py")).read()
     from flowsim import cli_options
-    assert cli.flow_options is cli_options.flow_options
+    from flowsim.core import job_options
+    assert cli.flow_options is cli_options.flow_options is job_options.flow_options
+    assert cli_options.given is job_options.given
 
 
 def test_tensorflow_imported_before_flowsim_prints_nothing_after_flowsim_loads():

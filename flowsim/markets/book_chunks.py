@@ -1,12 +1,12 @@
 """The book's bests kept by chunks of rows, for steps of many order passes.
 
-Usage (inside :func:`flowsim.markets.kernel.run`)::
+Usage (in the compiled step, :mod:`flowsim.markets.kernel`)::
 
     chunks = make(S, L, counted)     # Whole where a step has few passes
-    book = chunks.new_book(L)        # the three book arrays, then the chunks' state
-    bidkey = chunks.write(bidkey, s, new_bid)    # row s (a scalar) of every market
+    book = chunks.new_book(L)        # a Book: the three arrays, the chunks' state
+    bidkey = chunks.write(book.bidkey, s, new_bid)    # row s (a scalar) of every market
     at = chunks.at(rows, cols)       # indices of gather_nd / scatter: one row per column
-    book = chunks.fresh(t, book)     # at the start of step t
+    book, after = chunks.fresh(t, book)     # at the start of step t (after: see fresh)
     bk, ak, nb, na = chunks.bests(t, book)
     book = chunks.placed(t, book, s, bid, ask, exp)   # after writing them in row s
     book = chunks.paired(t, book, b_row, a_row)  # after removing a bid and an ask row
@@ -26,16 +26,41 @@ are the bits of the whole-book reduction.
 
 :class:`Chunks` keeps the book market by market (``[L, rows]``, the chunks' state
 ``[4, n, L]``): a chunk's rows are contiguous, so a pairing's two chunks per market are
-read whole (in ``[rows, L]`` each of their rows sat in another cache line: half the
-CPU of a shock_transfer block went on those reads and on copies of the state).
+read whole (in ``[rows, L]`` each of their rows would sit in another cache line, and
+those reads and copies of the state would dominate a step of many passes).
 :class:`Whole` keeps ``[rows, L]`` (its reductions run over the rows of every market).
 """
+from typing import NamedTuple
+
 import numpy as np
 
 from ..core.lazy_tf import tf
 
 _IMIN = np.iinfo(np.int64).min
 _IMAX = np.iinfo(np.int64).max
+
+
+class Extra(NamedTuple):
+    """The one order kept outside the ring (an event's order of volume > 1, which may
+    outlive the ring's rows): its bid key (``IMIN``: none), ask key (``IMAX``: none),
+    volume left and last step ``[L]``."""
+    bid: object
+    ask: object
+    volume: object
+    expiry: object
+
+
+class Book(NamedTuple):
+    """The order book of a block's ``L`` market columns, as the compiled step carries
+    it: each row's bid key (``IMIN``: no bid), ask key (``IMAX``: no ask) and last
+    step of life (-1: empty), ``[rows, L]`` (:class:`Whole`) or ``[L, rows]``
+    (:class:`Chunks`); the chunks' state (``()`` without chunks); the order outside
+    the ring (an :class:`Extra`, ``()`` without such events)."""
+    bidkey: object
+    askkey: object
+    expiry: object
+    chunks: object = ()
+    extra: object = ()
 
 
 def stats(live, bidkey, askkey, counted, axis):
@@ -51,9 +76,9 @@ def stats(live, bidkey, askkey, counted, axis):
     return bk, ak, nb, na
 
 
-#: Placement numbers a step (order passes) from which chunks pay: shock_transfer has 33
-#: (CPU per block of 256 markets 59.5 -> 22.2 s), market_share_mm 3 (3.4 -> 5.1 s: a
-#: step's whole reduction and the chunks' kernels cost more than the passes' saving).
+#: Placement numbers a step (order passes) from which chunks pay: shock_transfer's 33
+#: run much faster with chunks, market_share_mm's 3 slower (a step's whole reduction and
+#: the chunks' kernels cost more than the passes' saving).
 MIN_PASSES = 8
 
 
@@ -66,10 +91,9 @@ def chunked(S):
 
 
 #: Rows a chunk: the int64 values of one 64-byte cache line, so that a chunk of a
-#: market's row (padded to whole chunks) is one aligned line of each book array.
-#: shock_transfer, CPU per market-step on one thread: 24-26 us with 8 rows, 25-28 with
-#: 16, 31-35 with 17 (``sqrt(4 rows / 9)``, which balances a pass's reads of the chunks
-#: against a pairing's rows but lets a chunk straddle lines).
+#: market's row (padded to whole chunks) is one aligned line of each book array (as fast
+#: as 16 rows on shock_transfer, and faster than ``sqrt(4 rows / 9)``, which balances a
+#: pass's reads of the chunks against a pairing's rows but lets a chunk straddle lines).
 CHUNK_ROWS = 8
 
 
@@ -112,12 +136,12 @@ class Whole:
         return ()
 
     def new_book(self, L):
-        """``(bid keys, ask keys, expiries)`` of an empty book of ``L`` markets, then
-        the chunks' state (:meth:`empty`)."""
+        """The empty :class:`Book` of ``L`` markets: its three arrays, then the chunks'
+        state (:meth:`empty`)."""
         t = tf()
         shape = [self.rows, L] if self.col_axis == 1 else [L, self.rows]
-        return tuple(t.fill(shape, t.constant(v, t.int64)) for v in (_IMIN, _IMAX, -1)
-                     ) + self.empty()
+        return Book(*(t.fill(shape, t.constant(v, t.int64)) for v in (_IMIN, _IMAX, -1)),
+                    *self.empty())
 
     def write(self, array, row, values):
         """``array`` with row ``row`` (a scalar) of every market set to ``values``
@@ -129,13 +153,15 @@ class Whole:
         return tf().stack([rows, cols], 1)
 
     def fresh(self, t_step, book):
-        return book
+        """``(book, after)`` at the start of step ``t_step``: the book ready for the
+        step's passes and :meth:`after_fresh` of it."""
+        return book, self.after_fresh(book)
 
     def after_fresh(self, book):
         """An int64 zero that XLA cannot fold, computed from :meth:`fresh`'s chunks:
         added to the step's first placement number it orders the step's first writes
         to the book after fresh's reads of it, so XLA writes the book in place instead
-        of copying it first."""
+        of copying it first (a foldable zero where fresh reads nothing)."""
         return tf().constant(0, tf().int64)
 
     def placed(self, t_step, book, row, bid, ask, expiry):
@@ -149,7 +175,8 @@ class Whole:
         ``xtra``: live keys ``(bid, ask)`` of the order kept outside the ring (events),
         or None."""
         t = tf()
-        bk, ak, nb, na = stats(book[2] >= t_step, book[0], book[1], self.counted, 0)
+        bk, ak, nb, na = stats(book.expiry >= t_step, book.bidkey, book.askkey,
+                               self.counted, 0)
         if xtra is not None:
             xb, xa = xtra
             bk, ak = t.maximum(bk, xb), t.minimum(ak, xa)
@@ -198,24 +225,26 @@ class Chunks(Whole):
         return tf().stack([cols, rows], 1)
 
     def fresh(self, t_step, book):
-        """``book`` with every chunk reduced again (its liveness at step ``t_step``)."""
+        """``(book, after)``: ``book`` with every chunk reduced again (its liveness at
+        step ``t_step``) and :meth:`after_fresh` of it."""
         t = tf()
         shape = [self.L, self.n, self.G]
         cnt = None if self.counted is None else t.reshape(self.counted, shape)
-        new = stats(t.reshape(book[2] >= t_step, shape), t.reshape(book[0], shape),
-                    t.reshape(book[1], shape), cnt, 2)                      # 4 x [L, n]
-        return book[:3] + (t.transpose(t.stack(new, 0), [0, 2, 1]),)
+        new = stats(t.reshape(book.expiry >= t_step, shape), t.reshape(book.bidkey, shape),
+                    t.reshape(book.askkey, shape), cnt, 2)                  # 4 x [L, n]
+        book = book._replace(chunks=t.transpose(t.stack(new, 0), [0, 2, 1]))
+        return book, self.after_fresh(book)
 
     def after_fresh(self, book):
         t = tf()
-        return t.minimum(t.reduce_min(book[3][2, 0]), 0)       # depths are >= 0
+        return t.minimum(t.reduce_min(book.chunks[2, 0]), 0)       # depths are >= 0
 
     def bests(self, t_step, book, xtra=None):
         """``(bk, ak, nb, na)`` ``[L]`` of the whole book from its chunks (``xtra``:
         must be None, :func:`make` keeps no chunks with an order outside the ring)."""
         t = tf()
         assert xtra is None
-        ch = book[3]
+        ch = book.chunks
         depth = t.reduce_sum(ch[2:], axis=1)
         return t.reduce_max(ch[0], axis=0), t.reduce_min(ch[1], axis=0), depth[0], depth[1]
 
@@ -230,7 +259,7 @@ class Chunks(Whole):
         live = expiry >= t_step
         if self.counted is not None:
             live = live & t.gather(self.counted_rows, row, axis=0)
-        old = t.gather(book[3], c, axis=1)                                # [4, L]
+        old = t.gather(book.chunks, c, axis=1)                            # [4, L]
         # one elementwise select over [4, L], not a stack of four rows: XLA's CPU loop
         # for a stack branches per element and is not vectorised
         field = t.range(4, dtype=t.int64)[:, None]
@@ -239,7 +268,7 @@ class Chunks(Whole):
         new = t.where(field == 0, t.maximum(old, bid),
                       t.where(field == 1, t.minimum(old, ask), old + count))
         at = t.stack([t.range(4, dtype=t.int64), t.fill([4], t.cast(c, t.int64))], 1)
-        return book[:3] + (t.tensor_scatter_nd_update(book[3], at, new),)
+        return book._replace(chunks=t.tensor_scatter_nd_update(book.chunks, at, new))
 
     def paired(self, t_step, book, b_row, a_row):
         """``book`` after a pairing removed bid row ``b_row`` and ask row ``a_row``
@@ -255,11 +284,11 @@ class Chunks(Whole):
 
         cnt = (None, None) if self.counted is None else (rows(self.counted, cb),
                                                          rows(self.counted, ca))
-        bk, _, nb, _ = stats(rows(book[2], cb) >= t_step, rows(book[0], cb), _IMAX,
+        bk, _, nb, _ = stats(rows(book.expiry, cb) >= t_step, rows(book.bidkey, cb), _IMAX,
                              cnt[0], 1)
-        _, ak, _, na = stats(rows(book[2], ca) >= t_step, _IMIN, rows(book[1], ca),
+        _, ak, _, na = stats(rows(book.expiry, ca) >= t_step, _IMIN, rows(book.askkey, ca),
                              cnt[1], 1)
         where = t.concat([t.stack([t.fill([L], t.constant(k, t.int64)), c, self.cols], 1)
                           for c, k in ((cb, 0), (ca, 1), (cb, 2), (ca, 3))], 0)
-        return book[:3] + (t.tensor_scatter_nd_update(book[3], where,
-                                                      t.concat([bk, ak, nb, na], 0)),)
+        return book._replace(chunks=t.tensor_scatter_nd_update(
+            book.chunks, where, t.concat([bk, ak, nb, na], 0)))

@@ -204,8 +204,15 @@ class MarketEnsemble(Simulation):
         return {"class": "MarketEnsemble", "market": self.market.describe(),
                 "learned": [lg.describe() for lg in self.learned],
                 "block_markets": self.block_markets, "paths": self.paths,
-                "kernel": {"code": digest((type(self), kernel.Structure, learned.LearnedAgents,
-                                           kernel.run))}}
+                "kernel": {"code": digest((type(self), learned.LearnedAgents)
+                                          + _own_code(kernel))}}
+
+
+def _own_code(module):
+    """The functions and classes ``module`` defines, by name: what a digest of the
+    compiled step's code covers (its helpers are module-level functions)."""
+    return tuple(v for _, v in sorted(vars(module).items())
+                 if callable(v) and getattr(v, "__module__", None) == module.__name__)
 
 
 def from_pams(config, learned=(), block_markets=None, paths=0, classes=None):
@@ -228,10 +235,9 @@ def default_block_markets(n_markets, largest=DEFAULT_BLOCK_MARKETS):
 
 #: Bytes of market state a block should keep within (:func:`cache_block_markets`): a
 #: pass of the compiled step reads and writes all over the books, which then stay in
-#: the CPU's caches.  One thread a core (``backend="joblib"``), CPU per market-step in
-#: blocks of 64 against 128: shock_transfer (87 KiB a market) 18-20 against 21-23 us,
-#: market_share_mm 2.1 against 2.3-2.4 us, market_share 0.98 against 1.04 us; ``test``
-#: (35 KiB) the same in blocks of 128 and 256.
+#: the CPU's caches (with one thread a core, ``backend="joblib"``, a block whose books
+#: outgrow them runs each market-step slower).  ``make bench`` and
+#: ``docs/performance.rst`` give the current figures.
 CACHE_BYTES = 6 * 2 ** 20
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..core.lazy_tf import tf
 
 #: What a phase's turns carry besides the book and the prices, shared by
-#: :func:`flowsim.markets.kernel.run`'s step, :func:`phase` and :func:`_turn_loop`:
+#: :func:`flowsim.markets.kernel.step` and ``process``, :func:`phase` and :func:`_turn_loop`:
 #: ``traded`` / ``cleared`` (markets that traded / cleared their first book),
 #: ``running`` (markets executing this step), ``events`` (the events' state or None),
 #: ``nb`` / ``na`` (the book's depths after the last pass).
@@ -52,7 +52,7 @@ def check(cfg):
         raise ValueError(f"simulation.agents: flowsim.markets runs one high-frequency group "
                          f"per config, this one has {', '.join(g.name for g in hf)}: keep one")
     for e in cfg.events:
-        if e.halts or e.extra_order or type(e).__name__ == "PriceLimitRule":
+        if e.halts or e.extra_order or e.limits_prices:
             raise ValueError(f"events: {type(e).__name__} with high-frequency agents "
                              f"({hf[0].name}) is not implemented by flowsim.markets: drop "
                              f"the event or run the config in pams")

@@ -34,7 +34,7 @@ class MarketsJob:
                    "iters", "checkpoint", "json", "quiet", "no_jit", "rng")
 
     def run_cli(self, args):
-        from ..cli_options import flow_options, given
+        from ..core.job_options import flow_options, given
         from . import CONFIGS, config_path
         from .ensembles import ensemble, report
         cfg = args.config or "ci2002"

@@ -1,7 +1,7 @@
 """The compiled market step: M markets of one block stepped together in one XLA loop.
 
-Each market is pams's continuous double auction (pams 0.3.0, ``../shared/DESIGN.md``
-"pams facts"), vectorised over the markets of a block:
+Each market is pams's continuous double auction (pams 0.3.0), vectorised over the
+markets of a block:
 
 * **Agents.**  Each market draws its own agents' parameters once, from pams's
   distributions (:func:`draw`); one agent, uniform over all agents, acts per step
@@ -29,8 +29,19 @@ Each market is pams's continuous double auction (pams 0.3.0, ``../shared/DESIGN.
 Random numbers are counter-based (:mod:`flowsim.core.rng`): step ``t`` of the block
 draws batch ``t`` of stream 2, the agents' parameters come from stream 1, so every
 market is a pure function of (seed, iteration, block, position in the block).
+
+The code, top down: :func:`run` builds a :class:`StepContext` (what a step reads and
+never changes) and loops :func:`step` over the run.  A step collects its orders
+(:func:`collect`, each an :class:`Order` of :func:`order`, decided on a
+:class:`MarketView`), then :func:`process` places each one in the :class:`Book`
+(:func:`place`) and executes (:func:`match`: :func:`masked_pass`, :func:`clearing`,
+:func:`sweep_some`, each pairing by :func:`pair`), with the high-frequency phase
+(:mod:`flowsim.markets.hifreq`) after each.  Every function takes the context and a
+few named values; the book's arrays are its named fields.
 """
+import functools
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,6 +51,7 @@ from ..core.lazy_tf import tf
 from . import book_chunks, hifreq
 from .agents import market_share_fcn
 from .agents.fcn import FCN_PARAMS
+from .book_chunks import Book, Extra  # noqa: F401  (flowsim.markets.kernel.Book)
 from .stats import ABS_LAGS, COARSE, NAMES
 from .venues.index_market import index_of
 from .venues.market import level_bits, time_bits
@@ -259,7 +271,7 @@ def _distinct(u, chosen, N):
 def _order_draws(S, u, j, n_draws, M):
     """Uniforms of order ``j`` of a step: ``[pick [M], noise [M K], -, margin [M K]]``
     (rows 0, 1, 3 for the first, 2 is the fundamental's; one market and one order:
-    ``u`` itself, today's layout)."""
+    ``u`` itself, the rows in their first order)."""
     t_ = tf()
     K = S.n_venues
     if K == 1 and S.max_orders == 1:
@@ -315,469 +327,635 @@ def _volume_state(S, M, state, gid):
             {"volume": total, "vcum": t_.zeros([S.n_steps + 1, M * S.n_venues], i64)})
 
 
+class Order(NamedTuple):
+    """One order per market column ``[M K]``: side (+1 buy, -1 sell, 0 none), tick
+    level, time-to-live."""
+    side: object
+    level: object
+    ttl: object
+
+
+class MarketView(NamedTuple):
+    """What agents decide on at the start of a step: market prices ``[M K]``,
+    fundamentals ``[M K]`` and the price history ``[T + 1, M K]``."""
+    price: object
+    fund: object
+    hist: object
+
+
+class Loop(NamedTuple):
+    """The values the loop of :func:`run` carries from step to step: the step ``t``,
+    market prices, whether each market traded yet, fundamentals, the :class:`Book`,
+    the price and fundamental histories (``fhist`` ``[0]`` unless ``paths``) and the
+    per-market sums ``acc``."""
+    t: object
+    price: object
+    traded: object
+    fund: object
+    book: object
+    hist: object
+    fhist: object
+    acc: object
+
+
+class StepContext:
+    """What every function of the compiled step reads and none changes, built once a
+    trace by :func:`run`: the block's sizes (``M`` members of ``K`` markets, ``L = M K``
+    columns, ``N`` agents, ``R`` orders a step), the markets' columns (``tick``, ``p0``,
+    ``f0``, ``drift``, ``volatility``, ``chol``), the agents' parameters, the per-step
+    flags, the priority keys' packing (``tb`` time bits, ``tmax``, ``level_cap``), the
+    rows of the step's uniforms and the book's :mod:`~flowsim.markets.book_chunks`."""
+
+    def __init__(self, S, key, M, state):
+        t_ = tf()
+        self.S, self.key, self.M = S, key, M
+        self.T, self.K, self.R = S.n_steps, S.n_venues, S.max_orders
+        self.N = S.n_agents
+        self.L = M * self.K
+        i64 = t_.int64
+        self.tick, self.p0, self.f0, self.drift, self.volatility = _venue_columns(S, M, state)
+        self.chol = state.get("chol")
+        self.params, self.gid = agent_params(S, key, M, state)
+        self.n_fcn = sum(S.sizes)
+        fcn = len(S.sizes)
+        self.margin_normal = t_.constant(np.array([S.margin_normal[g] if g < fcn else False
+                                                   for g in self.gid]))
+        self.chart_sign = t_.constant(np.array([S.chart_sign[g] if g < fcn else 1.0
+                                                for g in self.gid]))
+        self.any_normal_margin = any(S.margin_normal)
+        flags = np.array(S.flags, np.int32)
+        self.place_at = t_.constant(flags & 1 > 0)
+        self.run_at = t_.constant(flags & 2 > 0)
+        self.clear_at = t_.constant(flags & 4 > 0)
+        self.markets = t_.range(self.L, dtype=i64)
+        self.tmax = t_.constant((1 << S.time_bits) - 1, i64)
+        self.tb = t_.constant(S.time_bits, i64)
+        self.level_cap = (1 << S.level_bits) - 1
+        self._draw_rows()
+        self.orders_at = t_.constant(np.array(S.orders, np.int64))
+        self.access, self.masks = _venue_masks(S, self.gid, M) if self.K > 1 else (None, ())
+        self.by_volume, self.volume_acc = _volume_state(S, M, state, self.gid)
+        # the book's bests and depths (kept by chunks of rows where steps make many passes)
+        self.chunks = book_chunks.make(S, self.L, unit_rows(S, M))
+        self.hf = None                  # the high-frequency phase's context (run sets it)
+
+    def _draw_rows(self):
+        """Rows of the step's uniforms: ``n_draws`` of the first order, then the other
+        orders', the market picks' (``pick_rows``, by_volume groups) and the
+        high-frequency phases' rate draws (``rate_rows``); ``n_rows`` in all."""
+        S, R = self.S, self.R
+        self.n_draws = 3 + int(self.any_normal_margin)
+        n_rows = self.n_draws + (R - 1) * (self.n_draws - 1)
+        self.pick_rows = n_rows
+        n_rows += R * bool(S.by_volume)
+        self.rate_rows = n_rows
+        self.n_rows = n_rows + R * bool(S.hifreq)
+
+    def spread(self, x):
+        """A member's value ``[M]`` for each of its markets ``[M K]``."""
+        return x if self.K == 1 else tf().repeat(x, self.K)
+
+    def param(self, name, agent):
+        """Parameter ``name`` of agent ``agent [M]`` of each member ``[M]``."""
+        return tf().gather(self.params[name], agent, batch_dims=1)
+
+    def first_agent(self, u):
+        """The agent a uniform ``u [M]`` picks: uniform over the ``N`` agents."""
+        t_ = tf()
+        return t_.minimum(t_.cast(u * self.N, t_.int64), self.N - 1)
+
+
+def extra_keys(ctx, t, book):
+    """Live keys ``(bid, ask)`` of the order kept outside the ring (``book.extra``)."""
+    t_ = tf()
+    extra = book.extra
+    live = (extra.expiry >= t) & (extra.volume > 0)
+    return t_.where(live, extra.bid, _IMIN), t_.where(live, extra.ask, _IMAX)
+
+
+def pair(ctx, t, book, bk, ak, active=None, xtra=None):
+    """Pair the best bid and ask where they cross (and ``active``): ``(book, crossed,
+    trade level)``.  ``xtra``: live keys of the order outside the ring, which loses one
+    unit per pairing instead of its slot."""
+    t_ = tf()
+    i64, tb, tmax, slot = t_.int64, ctx.tb, ctx.tmax, ctx.S.layout.slot
+    has_b, has_a = bk != _IMIN, ak != _IMAX
+    b_level, a_level = t_.bitwise.right_shift(bk, tb), t_.bitwise.right_shift(ak, tb)
+    b_time = tmax - t_.bitwise.bitwise_and(bk, tmax)
+    a_time = t_.bitwise.bitwise_and(ak, tmax)
+    crossed = has_b & has_a & (b_level >= a_level)
+    if active is not None:
+        crossed = crossed & active
+    level = t_.where(b_time < a_time, b_level, a_level)
+    cols = ctx.markets if bk.shape[0] == ctx.L else t_.range(bk.shape[0], dtype=i64)
+    slots = ctx.chunks.at(t_.concat([slot(b_time), slot(a_time)], 0),
+                          t_.concat([cols, cols], 0))
+    if xtra is None:
+        old = t_.gather_nd(book.expiry, slots)
+        gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
+        expiry = t_.tensor_scatter_nd_update(book.expiry, slots, gone)
+        book = ctx.chunks.paired(t, book._replace(expiry=expiry), slot(b_time), slot(a_time))
+        return book, crossed, level
+    # the order outside the ring has no slot: its time mod C may be the slot of the
+    # order it pairs with, so remove with a min (duplicate indices stay exact)
+    from_b = (bk == xtra[0]) & has_b
+    from_a = (ak == xtra[1]) & has_a
+    ring = t_.concat([crossed & ~from_b, crossed & ~from_a], 0)
+    gone = t_.where(ring, t_.constant(-1, i64), t_.constant(_IMAX, i64))
+    expiry = t_.tensor_scatter_nd_min(book.expiry, slots, gone)
+    used = t_.cast(crossed & (from_b | from_a), i64)
+    extra = book.extra._replace(volume=book.extra.volume - used)
+    return book._replace(expiry=expiry, extra=extra), crossed, level
+
+
+def venue_pick(ctx, t, u, a, vols):
+    """``[M K]`` markets agent ``a`` orders in: all it can reach, or for a
+    MarketShareFCNAgent the one picked by volume (``vols``: total and ``vcum``)."""
+    t_ = tf()
+    M, K = ctx.M, ctx.K
+    reach = t_.gather(ctx.access, a)                             # [M, K]
+    tau = ctx.param("time_window", a)
+    back = ctx.spread(t - t_.cast(t_.minimum(t_.cast(t, t_.float64), tau), t_.int64))
+    vol = market_share_fcn.window_volume(vols[1], vols[0], back, ctx.markets)
+    chosen = market_share_fcn.choose(t_.reshape(u, [M, K])[:, 0],
+                                     t_.reshape(vol, [M, K]), reach)
+    return t_.reshape(t_.where(t_.gather(ctx.by_volume, a)[:, None], chosen, reach), [-1])
+
+
+def _expectation(ctx, t, u, view, a, tau):
+    """FCN agent ``a``'s expected price and margin, pams's ``FCNAgent.submit_orders``
+    (a learned group's from its policy, :func:`flowsim.markets.learned.learned_orders`)."""
+    t_ = tf()
+    f64 = t_.float64
+    price, fund, hist = view
+    k = ctx.spread(ctx.param("order_margin", a))
+    wf, wc, wn = (ctx.spread(ctx.param(x, a)) for x in ("fundamental_weight",
+                                                        "chart_weight", "noise_weight"))
+    mrt = ctx.spread(ctx.param("mean_reversion_time", a))
+    ns = ctx.spread(ctx.param("noise_scale", a))
+    w = t_.minimum(t_.cast(t, f64), tau)
+    back = t - t_.cast(w, t_.int64)
+    past = t_.gather_nd(hist, t_.stack([back, ctx.markets], 1))
+    past = t_.where(w > 0, past, price)
+    fundamental = t_.math.log(fund / price) / t_.maximum(mrt, 1.0)
+    chart = (ctx.spread(t_.gather(ctx.chart_sign, a)) * t_.math.log(price / past)
+             / t_.maximum(w, 1.0))
+    noise = ns * _normal(u[1])
+    r = (wf * fundamental + wc * chart + wn * noise) / (wf + wc + wn)
+    expected = price * t_.exp(r * tau)
+    margin_k = k
+    if ctx.S.learned:
+        from .learned import learned_orders
+        expected, margin_k = learned_orders(ctx.S, a, ctx.n_fcn, ctx.gid, ctx.params, t,
+                                            price, fund, hist, expected, k)
+    return expected, margin_k, k
+
+
+def _limited(ctx, value):
+    """An order's price after the events' limits (pams's ``hooked_before_order``), each
+    applied to its target markets."""
+    t_ = tf()
+    for i, e in enumerate(ctx.S.events):
+        limited = e.limit_price(value, ctx.p0)
+        value = limited if ctx.K == 1 or limited is value else t_.where(ctx.masks[i], limited,
+                                                                        value)
+    return value
+
+
+def order(ctx, t, u, view, a=None, venue=None):
+    """``(Order, over)``: side, tick level, ttl of agent ``a`` (default: the agent
+    ``u[0]`` picks uniformly) in the markets ``venue`` (default: all it can reach),
+    and where its level left the packed range."""
+    t_ = tf()
+    i64 = t_.int64
+    if a is None:
+        a = ctx.first_agent(u[0])
+    tau = ctx.spread(ctx.param("time_window", a))
+    expected, margin_k, k = _expectation(ctx, t, u, view, a, tau)
+    price = view.price
+    buy = expected > price
+    sell = expected < price
+    fixed = t_.where(buy, expected * (1 - margin_k), expected * (1 + margin_k))
+    if ctx.any_normal_margin:
+        normal_price = expected + _normal(u[3]) * k
+        value = t_.where(ctx.spread(t_.gather(ctx.margin_normal, a)), normal_price, fixed)
+    else:
+        value = fixed
+    raw = tick_level(_limited(ctx, value), ctx.tick, buy)
+    level = t_.clip_by_value(raw, 1, ctx.level_cap)
+    side = t_.where(buy, 1, t_.where(sell, -1, 0))
+    if ctx.K > 1:
+        if venue is None:
+            venue = t_.reshape(t_.gather(ctx.access, a), [-1])
+        side = t_.where(venue, side, 0)
+    return (Order(t_.cast(side, i64), level, t_.cast(tau, i64)),
+            (raw > ctx.level_cap) & (side != 0))
+
+
+def ask_others(ctx, t, u, view, first_order, place):
+    """pams asks agents in a shuffled order until one orders: where the first agent
+    placed none (E == P exactly, possible only for agents without noise), ask the
+    others in a uniformly random order (argsort of fresh uniforms), first agent
+    excluded, until one orders or all were asked.  Returns the :class:`Order`."""
+    t_ = tf()
+    i64, N, M = t_.int64, ctx.N, ctx.M
+    first = ctx.first_agent(u[0])
+    side = first_order.side
+
+    def asking():
+        perm = t_.argsort(rng.uniform(ctx.key, [M, N], t_.float64, stream=3, step=t), axis=1,
+                          stable=True)
+        perm = t_.cast(perm, i64)
+
+        def more(k, side, level, ttl):
+            return (k < N) & t_.reduce_any(side == 0)
+
+        def ask(k, side, level, ttl):
+            a = perm[:, k]
+            u2 = rng.uniform(ctx.key, [ctx.n_draws, M], t_.float64, stream=4, step=t * N + k)
+            other, _ = order(ctx, t, u2, view, a)
+            redo = (side == 0) & (a != first)
+            return (k + 1, t_.where(redo, other.side, side), t_.where(redo, other.level, level),
+                    t_.where(redo, other.ttl, ttl))
+
+        out = t_.while_loop(more, ask, [t_.constant(0, i64), *first_order])
+        return tuple(out[1:])
+
+    return Order(*t_.cond(place & t_.reduce_any(side == 0), asking, lambda: tuple(first_order)))
+
+
+def clearing(ctx, t, book, active=None, start=None, more=None):
+    """Pair off the best bid and ask while they cross (where ``active``; all markets if
+    None), as pams executes after each order while the market runs: the book crossed
+    during the warm-up or a halt clears at once, an order of volume > 1 trades against
+    every order it crosses.  ``book`` may hold any number of markets' columns
+    (:func:`clear_some` passes a few).  Returns ``(book, bk, ak, nb, na, vol, lvl)``:
+    the bests and depths of the cleared book, the volume and the level of the last
+    pair.  ``start``: ``(bk, ak, nb, na, vol, lvl)`` of a pairing already made on
+    ``book`` (:func:`masked_pass`), the loop going on from it while ``more`` (a bool
+    tensor; default: from scratch)."""
+    t_ = tf()
+    i64 = t_.int64
+    extra_order = ctx.S.extra_order
+
+    def cond(book, bk, ak, nb, na, vol, lvl, more):
+        return more
+
+    def step(book, bk, ak, nb, na, vol, lvl, more):
+        xtra = extra_keys(ctx, t, book) if extra_order else None
+        bk, ak, nb, na = ctx.chunks.bests(t, book, xtra)
+        book2, crossed, pl = pair(ctx, t, book, bk, ak, active, xtra)
+        c = t_.cast(crossed, i64)
+        return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
+                t_.reduce_any(crossed))
+
+    if start is None:
+        z = t_.zeros([book.expiry.shape[ctx.chunks.col_axis]], i64)
+        start, more = (z,) * 6, t_.constant(True)
+    out = t_.while_loop(cond, step, [book, *start, more])
+    return tuple(out[:-1])
+
+
+def masked_pass(ctx, t, book, active):
+    """:func:`clearing` for a step where only the arrival (volume 1) can cross: one
+    pairing, the same result."""
+    t_ = tf()
+    i64 = t_.int64
+    xtra = extra_keys(ctx, t, book) if ctx.S.extra_order else None
+    bk, ak, nb, na = ctx.chunks.bests(t, book, xtra)
+    book2, crossed, lvl = pair(ctx, t, book, bk, ak, active, xtra)
+    vol = t_.cast(crossed, i64)
+    gone_b = gone_a = vol
+    if xtra is not None:         # the order outside the ring stays while it has volume
+        stays = book2.extra.volume > 0
+        gone_b = t_.cast(crossed & ~((bk == xtra[0]) & (bk != _IMIN) & stays), i64)
+        gone_a = t_.cast(crossed & ~((ak == xtra[1]) & (ak != _IMAX) & stays), i64)
+    return book2, bk, ak, nb - gone_b, na - gone_a, vol, t_.where(crossed, lvl, 0)
+
+
+def one_pass(ctx, t, book):
+    """:func:`masked_pass` of a block of one market per member without events."""
+    t_ = tf()
+    bk, ak, nb, na = ctx.chunks.bests(t, book)
+    book2, crossed, lvl = pair(ctx, t, book, bk, ak)
+    vol = t_.cast(crossed, t_.int64)
+    return book2, bk, ak, nb - vol, na - vol, vol, t_.where(crossed, lvl, 0)
+
+
+def no_match(ctx, t, book):
+    """The book's bests and depths where the market does not execute."""
+    t_ = tf()
+    bk, ak, nb, na = ctx.chunks.bests(t, book)
+    zero = t_.zeros([ctx.L], t_.int64)
+    return book, bk, ak, nb, na, zero, t_.zeros([ctx.L], t_.int64)
+
+
+def sweep_some(ctx, t, book, active, need):
+    """:func:`clearing` where ``need`` (a halt just ended, an order of volume > 1
+    arrived), :func:`masked_pass` at the other ``active`` markets, whose book was
+    uncrossed before the arrival of one unit: the result of :func:`clearing`
+    everywhere.  A few such markets clear in sub-books of :data:`SWEEP_MARKETS`
+    columns (``Structure.sweep_markets``, :func:`clear_some`), so that the loop's
+    trips do not cost the whole block; more than a quarter of the block loops whole."""
+    t_ = tf()
+    n = t_.reduce_sum(t_.cast(need, t_.int64))
+
+    def loop():
+        if not ctx.S.sweep_markets:
+            return clearing(ctx, t, book, active)
+        return t_.cond(n > ctx.L // 4, lambda: clearing(ctx, t, book, active),
+                       lambda: clear_some(ctx, t, book, active, need, n))
+
+    return t_.cond(n == 0, lambda: masked_pass(ctx, t, book, active), loop)
+
+
+def clear_some(ctx, t, book, active, need, n):
+    """:func:`sweep_some` for ``n`` markets that ``need`` the loop: chunks of ``G`` of
+    them gathered into a sub-book, cleared, and put back (one market per member: the
+    book is ``[rows, L]``, :class:`flowsim.markets.book_chunks.Whole`)."""
+    t_ = tf()
+    i64, L = t_.int64, ctx.L
+    if ctx.chunks.col_axis != 1:
+        raise NotImplementedError("clear_some gathers markets on the book's last axis; "
+                                  f"{type(ctx.chunks).__name__} keeps them on axis "
+                                  f"{ctx.chunks.col_axis}")
+    G = min(L, ctx.S.sweep_markets)
+    out = masked_pass(ctx, t, book, active & ~need)
+    rank = t_.cumsum(t_.cast(need, i64)) - 1
+    slots = t_.range(G, dtype=i64)
+
+    def chunk(c, book, *rest):
+        take = need & (rank // G == c)
+        slot = rank - c * G
+        hit = take[None, :] & (slot[None, :] == slots[:, None])           # [G, L]
+        sel = t_.reduce_max(t_.where(hit, ctx.markets[None, :], -1), axis=1)
+        sub = t_.nest.map_structure(lambda x: t_.gather(x, t_.maximum(sel, 0), axis=-1), book)
+        done = clearing(ctx, t, sub, sel >= 0)
+        back = t_.clip_by_value(slot, 0, G - 1)
+        arrays = t_.nest.flatten(book)
+        merged = [t_.where(take, t_.gather(x, back, axis=-1), y)
+                  for x, y in zip(t_.nest.flatten(done[0]) + list(done[1:]),
+                                  arrays + list(rest))]
+        return ((c + 1, t_.nest.pack_sequence_as(book, merged[:len(arrays)]))
+                + tuple(merged[len(arrays):]))
+
+    out = t_.while_loop(lambda c, *_: c * G < n, chunk, (t_.constant(0, i64),) + out)
+    return tuple(out[1:])
+
+
+def collect(ctx, t, u, view, place, vols=None):
+    """The step's orders, all decided on the state at its start (pams collects
+    ``maxNormalOrders`` agents' orders, then processes them): ``R`` :class:`Order` s
+    over the ``[M K]`` markets, and whether a level left the packed range."""
+    t_ = tf()
+    S, N = ctx.S, ctx.N
+    out, chosen, over = [], [], None
+    for j in range(ctx.R):
+        uj = _order_draws(S, u, j, ctx.n_draws, ctx.M)
+        a = None if ctx.R == 1 else _distinct(uj[0], chosen, N)
+        if a is not None:
+            chosen.append(a)
+        venue = None
+        if S.by_volume:
+            if a is None:
+                a = ctx.first_agent(uj[0])
+            venue = venue_pick(ctx, t, u[ctx.pick_rows + j], a, vols)
+        o, ov = order(ctx, t, uj, view, a, venue)
+        if S.may_abstain:
+            o = ask_others(ctx, t, u, view, o, place)
+        side = o.side
+        if j > 0:                      # this session's maxNormalOrders
+            side = t_.where(j < ctx.orders_at[t], side, t_.zeros_like(side))
+        side = t_.where(place, side, t_.zeros_like(side))
+        over = ov if over is None else over | ov
+        out.append(o._replace(side=side))
+    return out, over & place
+
+
+def place_mistakes(ctx, t, orders, price, place, book):
+    """The events' mistaken orders (:meth:`Event.mistake_order`) of step ``t``: each
+    replaces the first order where it fires and rests outside the ring
+    (``book.extra``).  Returns ``(orders, book, need)``, ``need`` the markets where
+    one fired (their book may cross more than once), None if none can."""
+    t_ = tf()
+    i64, tb, tmax = t_.int64, ctx.tb, ctx.tmax
+    side, need = orders[0].side, None
+    for e in ctx.S.events:
+        mistake = e.mistake_order(t, side, price, ctx.tick)
+        if mistake is None:
+            continue
+        fire, m_side, m_level, m_ttl, m_vol = mistake
+        m_packed = t_.bitwise.left_shift(t_.clip_by_value(m_level, 1, ctx.level_cap), tb)
+        fire = fire & place
+        x = book.extra
+        book = book._replace(extra=Extra(
+            t_.where(fire & (m_side > 0), t_.bitwise.bitwise_or(m_packed, tmax - t), x.bid),
+            t_.where(fire & (m_side < 0), t_.bitwise.bitwise_or(m_packed, t), x.ask),
+            t_.where(fire, t_.constant(m_vol, i64), x.volume),
+            t_.where(fire, t + m_ttl, x.expiry)))
+        side = t_.where(fire, t_.zeros_like(side), side)
+        need = fire if need is None else need | fire
+    return [orders[0]._replace(side=side)] + orders[1:], book, need
+
+
+def place(ctx, t, q, order, book):
+    """``book`` with ``order`` in slot ``slot(q)`` of the ring (``q`` its placement
+    number; no order where its side is 0)."""
+    t_ = tf()
+    s = ctx.S.layout.slot(q)
+    packed = t_.bitwise.left_shift(order.level, ctx.tb)
+    new_bid = t_.where(order.side > 0, t_.bitwise.bitwise_or(packed, ctx.tmax - q), _IMIN)
+    new_ask = t_.where(order.side < 0, t_.bitwise.bitwise_or(packed, q), _IMAX)
+    new_exp = t_.where(order.side != 0, t + order.ttl, -1 * t_.ones_like(order.ttl))
+    chunks = ctx.chunks
+    book = book._replace(bidkey=chunks.write(book.bidkey, s, new_bid),
+                         askkey=chunks.write(book.askkey, s, new_ask),
+                         expiry=chunks.write(book.expiry, s, new_exp))
+    return chunks.placed(t, book, s, new_bid, new_ask, new_exp)
+
+
+def _halted_markets(ctx, carry, need):
+    """``(active, need)``: the running markets no halt holds, and ``need`` with the
+    markets whose halt ended (their crossed book clears)."""
+    t_ = tf()
+    active = carry.running & t_.ones([ctx.L], t_.bool)
+    events = tuple(zip(ctx.S.events, carry.events))
+    for h in (e.halted(x) for e, x in events):
+        if h is not None:
+            active = active & ~h
+    for e, x in events:
+        resumed = e.resumed(x)
+        if resumed is not None:
+            need = resumed if need is None else need | resumed
+    return active, need
+
+
+def match(ctx, t, book, side, carry, clear, need):
+    """Execution after a placement: ``(cleared book, bk, ak, nb, na, vol, lvl)`` (see
+    :func:`clearing`), the markets that executed (``active``) and the markets that
+    cleared their first book (several markets per member; else ``carry.cleared``)."""
+    t_ = tf()
+    if ctx.K > 1:
+        active = carry.running & (side != 0)
+        # one pairing for every market, then (no cond around the book: XLA copied
+        # it out of the branches at every pass) the loop of :func:`clearing` goes
+        # on from there, zero trips unless a market clears its first book and the
+        # pass paired somewhere (what clearing from scratch would do)
+        first = masked_pass(ctx, t, book, active)
+        more = t_.reduce_any(active & ~carry.cleared) & t_.reduce_any(first[5] > 0)
+        out = clearing(ctx, t, first[0], active, first[1:], more)
+        return out, active, carry.cleared | active
+    if ctx.S.halts or ctx.S.extra_order:
+        active, need = _halted_markets(ctx, carry, need)
+        out = t_.cond(clear, lambda: clearing(ctx, t, book, active),
+                      lambda: sweep_some(ctx, t, book, active, need & active))
+        return out, active, carry.cleared
+    out = t_.cond(carry.running,
+                  lambda: t_.cond(clear, lambda: clearing(ctx, t, book),
+                                  lambda: one_pass(ctx, t, book)),
+                  lambda: no_match(ctx, t, book))
+    return out, carry.running, carry.cleared
+
+
+def process(ctx, t, q, order, book, price, carry, clear, need=None):
+    """Place one order per market (slot ``q mod C`` of the ring, ``q`` its placement
+    number) and match it as pams executes after each order; update the market price.
+    With several markets a market executes only where an order arrived (pams's
+    ``_process_order``), so the book crossed during the warm-up clears at the first
+    order of a running market (``carry.cleared``: markets that had one).  ``carry``: a
+    :class:`flowsim.markets.hifreq.Carry`; ``clear``: the step clears the warm-up's
+    book; ``need``: markets whose book may cross more than once (None: none).  Returns
+    ``(book, price, carry, did, vol, active)``, ``carry`` with the markets that traded,
+    cleared and the depths after the pass."""
+    t_ = tf()
+    f64 = t_.float64
+    book = place(ctx, t, q, order, book)
+    (book, bk, ak, nb, na, vol, lvl), active, cleared = match(ctx, t, book, order.side, carry,
+                                                              clear, need)
+    # bk/ak are the bests before the last pairing: after a trade the market price is
+    # the trade's; without any trade yet, the mid of the (uncrossed) book
+    did = vol > 0
+    has_both = (bk != _IMIN) & (ak != _IMAX)
+    b_level = t_.cast(t_.bitwise.right_shift(bk, ctx.tb), f64)
+    a_level = t_.cast(t_.bitwise.right_shift(ak, ctx.tb), f64)
+    mid = (b_level * ctx.tick + a_level * ctx.tick) / 2.0
+    new_price = t_.where(did, t_.cast(lvl, f64) * ctx.tick,
+                         t_.where(~carry.traded & has_both, mid, price))
+    price = t_.where(active, new_price, price)
+    carry = carry._replace(traded=carry.traded | did, cleared=cleared, nb=nb, na=na)
+    return book, price, carry, did, vol, active
+
+
+def _before_step(ctx, t, fund, states):
+    """The events' ``before_step`` hooks on their target markets: ``(fund, states)``."""
+    t_ = tf()
+    est = list(states)
+    for i, e in enumerate(ctx.S.events):
+        shocked, est[i] = e.before_step(t, fund, est[i])
+        fund = shocked if ctx.K == 1 else t_.where(ctx.masks[i], shocked, fund)
+    return fund, est
+
+
+def _accumulate(ctx, t, acc, price, fund, vol, carry, over):
+    """The per-market sums after step ``t``, ``vol`` its volume, ``carry`` its last
+    pass's (the events' states are the caller's)."""
+    t_ = tf()
+    f64, S = t_.float64, ctx.S
+    inside = t >= S.t0
+    after = t > S.t0
+    vol_f = t_.cast(vol, f64)
+    new = {
+        "mispricing": acc["mispricing"] + t_.where(
+            inside, t_.abs(t_.math.log(price / fund)), 0.0),
+        "trades": acc["trades"] + t_.where(after, vol_f, 0.0),
+        "clearing": acc["clearing"] + t_.where(t == S.t0, vol_f, 0.0),
+        "depth_bid": acc["depth_bid"] + t_.where(inside, t_.cast(carry.nb, f64), 0.0),
+        "depth_ask": acc["depth_ask"] + t_.where(inside, t_.cast(carry.na, f64), 0.0),
+        "overflow": acc["overflow"] | over,
+        **({"cleared": carry.cleared} if ctx.K > 1 else {}),
+        **({"events": acc["events"]} if S.events else {}),
+    }
+    if S.by_volume:                  # executed volume: the total, and before step t + 1
+        new["volume"] = acc["volume"] + vol
+        new["vcum"] = t_.tensor_scatter_nd_update(acc["vcum"], [[t + 1]], new["volume"][None])
+    return new
+
+
+def step(ctx, loop):
+    """Step ``loop.t`` of :func:`run`: the events' hooks, the orders collected and
+    processed one by one (each followed by the high-frequency phase), the history, the
+    sums, the fundamental's walk.  Returns the next :class:`Loop`."""
+    t_ = tf()
+    S = ctx.S
+    t, price, fund, book, hist, acc = loop.t, loop.price, loop.fund, loop.book, loop.hist, loop.acc
+    place_now, running, clear = ctx.place_at[t], ctx.run_at[t], ctx.clear_at[t]
+    book, after_fresh = ctx.chunks.fresh(t, book)
+    est = None
+    if S.events:
+        fund, est = _before_step(ctx, t, fund, acc["events"])
+    u = rng.uniform(ctx.key, [ctx.n_rows, ctx.L], t_.float64, stream=2, step=t)
+    vols = (acc["volume"], acc["vcum"]) if S.by_volume else None
+    orders, over = collect(ctx, t, u, MarketView(price, fund, hist), place_now, vols)
+    need = None             # markets whose book may cross more than once this step
+    if S.extra_order:
+        orders, book, need = place_mistakes(ctx, t, orders, price, place_now, book)
+    carry = hifreq.Carry(loop.traded, acc.get("cleared"), running, est, None, None)
+    vol = None
+    for j, o in enumerate(orders):
+        # the step's first writes wait for fresh()'s reads (book_chunks.Whole.after_fresh)
+        q = S.layout.normal(t, j) + after_fresh if j == 0 else S.layout.normal(t, j)
+        book, price, carry, did, v, active = process(
+            ctx, t, q, o, book, price, carry, clear if j == 0 else t_.constant(False),
+            need if j == 0 else None)
+        vol = v if vol is None else vol + v
+        if S.hifreq:
+            go = ctx.hf.go(t, o.side, u[ctx.rate_rows + j])
+            book, price, carry, h_vol, h_over = hifreq.phase(S, ctx.hf, t, j, go, book,
+                                                             price, fund, carry)
+            vol, over = vol + h_vol, over | h_over
+    hist = t_.tensor_scatter_nd_update(hist, [[t]], price[None])
+    fhist = loop.fhist
+    if S.paths:
+        fhist = t_.tensor_scatter_nd_update(fhist, [[t]], fund[None])
+    acc = _accumulate(ctx, t, acc, price, fund, vol, carry, over)
+    if S.events:
+        acc["events"] = tuple(e.after_match(t, active, did, price, ctx.p0, x)
+                              for e, x in zip(S.events, est))
+    fund = _fundamental_step(S, fund, _normal(u[2]), ctx.drift, ctx.volatility, ctx.chol,
+                             ctx.M)
+    return Loop(t + 1, price, carry.traded, fund, book, hist, fhist, acc)
+
+
 def run(S, key, M, state):
     """Step ``M`` ensemble members (each ``K`` markets) through the whole run.  Returns
     ``(stats [M, statistics], prices [T + 1, M K], fundamental [T + 1, M K] or None)``."""
     t_ = tf()
-    T, K, R = S.n_steps, S.n_venues, S.max_orders
-    slot = S.layout.slot
-    N = S.n_agents
-    L = M * K
+    ctx = StepContext(S, key, M, state)
+    T, L = S.n_steps, ctx.L
     i64, f64 = t_.int64, t_.float64
-    tick, p0, f0, drift, volatility = _venue_columns(S, M, state)
-    chol = state.get("chol")
-    params, gid = agent_params(S, key, M, state)
-    n_fcn = sum(S.sizes)
-    margin_normal = t_.constant(np.array([S.margin_normal[g] if g < len(S.sizes) else False
-                                          for g in gid]))
-    chart_sign = t_.constant(np.array([S.chart_sign[g] if g < len(S.sizes) else 1.0
-                                       for g in gid]))
-    any_normal_margin = any(S.margin_normal)
-    flags = np.array(S.flags, np.int32)
-    place_at = t_.constant(flags & 1 > 0)
-    run_at = t_.constant(flags & 2 > 0)
-    clear_at = t_.constant(flags & 4 > 0)
-    markets = t_.range(L, dtype=i64)
-    tmax = t_.constant((1 << S.time_bits) - 1, i64)
-    tb = t_.constant(S.time_bits, i64)
-    level_cap = (1 << S.level_bits) - 1
-    n_draws = 3 + int(any_normal_margin)
-    n_rows = n_draws + (R - 1) * (n_draws - 1)
-    pick_rows = n_rows                  # rows of the market picks (by_volume groups)
-    n_rows += R * bool(S.by_volume)
-    rate_rows = n_rows                  # rows of the high-frequency phases' rate draws
-    n_rows += R * bool(S.hifreq)
-    orders_at = t_.constant(np.array(S.orders, np.int64))
-
-    def spread(x):
-        """A member's value ``[M]`` for each of its markets ``[M K]``."""
-        return x if K == 1 else t_.repeat(x, K)
-
-    if K > 1:
-        access, masks = _venue_masks(S, gid, M)
-    by_volume, volume_acc = _volume_state(S, M, state, gid)
-
-    def pick(x, a):
-        return t_.gather(x, a, batch_dims=1)
-
-    # the book's bests and depths (kept by chunks of rows where steps make many passes)
-    chunks = book_chunks.make(S, L, unit_rows(S, M))
-    bests = chunks.bests
-
-    def extra_keys(t, book):
-        """Live keys ``(bid, ask)`` of the order kept outside the ring."""
-        live = (book[6] >= t) & (book[5] > 0)
-        return t_.where(live, book[3], _IMIN), t_.where(live, book[4], _IMAX)
-
-    def pair(t, book, bk, ak, active=None, xtra=None):
-        """Pair the best bid and ask where they cross (and ``active``): (book, crossed,
-        trade level).  ``xtra``: live keys of the order outside the ring, which loses
-        one unit per pairing instead of its slot."""
-        bidkey, askkey, expiry = book[:3]
-        has_b, has_a = bk != _IMIN, ak != _IMAX
-        b_level, a_level = t_.bitwise.right_shift(bk, tb), t_.bitwise.right_shift(ak, tb)
-        b_time = tmax - t_.bitwise.bitwise_and(bk, tmax)
-        a_time = t_.bitwise.bitwise_and(ak, tmax)
-        crossed = has_b & has_a & (b_level >= a_level)
-        if active is not None:
-            crossed = crossed & active
-        level = t_.where(b_time < a_time, b_level, a_level)
-        cols = markets if bk.shape[0] == L else t_.range(bk.shape[0], dtype=i64)
-        slots = chunks.at(t_.concat([slot(b_time), slot(a_time)], 0),
-                          t_.concat([cols, cols], 0))
-        if xtra is None:
-            old = t_.gather_nd(expiry, slots)
-            gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
-            expiry = t_.tensor_scatter_nd_update(expiry, slots, gone)
-            book = chunks.paired(t, (bidkey, askkey, expiry) + book[3:], slot(b_time),
-                                 slot(a_time))
-            return book, crossed, level
-        # the order outside the ring has no slot: its time mod C may be the slot of the
-        # order it pairs with, so remove with a min (duplicate indices stay exact)
-        from_b = (bk == xtra[0]) & has_b
-        from_a = (ak == xtra[1]) & has_a
-        ring = t_.concat([crossed & ~from_b, crossed & ~from_a], 0)
-        gone = t_.where(ring, t_.constant(-1, i64), t_.constant(_IMAX, i64))
-        expiry = t_.tensor_scatter_nd_min(expiry, slots, gone)
-        used = t_.cast(crossed & (from_b | from_a), i64)
-        return (bidkey, askkey, expiry) + book[3:5] + (book[5] - used, book[6]), crossed, level
-
-    def venue_pick(t, u, a, vols):
-        """``[M K]`` markets agent ``a`` orders in: all it can reach, or for a
-        MarketShareFCNAgent the one picked by volume (``vols``: total and ``vcum``)."""
-        reach = t_.gather(access, a)                             # [M, K]
-        tau = pick(params["time_window"], a)
-        back = spread(t - t_.cast(t_.minimum(t_.cast(t, f64), tau), i64))
-        vol = market_share_fcn.window_volume(vols[1], vols[0], back, markets)
-        chosen = market_share_fcn.choose(t_.reshape(u, [M, K])[:, 0],
-                                         t_.reshape(vol, [M, K]), reach)
-        return t_.reshape(t_.where(t_.gather(by_volume, a)[:, None], chosen, reach), [-1])
-
-    def order(t, u, price, fund, hist, a=None, venue=None):
-        """Side (+1 buy, -1 sell, 0 none), tick level, ttl of agent ``a`` (default: the
-        agent ``u[0]`` picks uniformly) in the markets ``venue`` (default: all it can
-        reach)."""
-        if a is None:
-            a = t_.minimum(t_.cast(u[0] * N, i64), N - 1)
-        tau = spread(pick(params["time_window"], a))
-        k = spread(pick(params["order_margin"], a))
-        wf, wc, wn = (spread(pick(params[x], a)) for x in ("fundamental_weight",
-                                                           "chart_weight", "noise_weight"))
-        mrt = spread(pick(params["mean_reversion_time"], a))
-        ns = spread(pick(params["noise_scale"], a))
-        w = t_.minimum(t_.cast(t, f64), tau)
-        back = t - t_.cast(w, i64)
-        past = t_.gather_nd(hist, t_.stack([back, markets], 1))
-        past = t_.where(w > 0, past, price)
-        fundamental = t_.math.log(fund / price) / t_.maximum(mrt, 1.0)
-        chart = spread(t_.gather(chart_sign, a)) * t_.math.log(price / past) / t_.maximum(w, 1.0)
-        noise = ns * _normal(u[1])
-        r = (wf * fundamental + wc * chart + wn * noise) / (wf + wc + wn)
-        expected = price * t_.exp(r * tau)
-        margin_k = k
-        if S.learned:
-            from .learned import learned_orders
-            expected, margin_k = learned_orders(S, a, n_fcn, gid, params, t, price, fund, hist,
-                                                expected, k)
-        buy = expected > price
-        sell = expected < price
-        fixed = t_.where(buy, expected * (1 - margin_k), expected * (1 + margin_k))
-        if any_normal_margin:
-            normal_price = expected + _normal(u[3]) * k
-            value = t_.where(spread(t_.gather(margin_normal, a)), normal_price, fixed)
-        else:
-            value = fixed
-        for i, e in enumerate(S.events):
-            limited = e.limit_price(value, p0)
-            value = limited if K == 1 or limited is value else t_.where(masks[i], limited,
-                                                                        value)
-        raw = tick_level(value, tick, buy)
-        level = t_.clip_by_value(raw, 1, level_cap)
-        side = t_.where(buy, 1, t_.where(sell, -1, 0))
-        if K > 1:
-            if venue is None:
-                venue = t_.reshape(t_.gather(access, a), [-1])
-            side = t_.where(venue, side, 0)
-        return t_.cast(side, i64), level, t_.cast(tau, i64), (raw > level_cap) & (side != 0)
-
-    def ask_others(t, u, price, fund, hist, side, level, ttl, place):
-        """pams asks agents in a shuffled order until one orders: where the first agent
-        placed none (E == P exactly, possible only for agents without noise), ask the
-        others in a uniformly random order (argsort of fresh uniforms), first agent
-        excluded, until one orders or all were asked."""
-        first = t_.minimum(t_.cast(u[0] * N, i64), N - 1)
-
-        def asking():
-            perm = t_.argsort(rng.uniform(key, [M, N], f64, stream=3, step=t), axis=1,
-                              stable=True)
-            perm = t_.cast(perm, i64)
-
-            def more(k, side, level, ttl):
-                return (k < N) & t_.reduce_any(side == 0)
-
-            def ask(k, side, level, ttl):
-                a = perm[:, k]
-                u2 = rng.uniform(key, [n_draws, M], f64, stream=4, step=t * N + k)
-                s2, l2, t2, _ = order(t, u2, price, fund, hist, a)
-                redo = (side == 0) & (a != first)
-                return (k + 1, t_.where(redo, s2, side), t_.where(redo, l2, level),
-                        t_.where(redo, t2, ttl))
-
-            out = t_.while_loop(more, ask, [t_.constant(0, i64), side, level, ttl])
-            return tuple(out[1:])
-
-        return t_.cond(place & t_.reduce_any(side == 0), asking, lambda: (side, level, ttl))
-
-    def clearing(t, book, active=None, start=None, more=None):
-        """Pair off the best bid and ask while they cross (where ``active``; all markets
-        if None), as pams executes after each order while the market runs: the book
-        crossed during the warm-up or a halt clears at once, an order of volume > 1
-        trades against every order it crosses.  ``book`` may hold any number of
-        markets' columns (:func:`clear_some` passes a few).  Returns ``(book, bk, ak,
-        nb, na, vol, lvl)``: the bests and depths of the cleared book, the volume and
-        the level of the last pair.  ``start``: ``(bk, ak, nb, na, vol, lvl)`` of a
-        pairing already made on ``book`` (:func:`masked_pass`), the loop going on from
-        it while ``more`` (a bool tensor; default: from scratch)."""
-        xtra_of = (lambda b: extra_keys(t, b)) if S.extra_order else (lambda b: None)
-
-        def cond(book, bk, ak, nb, na, vol, lvl, more):
-            return more
-
-        def step(book, bk, ak, nb, na, vol, lvl, more):
-            xtra = xtra_of(book)
-            bk, ak, nb, na = bests(t, book, xtra)
-            book2, crossed, pl = pair(t, book, bk, ak, active, xtra)
-            c = t_.cast(crossed, i64)
-            return (book2, bk, ak, nb - c, na - c, vol + c, t_.where(crossed, pl, lvl),
-                    t_.reduce_any(crossed))
-
-        if start is None:
-            z = t_.zeros([book[2].shape[chunks.col_axis]], i64)
-            start, more = (z,) * 6, t_.constant(True)
-        out = t_.while_loop(cond, step, [book, *start, more])
-        return tuple(out[:-1])
-
-    def masked_pass(t, book, active):
-        """:func:`clearing` for a step where only the arrival (volume 1) can cross:
-        one pairing, the same result."""
-        xtra = extra_keys(t, book) if S.extra_order else None
-        bk, ak, nb, na = bests(t, book, xtra)
-        book2, crossed, lvl = pair(t, book, bk, ak, active, xtra)
-        vol = t_.cast(crossed, i64)
-        gone_b = gone_a = vol
-        if xtra is not None:         # the order outside the ring stays while it has volume
-            stays = book2[5] > 0
-            gone_b = t_.cast(crossed & ~((bk == xtra[0]) & (bk != _IMIN) & stays), i64)
-            gone_a = t_.cast(crossed & ~((ak == xtra[1]) & (ak != _IMAX) & stays), i64)
-        return book2, bk, ak, nb - gone_b, na - gone_a, vol, t_.where(crossed, lvl, 0)
-
-    def sweep_some(t, book, active, need):
-        """:func:`clearing` where ``need`` (a halt just ended, an order of volume > 1
-        arrived), :func:`masked_pass` at the other ``active`` markets, whose book was
-        uncrossed before the arrival of one unit: the result of :func:`clearing`
-        everywhere.  A few such markets clear in sub-books of :data:`SWEEP_MARKETS`
-        columns (``Structure.sweep_markets``, :func:`clear_some`), so that the loop's
-        trips do not cost the whole block; more than a quarter of the block loops whole."""
-        n = t_.reduce_sum(t_.cast(need, i64))
-
-        def loop():
-            if not S.sweep_markets:
-                return clearing(t, book, active)
-            return t_.cond(n > L // 4, lambda: clearing(t, book, active),
-                           lambda: clear_some(t, book, active, need, n))
-
-        return t_.cond(n == 0, lambda: masked_pass(t, book, active), loop)
-
-    def clear_some(t, book, active, need, n):
-        """:func:`sweep_some` for ``n`` markets that ``need`` the loop: chunks of
-        ``G`` of them gathered into a sub-book, cleared, and put back (one market per
-        member: the book is ``[rows, L]``, :class:`flowsim.markets.book_chunks.Whole`)."""
-        if chunks.col_axis != 1:
-            raise NotImplementedError("clear_some gathers markets on the book's last axis; "
-                                      f"{type(chunks).__name__} keeps them on axis "
-                                      f"{chunks.col_axis}")
-        G = min(L, S.sweep_markets)
-        out = masked_pass(t, book, active & ~need)
-        rank = t_.cumsum(t_.cast(need, i64)) - 1
-        slots = t_.range(G, dtype=i64)
-
-        def chunk(c, book, *rest):
-            take = need & (rank // G == c)
-            slot = rank - c * G
-            hit = take[None, :] & (slot[None, :] == slots[:, None])           # [G, L]
-            sel = t_.reduce_max(t_.where(hit, markets[None, :], -1), axis=1)
-            sub = tuple(t_.gather(x, t_.maximum(sel, 0), axis=-1) for x in book)
-            done = clearing(t, sub, sel >= 0)
-            back = t_.clip_by_value(slot, 0, G - 1)
-            merged = [t_.where(take, t_.gather(x, back, axis=-1), y)
-                      for x, y in zip(done[0] + done[1:], book + rest)]
-            return (c + 1, tuple(merged[:len(book)])) + tuple(merged[len(book):])
-
-        out = t_.while_loop(lambda c, *_: c * G < n, chunk, (t_.constant(0, i64),) + out)
-        return tuple(out[1:])
-
-    def collect(t, u, price, fund, hist, place, vols=None):
-        """The step's orders, all decided on the state at its start (pams collects
-        ``maxNormalOrders`` agents' orders, then processes them): ``R`` lists of
-        ``(side, level, ttl)`` over the ``[M K]`` markets, and whether a level left the
-        packed range."""
-        out, chosen, over = [], [], None
-        for j in range(R):
-            uj = _order_draws(S, u, j, n_draws, M)
-            a = None if R == 1 else _distinct(uj[0], chosen, N)
-            if a is not None:
-                chosen.append(a)
-            venue = None
-            if S.by_volume:
-                if a is None:
-                    a = t_.minimum(t_.cast(uj[0] * N, i64), N - 1)
-                venue = venue_pick(t, u[pick_rows + j], a, vols)
-            side, level, ttl, ov = order(t, uj, price, fund, hist, a, venue)
-            if S.may_abstain:
-                side, level, ttl = ask_others(t, u, price, fund, hist, side, level, ttl, place)
-            if j > 0:                      # this session's maxNormalOrders
-                side = t_.where(j < orders_at[t], side, t_.zeros_like(side))
-            side = t_.where(place, side, t_.zeros_like(side))
-            over = ov if over is None else over | ov
-            out.append([side, level, ttl])
-        return out, over & place
-
-    def body(t, price, traded, fund, book, hist, fhist, acc):
-        place, running, clear = place_at[t], run_at[t], clear_at[t]
-        book = chunks.fresh(t, book)
-        if S.events:
-            est = list(acc["events"])
-            for i, e in enumerate(S.events):
-                shocked, est[i] = e.before_step(t, fund, est[i])
-                fund = shocked if K == 1 else t_.where(masks[i], shocked, fund)
-        u = rng.uniform(key, [n_rows, L], f64, stream=2, step=t)
-        vols = (acc["volume"], acc["vcum"]) if S.by_volume else None
-        orders, over = collect(t, u, price, fund, hist, place, vols)
-        need = None             # markets whose book may cross more than once this step
-        if S.extra_order:
-            side = orders[0][0]
-            for e in S.events:
-                mistake = e.mistake_order(t, side, price, tick)
-                if mistake is not None:
-                    fire, m_side, m_level, m_ttl, m_vol = mistake
-                    m_packed = t_.bitwise.left_shift(
-                        t_.clip_by_value(m_level, 1, level_cap), tb)
-                    fire = fire & place
-                    book = book[:3] + (
-                        t_.where(fire & (m_side > 0), t_.bitwise.bitwise_or(m_packed, tmax - t),
-                                 book[3]),
-                        t_.where(fire & (m_side < 0), t_.bitwise.bitwise_or(m_packed, t),
-                                 book[4]),
-                        t_.where(fire, t_.constant(m_vol, i64), book[5]),
-                        t_.where(fire, t + m_ttl, book[6]))
-                    side = t_.where(fire, t_.zeros_like(side), side)
-                    need = fire if need is None else need | fire
-            orders[0][0] = side
-        vol_sum = None
-        cleared = acc.get("cleared")
-        for j, (side, level, ttl) in enumerate(orders):
-            q = S.layout.normal(t, j)
-            if j == 0:              # the step's first writes wait for fresh()'s reads
-                q = q + chunks.after_fresh(book)
-            book, price, traded, did, vol, nb, na, active, cleared = process(
-                t, q, side, level, ttl, book, price, traded, running,
-                clear if j == 0 else t_.constant(False), need if j == 0 else None,
-                est if S.events else None, cleared)
-            vol_sum = vol if vol_sum is None else vol_sum + vol
-            if S.hifreq:
-                go = hf.go(t, side, u[rate_rows + j])
-                carry = hifreq.Carry(traded, cleared, running, est if S.events else None,
-                                     nb, na)
-                book, price, carry, h_vol, h_over = hifreq.phase(S, hf, t, j, go, book,
-                                                                 price, fund, carry)
-                traded, cleared, nb, na = carry.traded, carry.cleared, carry.nb, carry.na
-                vol_sum, over = vol_sum + h_vol, over | h_over
-        vol = vol_sum
-        hist = t_.tensor_scatter_nd_update(hist, [[t]], price[None])
-        if fhist is not None:
-            fhist = t_.tensor_scatter_nd_update(fhist, [[t]], fund[None])
-        inside = t >= S.t0
-        after = t > S.t0
-        vol_f = t_.cast(vol, f64)
-        acc = {
-            "mispricing": acc["mispricing"] + t_.where(
-                inside, t_.abs(t_.math.log(price / fund)), 0.0),
-            "trades": acc["trades"] + t_.where(after, vol_f, 0.0),
-            "clearing": acc["clearing"] + t_.where(t == S.t0, vol_f, 0.0),
-            "depth_bid": acc["depth_bid"] + t_.where(inside, t_.cast(nb, f64), 0.0),
-            "depth_ask": acc["depth_ask"] + t_.where(inside, t_.cast(na, f64), 0.0),
-            "overflow": acc["overflow"] | over,
-            **({"cleared": cleared} if K > 1 else {}),
-            **({"events": acc["events"]} if S.events else {}),
-        }
-        if S.by_volume:                  # executed volume: the total, and before step t + 1
-            acc["volume"] = vols[0] + vol
-            acc["vcum"] = t_.tensor_scatter_nd_update(vols[1], [[t + 1]], acc["volume"][None])
-        if S.events:
-            for i, e in enumerate(S.events):
-                est[i] = e.after_match(t, active, did, price, p0, est[i])
-            acc["events"] = tuple(est)
-        fund = _fundamental_step(S, fund, _normal(u[2]), drift, volatility, chol, M)
-        return t + 1, price, traded, fund, book, hist, fhist, acc
-
-    def process(t, q, side, level, ttl, book, price, traded, running, clear, need, est,
-                cleared):
-        """Place one order per market (slot ``q mod C`` of the ring, ``q`` its
-        placement number) and match it as pams executes after each order; update the
-        market price.  With several markets a market executes only where an order
-        arrived (pams's ``_process_order``), so the book crossed during the warm-up
-        clears at the first order of a running market (``cleared``: markets that had
-        one).  Returns ``(book, price, traded, did, vol, nb, na, active, cleared)``."""
-        bidkey, askkey, expiry = book[:3]
-        s = slot(q)
-        packed = t_.bitwise.left_shift(level, tb)
-        new_bid = t_.where(side > 0, t_.bitwise.bitwise_or(packed, tmax - q), _IMIN)
-        new_ask = t_.where(side < 0, t_.bitwise.bitwise_or(packed, q), _IMAX)
-        new_exp = t_.where(side != 0, t + ttl, -1 * t_.ones_like(ttl))
-        bidkey = chunks.write(bidkey, s, new_bid)
-        askkey = chunks.write(askkey, s, new_ask)
-        expiry = chunks.write(expiry, s, new_exp)
-        book = chunks.placed(t, (bidkey, askkey, expiry) + book[3:], s, new_bid, new_ask,
-                             new_exp)
-
-        def no_match():
-            bk, ak, nb, na = bests(t, book)
-            zero = t_.zeros([L], i64)
-            return book, bk, ak, nb, na, zero, t_.zeros([L], i64)
-
-        def one_pass():
-            bk, ak, nb, na = bests(t, book)
-            book2, crossed, lvl = pair(t, book, bk, ak)
-            vol = t_.cast(crossed, i64)
-            return book2, bk, ak, nb - vol, na - vol, vol, t_.where(crossed, lvl, 0)
-
-        if K > 1:
-            active = running & (side != 0)
-            # one pairing for every market, then (no cond around the book: XLA copied
-            # it out of the branches at every pass) the loop of :func:`clearing` goes
-            # on from there, zero trips unless a market clears its first book and the
-            # pass paired somewhere (what clearing from scratch would do)
-            first = masked_pass(t, book, active)
-            more = t_.reduce_any(active & ~cleared) & t_.reduce_any(first[5] > 0)
-            book, bk, ak, nb, na, vol, lvl = clearing(t, first[0], active, first[1:], more)
-            cleared = cleared | active
-        elif S.halts or S.extra_order:
-            halted = [h for h in (e.halted(x) for e, x in zip(S.events, est)) if h is not None]
-            active = running & t_.ones([L], t_.bool)
-            for h in halted:
-                active = active & ~h
-            for e, x in zip(S.events, est):
-                resumed = e.resumed(x)
-                if resumed is not None:
-                    need = resumed if need is None else need | resumed
-            book, bk, ak, nb, na, vol, lvl = t_.cond(
-                clear, lambda: clearing(t, book, active),
-                lambda: sweep_some(t, book, active, need & active))
-        else:
-            active = running
-            book, bk, ak, nb, na, vol, lvl = t_.cond(
-                running, lambda: t_.cond(clear, lambda: clearing(t, book), one_pass), no_match)
-        # bk/ak are the bests before the last pairing: after a trade the market price is
-        # the trade's; without any trade yet, the mid of the (uncrossed) book
-        did = vol > 0
-        has_both = (bk != _IMIN) & (ak != _IMAX)
-        b_level = t_.cast(t_.bitwise.right_shift(bk, tb), f64)
-        a_level = t_.cast(t_.bitwise.right_shift(ak, tb), f64)
-        mid = (b_level * tick + a_level * tick) / 2.0
-        new_price = t_.where(did, t_.cast(lvl, f64) * tick,
-                             t_.where(~traded & has_both, mid, price))
-        price = t_.where(active, new_price, price)
-        return book, price, traded | did, did, vol, nb, na, active, cleared
-
     zero = t_.zeros([L], f64)
     # ring slots (R orders a step, C steps of life, padded): [C, L], or [L, C] with chunks
-    book = chunks.new_book(L)
+    book = ctx.chunks.new_book(L)
     hist = t_.zeros([T + 1, L], f64)
     fhist = t_.zeros([T + 1, L], f64) if S.paths else None
     acc = {k: zero for k in ("mispricing", "trades", "clearing", "depth_bid", "depth_ask")}
     acc["overflow"] = t_.zeros([L], t_.bool)
-    if K > 1:
+    if ctx.K > 1:
         acc["cleared"] = t_.zeros([L], t_.bool)
-    acc.update(volume_acc)
+    acc.update(ctx.volume_acc)
     if S.events:
         acc["events"] = tuple(e.init_state(L) for e in S.events)
     if S.extra_order:
-        book = book + (t_.fill([L], t_.constant(_IMIN, i64)), t_.fill([L], t_.constant(_IMAX, i64)),
-                       t_.zeros([L], i64), t_.fill([L], t_.constant(-1, i64)))
-    loop = [t_.constant(0, i64), zero + p0, t_.zeros([L], t_.bool), zero + f0, book, hist,
-            fhist, acc]
-    if fhist is None:
-        loop[6] = t_.zeros([0], f64)
-
-        def body_(t, price, traded, fund, book, hist, fh, acc):
-            out = body(t, price, traded, fund, book, hist, None, acc)
-            return out[:6] + (fh,) + out[7:]
-    else:
-        body_ = body
+        book = book._replace(extra=Extra(
+            t_.fill([L], t_.constant(_IMIN, i64)), t_.fill([L], t_.constant(_IMAX, i64)),
+            t_.zeros([L], i64), t_.fill([L], t_.constant(-1, i64))))
+    start = Loop(t_.constant(0, i64), zero + ctx.p0, t_.zeros([L], t_.bool), zero + ctx.f0,
+                 book, hist, fhist if S.paths else t_.zeros([0], f64), acc)
     if S.hifreq:
-        hf = hifreq_context(S, M, tick, spread, bests, process, level_cap, tb)
-    t_end, price, traded, fund, book, hist, fhist, acc = t_.while_loop(
-        lambda t, *_: t < T, body_, loop)
+        ctx.hf = hifreq_context(S, M, ctx.tick, ctx.spread, ctx.chunks.bests,
+                                functools.partial(process, ctx), ctx.level_cap, ctx.tb)
+    (_, price, _, fund, _, hist, fhist, acc), = t_.while_loop(
+        lambda loop: loop.t < T, lambda loop: (step(ctx, loop),), (start,))
     hist = t_.tensor_scatter_nd_update(hist, [[T]], price[None])
     if S.paths:
         fhist = t_.tensor_scatter_nd_update(fhist, [[T]], fund[None])
@@ -882,7 +1060,8 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb):
     """What a high-frequency agent's turn uses of the compiled step (:mod:`.hifreq`):
     sizes, the markets' ticks, ``bests(t, book)``, ``process(t, q, side, level, ttl,
     book, price, carry)`` (``carry``: a :class:`flowsim.markets.hifreq.Carry`; an order
-    placed and matched as a normal one is, after the first clearing), the step's
+    placed and matched as a normal one is, after the first clearing; built on the
+    ``process`` given, :func:`process` with its :class:`StepContext` bound), the step's
     ``maxHighFrequencyOrders`` and whether a phase runs (``go``: the normal agent
     placed an order and the rate passed the draw)."""
     t_ = tf()
@@ -892,10 +1071,9 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb):
     rate_at = t_.constant(np.array([r for _, r in S.hifreq_at], np.float64))
 
     def hf_process(t, q, side, level, ttl, book, price, carry):
-        book, price, traded, _, vol, nb, na, _, cleared = process(
-            t, q, side, level, ttl, book, price, carry.traded, carry.running,
-            t_.constant(False), None, carry.events, carry.cleared)
-        return book, price, carry._replace(traded=traded, cleared=cleared, nb=nb, na=na), vol
+        book, price, carry, _, vol, _ = process(t, q, Order(side, level, ttl), book, price,
+                                                carry, t_.constant(False))
+        return book, price, carry, vol
 
     def go(t, side, u):
         """pams skips the phase where the rate is below the draw (``u [M K]``, one per

@@ -1,6 +1,6 @@
 """pams's ``FCNAgent``: keys, defaults and the parse of one group (pams 0.3.0,
 ``pams/agents/fcn_agent.py``).  Its order rule is the compiled step's
-(:func:`flowsim.markets.kernel.run`, ``order``).
+(:func:`flowsim.markets.kernel.order`).
 
 Keys: ``numAgents`` (or ``from``/``to``; pams reads it with ``int()``, so ``"100"`` is
 100), ``markets`` (names of market entries: an agent orders, on its turn, in every

@@ -68,7 +68,7 @@ class MarketMakerGroup:
     def turn(self, ctx, t, q, go, book, price, fund, carry):
         """One agent's turn where ``go`` (``[M]``): its two orders (decided on the
         book as it is), processed buy first.  ``ctx`` is the compiled step's
-        (:func:`flowsim.markets.kernel.run`).  Returns ``(book, price, carry, volume
+        (:func:`flowsim.markets.kernel.hifreq_context`).  Returns ``(book, price, carry, volume
         [M K], over [M K], submitted [M])``: a market maker always submits."""
         t_ = tf()
         M, K = ctx.M, ctx.K

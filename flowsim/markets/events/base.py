@@ -1,4 +1,4 @@
-"""What an event contributes to the compiled market step (:func:`flowsim.markets.kernel.run`).
+"""What an event contributes to the compiled market step (:func:`flowsim.markets.kernel.step`).
 
 The step calls, for every event of the config, in the config's order:
 
@@ -31,6 +31,8 @@ class Event:
     halts = False
     #: Places one order of volume > 1 outside the ring book.
     extra_order = False
+    #: Moves orders' prices (:meth:`limit_price` is not the identity).
+    limits_prices = False
     KEYS = GROUP_KEYS | {"enabled"}
 
     def trace_key(self):

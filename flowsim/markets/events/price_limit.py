@@ -15,6 +15,7 @@ from .base import Event, read_rule
 
 @register("event", "PriceLimitRule")
 class PriceLimitRule(Event):
+    limits_prices = True
     KEYS = Event.KEYS | {"targetMarkets", "triggerChangeRate", "referenceMarket"}
 
     def __init__(self, rate):
