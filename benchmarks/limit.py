@@ -37,7 +37,7 @@ size's first iterations:
 Then it times, interleaved over ``--rounds`` rounds, each side continuing with
 fresh iterations: flowsim ``Flow(Plain).run(iters)``, the polyexp kernel and
 the libm kernel over the same iterations, and prints medians (the machine is
-shared: compare ratios of one run, not seconds across runs).  Issue 25's
+shared: compare ratios of one run, not seconds across runs).  The
 target: flowsim >= 0.6x the polyexp kernel in events/s at 2*10^6 x 5, float64
 and float32.
 

@@ -11,7 +11,7 @@ process of its own.  Prints path-steps per second of each and the ratio (target
 
 flowsim is timed warm (a first run compiles the XLA kernel; its time is
 printed separately).  QuantLib is single-threaded; flowsim uses what TF and XLA
-use on this machine (2 cores, shared: compare ratios, not absolute rates).
+use on the machine (compare ratios, not absolute rates: the machine may be shared).
 Needs the ``bench`` extra (QuantLib).
 """
 import argparse

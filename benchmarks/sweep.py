@@ -16,7 +16,7 @@ and checks flowsim against vectorbt on the whole grid (max |difference| per metr
 
     .venv/bin/python benchmarks/sweep.py [--repeat 3] [--backtrader-pairs 20]
 
-Then (or alone with ``--only-rsi``) the signal sweep of issue 22: RSI thresholds x
+Then (or alone with ``--only-rsi``) the signal sweep: RSI thresholds x
 stop-loss, >= 10**4 combinations over the same 2,520 bars with fees 0.1 %:
 
 - flowsim: ``signal_sweep(strategies.rsi_thresholds, ...)`` (all 22 stats metrics

@@ -223,7 +223,7 @@ def long_run_vegas(n_events, n_iter, seed):
 
 
 def long_run_table(budgets, n_iter, seeds):
-    """Issue 23: VegasPlus's per-iteration error over a long run, beside VEGAS+'s.
+    """VegasPlus's per-iteration error over a long run, beside VEGAS+'s.
 
     Per budget and seed: the per-iteration errors, the largest after the best
     divided by the best (target <= 1.5), and the error of the result after 6 and

@@ -32,8 +32,8 @@ def default_device():
 def flat_call(concrete):
     """``concrete(*args)`` -> ``(obs or None, table)``, called through its graph function
     with the captured inputs passed directly: this skips the concrete function's
-    argument binding and structuring, about half of a step call's cost from Python
-    (120 against 270 us per call measured under load, 2026-11-30), and, when eager,
+    argument binding and structuring, about half of a step call's cost from Python,
+    and, when eager,
     goes straight to TensorFlow's executor (:func:`quick_call`).  Falls back to the
     concrete function when TensorFlow lacks the (private) graph function."""
     atomic = getattr(concrete, "_inference_function", None)
@@ -51,8 +51,8 @@ def flat_call(concrete):
 def quick_call(atomic, captures):
     """``run(*args)`` -> the flat outputs of graph function ``atomic`` on ``args`` and
     ``captures``: eagerly through ``execute.quick_execute``, which skips ``call_flat``'s
-    Python (its error rewriting, control and tape scopes, attribute rebuilding: 25-35 us
-    of a 60-80 us call measured 2026-12-02); inside a graph, or without those (private)
+    Python (its error rewriting, control and tape scopes, attribute rebuilding: a large
+    share of a step call); inside a graph, or without those (private)
     names, ``call_flat``.  The call's attributes follow TensorFlow's function call
     options of the calling thread: they are rebuilt whenever TensorFlow makes new ones
     (it does on every ``tf.config`` change), so a config changed after the env was made
@@ -288,7 +288,7 @@ class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         return market.step(*args)
 
     # -- state on the device -------------------------------------------------------
-    # Three variables (each captured variable costs a TF call ~10 us): int32 rows
+    # Three variables (each captured variable costs a TF call): int32 rows
     # INTS, ACC_DTYPE rows TOTALS (the fee factors ride along as constant rows, so
     # the fee products see equal shapes: market.step), int64 rows KEYS.
     INTS = ("tick", "last", "position", "end", "done")
@@ -299,7 +299,7 @@ class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         t = tf()
         n, m = self.num_envs, self.market
         # numpy observations of a CPU device: gathered by numpy from the host copy of
-        # the windows (the same float32 rows; ~10x cheaper than a TF gather + copy out)
+        # the windows (the same float32 rows; cheaper than a TF gather + copy out)
         host = self.backend == "numpy" and "CPU" in self.device.upper() and m.windows is not None
         self._host_windows = m.windows.reshape(-1, self.window_size, 2) if host else None
         self._host_rows = (np.arange(n) % m.n_series) * m.length
