@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
-from _common import DIM, best_of, isolated, numpy_double_gaussian, table  # noqa: E402
+from _common import DIM, Timed, best_of, isolated, numpy_double_gaussian, table  # noqa: E402
 
 
 def run_flowsim(n_events, n_iter, seed=1):
@@ -27,6 +27,18 @@ def run_flowsim(n_events, n_iter, seed=1):
     flow.run(1)
     seconds, result = best_of(lambda: flow.run(n_iter))
     return seconds, result.value, result.error
+
+
+def timed_run(n_events, n_iter, dtype="float64", seed=1):
+    """(wall, CPU) seconds of one ``Flow(Plain).run(n_iter)`` after a warm-up iteration."""
+    import flowsim
+    from flowsim.targets import double_gaussian
+    flow = flowsim.Flow(flowsim.Plain(double_gaussian, DIM), n_events=n_events, seed=seed,
+                        dtype=dtype, quiet=True)
+    flow.run(1)
+    with Timed() as t:
+        flow.run(n_iter)
+    return t.wall, t.cpu
 
 
 def run_vegasflow(n_events, n_iter):
