@@ -34,11 +34,11 @@ def choose(out, u, n_positions, box=None, fence=None):
     if out.shape.rank == 2 and out.shape[-1] == n_positions:
         # the cumulative sums column by column (the order of tf.cumsum's adds, so the
         # same bits): XLA emits tf.cumsum as a scalar reduce-window loop; the
-        # probabilities behind a fusion barrier, so the
-        # softmax's divisions run once in a vectorised kernel, not in the scalar
-        # loop of the draw.  The Python loop grows the graph with len(positions), but
-        # it also fixes the order of the adds: XLA's tf.cumsum gives the same bits at
-        # some numbers of positions and other bits at others
+        # probabilities behind a fusion barrier, so the softmax's divisions run once
+        # in a vectorised kernel, not in the scalar loop of the draw.  The Python loop
+        # grows the graph with len(positions), but it also fixes the order of the adds:
+        # XLA's tf.cumsum gives the same bits at some numbers of positions and other
+        # bits at others
         p, = fusion_barrier(fence, t.cast(out, u.dtype))
         cum = [p[:, 0]]
         for j in range(1, n_positions):

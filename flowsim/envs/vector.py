@@ -33,9 +33,9 @@ def flat_call(concrete):
     """``concrete(*args)`` -> ``(obs or None, table)``, called through its graph function
     with the captured inputs passed directly: this skips the concrete function's
     argument binding and structuring, about half of a step call's cost from Python,
-    and, when eager,
-    goes straight to TensorFlow's executor (:func:`quick_call`).  Falls back to the
-    concrete function when TensorFlow lacks the (private) graph function."""
+    and, when eager, goes straight to TensorFlow's executor (:func:`quick_call`).
+    Falls back to the concrete function when TensorFlow lacks the (private) graph
+    function."""
     atomic = getattr(concrete, "_inference_function", None)
     if atomic is None or not callable(getattr(atomic, "call_flat", None)):
         return concrete
