@@ -56,7 +56,7 @@ _CHILD = """
 import importlib.util, json, sys
 sys.path.insert(0, {here!r})
 spec = importlib.util.spec_from_file_location("_contender", {path!r})
-module = importlib.util.module_from_spec(spec)
+module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 args, kwargs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 print("\\n" + json.dumps(getattr(module, {function!r})(*args, **kwargs)))
@@ -68,9 +68,10 @@ def isolated(module, function, *args, env=None, timeout=3600, **kwargs):
 
     Each contender gets a process of its own, so that no library's settings (flowsim's
     TensorFlow flags, a thread pool, numba's threading layer) reach another's timing.
-    ``module`` names a file of ``benchmarks/`` (loaded by its path: ``vegas`` is the
-    benchmark, not Lepage's package); arguments and result travel as JSON (the result
-    is the last line the child prints).  ``env`` adds environment variables.
+    ``module`` names a file of ``benchmarks/`` (loaded by its path as module
+    ``_contender``: ``vegas`` is the benchmark, not Lepage's package); arguments and
+    result travel as JSON (the result is the last line the child prints).  ``env`` adds
+    environment variables.
     """
     here = os.path.dirname(os.path.abspath(__file__))
     code = _CHILD.format(here=here, path=os.path.join(here, module + ".py"),
