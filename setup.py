@@ -12,6 +12,8 @@ setup(
                 "on every device, MPI rank and Spark executor",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    license_files=["LICENSE", "NOTICE", "flowsim/markets/configs/LICENSE-pams"],
     packages=find_packages(include=["flowsim", "flowsim.*"]),
     package_data={"flowsim": ["data/*.csv", "markets/configs/*.json",
                              "markets/configs/LICENSE-pams", "markets/configs/README.md"]},

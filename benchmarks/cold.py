@@ -2,15 +2,15 @@
 cache, against Lepage's vegas doing the same.
 
 Each contender runs in its own new Python process on the 8-dim double
-Gaussian, timed from after the imports (TensorFlow's import excluded, as issue
-15 asks) to the result; wall and CPU seconds.  Two cases:
+Gaussian, timed from after the imports (TensorFlow's import excluded) to the
+result; wall and CPU seconds.  Two cases:
 
 * ``vegasplus``: 1 warm-up + 4 iterations of 280,000 events (1.4*10^6
-  evaluations), flowsim VegasPlus against vegas's VEGAS+ (issue 15's target:
+  evaluations), flowsim VegasPlus against vegas's VEGAS+ (target:
   flowsim with a warm cache <= 1.0x vegas's wall time);
 * ``vegas``: 2 iterations of 2*10^6 events (``flowsim run gaussian8
   --algorithm vegas --events 2000000 --iters 2``), flowsim Vegas against
-  vegas's ``beta=0`` (issue 23's target: flowsim with a warm cache <= 2x).
+  vegas's ``beta=0`` (target: flowsim with a warm cache <= 2x).
 
 flowsim runs with a warm cache (filled by one untimed process first) and with
 ``FLOWSIM_CACHE_DIR=off``; Lepage's vegas (numpy integrand) is the anchor.

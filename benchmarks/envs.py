@@ -24,7 +24,7 @@ the policy for each of them; prints env-steps per second (and per CPU-second of
 this process, all threads: load from other jobs changes the first, much less
 the second; a row that keeps two cores busy shows it as wall rate above the CPU
 rate) and the ratios to
-row 1, SyncVectorEnv with random actions (the issue's targets: >= 50x for 2,
+row 1, SyncVectorEnv with random actions (targets: >= 50x for 2,
 >= 500x for 3), and, for the rollouts, to row 1b (SyncVectorEnv + the same
 MLP in numpy).  ``--rounds`` repeats the whole measurement in the same
 process::
@@ -45,7 +45,7 @@ episodes in the compiled loop.  Every environment steps on from where the round
 before left it (autoresets included, on both sides).  Each round times P1, P1b,
 P2, P3 in turn; the table shows medians over ``--rounds`` rounds of the rates
 and of the ratios taken within each round, wall and per CPU-second (this
-process, all threads).  The issue's targets: P2 >= 100x P1, P3 >= 1,000x P1.
+process, all threads).  Targets: P2 >= 100x P1, P3 >= 1,000x P1.
 ``--tf-threads 1`` runs flowsim's rows with one TensorFlow intra-op thread
 (XLA then runs a step's small loops on the calling thread instead of splitting
 them over the pool: fewer CPU-seconds per step; gym-trading-env's rows use no

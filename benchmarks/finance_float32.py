@@ -1,4 +1,4 @@
-"""float32 vs float64 per metric for flowsim.finance.signal_sweep (issue 22's table).
+"""float32 vs float64 per metric for flowsim.finance.signal_sweep.
 
 The RSI thresholds x stop-loss grid of ``benchmarks/sweep.py`` (default 1,600 of its
 combinations; ``--windows 25`` for all 10,000) over the 2,520-bar GBM path, fees

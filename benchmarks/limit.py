@@ -34,10 +34,11 @@ size's first iterations:
   ``ROWS_RTOL`` relative (the kernels add in vector lanes, flowsim in XLA's
   order; the per-event differences above bound the rest).
 
-Then it times, interleaved over ``--rounds`` rounds, each side continuing with
-fresh iterations: flowsim ``Flow(Plain).run(iters)``, the polyexp kernel and
-the libm kernel over the same iterations, and prints medians (the machine is
-shared: compare ratios of one run, not seconds across runs).  Issue 25's
+Then it times, alternated over ``--rounds`` rounds, each contender in a Python
+process of its own (numba's and TensorFlow's thread pools never share one):
+flowsim ``Flow(Plain).run(iters)`` after a warm-up iteration, the polyexp kernel
+and the libm kernel over as many iterations after a warm-up, and prints medians
+(the machine may be shared: compare ratios of one run, not seconds across runs).  The
 target: flowsim >= 0.6x the polyexp kernel in events/s at 2*10^6 x 5, float64
 and float32.
 
@@ -53,7 +54,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import DIM, Timed, table  # noqa: E402
+from _common import DIM, Timed, isolated, table  # noqa: E402
 from numba import njit, prange, types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
@@ -257,7 +258,8 @@ def check_rows(flow_rows, kernel_rows, dtype, what):
     return worst
 
 
-def measure(dtype, n_events, n_iter, rounds, seed=1):
+def check(dtype, n_events, n_iter, seed=1):
+    """Both kernels against flowsim per event and per block; ``(checks, block size)``."""
     import flowsim
     from flowsim.core.kernel import layout
     from flowsim.targets import double_gaussian
@@ -287,22 +289,32 @@ def measure(dtype, n_events, n_iter, rounds, seed=1):
     for name, (_, rows) in kernels.items():
         want = numba_run(rows, seed, 0, n_iter, n_events, bs)
         checks[name].append(check_rows(got, want, dtype, f"{dtype} {name}"))
-    # timing: interleaved, each side continuing with fresh iterations
-    flow.run(1)
-    times = {who: [] for who in ("flowsim", *kernels)}
+    return checks, bs
+
+
+def timed_kernel(dtype, poly, n_events, n_iter, bs, seed=1):
+    """(wall, CPU) seconds of a kernel over ``n_iter`` iterations after a warm-up one."""
+    _, rows = make_kernels(dtype == "float32", poly)
+    numba_run(rows, seed, 0, 1, n_events, bs)
+    with Timed() as t:
+        numba_run(rows, seed, 1, n_iter, n_events, bs)
+    return t.wall, t.cpu
+
+
+def measure(dtype, n_events, n_iter, rounds, seed=1):
+    """Checks in this process, then each contender timed in a process of its own."""
+    checks, bs = check(dtype, n_events, n_iter, seed)
+    times = {who: [] for who in ("flowsim", "polyexp", "libm")}
     cpu = {who: [] for who in times}
-    it = n_iter
     for _ in range(rounds):
-        with Timed() as t:
-            flow.run(n_iter)
-        times["flowsim"].append(t.wall)
-        cpu["flowsim"].append(t.cpu)
-        for name, (_, rows) in kernels.items():
-            with Timed() as t:
-                numba_run(rows, seed, it, n_iter, n_events, bs)
-            times[name].append(t.wall)
-            cpu[name].append(t.cpu)
-        it += n_iter
+        for who in times:
+            if who == "flowsim":
+                wall, cpu_s = isolated("plain", "timed_run", n_events, n_iter, dtype, seed)
+            else:
+                wall, cpu_s = isolated("limit", "timed_kernel", dtype, who == "polyexp",
+                                       n_events, n_iter, bs, seed)
+            times[who].append(wall)
+            cpu[who].append(cpu_s)
     return times, cpu, checks
 
 
@@ -334,7 +346,8 @@ def main():
                          f"rel diff {rel:.1e} (allowed {ROWS_RTOL[dtype]:g}); count and "
                          f"nonfinite equal")
     print(f"8-dim double Gaussian a={A}, {args.events:,} events x {args.iters} iterations, "
-          f"median of {args.rounds} interleaved rounds, {os.cpu_count()} cores, "
+          f"median of {args.rounds} alternated rounds, one process per contender, "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
           f"numba {numba.__version__} ({numba.config.NUMBA_NUM_THREADS} threads)")
     table(rows, ["dtype", "contender", "time/s", "events/s", "CPU-s per 1e6 events",
                  "speed / polyexp", "speed / libm"])

@@ -1,7 +1,7 @@
 """Where Plain's per-event time goes: XLA's dumps of the block kernel, read for you.
 
-The evidence behind ``docs/performance.rst``'s per-core limit section
-(issue 25), reproducible on any machine.  A child process runs
+The evidence behind ``docs/performance.rst``'s per-core limit section,
+reproducible on any machine.  A child process runs
 ``Flow(Plain(double_gaussian, 8)).run`` at 2*10^6 events with XLA dumping
 every module it compiles (``XLA_FLAGS=--xla_dump_to=DIR
 --xla_dump_hlo_as_text``, flowsim's compile cache off so that the kernels

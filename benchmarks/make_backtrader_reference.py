@@ -1,4 +1,4 @@
-"""Stored backtrader results for examples/backtest_backtrader_port.py (issue 22).
+"""Stored backtrader results for examples/backtest_backtrader_port.py.
 
 An SMA-cross strategy as backtrader users write it: ``optstrategy`` over (fast, slow)
 windows, ``maxcpus=2``, a 0.1 % percentage commission, market orders of 10 shares,

@@ -3,15 +3,15 @@
 Both price the same European call under the same Heston model with the same
 scheme (Andersen's QE with martingale correction: QuantLib's default
 ``HestonProcess`` discretisation), 252 steps over one year, plain pseudo-random
-paths (no antithetics, so paths = samples on both sides), in this process one
-after the other.  Prints path-steps per second of each and the ratio (target
+paths (no antithetics, so paths = samples on both sides), each in a Python
+process of its own.  Prints path-steps per second of each and the ratio (target
 >= 5x), plus both prices against QuantLib's semi-analytic AnalyticHestonEngine.
 
     .venv/bin/python benchmarks/paths.py [--paths 100000] [--ql-paths 100000] [--steps 252]
 
 flowsim is timed warm (a first run compiles the XLA kernel; its time is
 printed separately).  QuantLib is single-threaded; flowsim uses what TF and XLA
-use on this machine (2 cores, shared: compare ratios, not absolute rates).
+use on the machine (compare ratios, not absolute rates: the machine may be shared).
 Needs the ``bench`` extra (QuantLib).
 """
 import argparse
@@ -21,7 +21,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Timed  # noqa: E402
+from _common import Timed, isolated  # noqa: E402
 
 PARAMS = dict(s0=100.0, v0=0.04, kappa=1.5, theta=0.04, xi=0.5, rho=-0.7, r=0.03)
 K, T = 100.0, 1.0
@@ -59,6 +59,14 @@ def flowsim_price(n_paths, n_steps, seed):
     return result, tm.wall, tm.cpu
 
 
+def flowsim_runs(n_paths, n_steps, repeat):
+    """(first run's seconds, best warm seconds, its CPU seconds, value, error)."""
+    _, cold, _ = flowsim_price(n_paths, n_steps, seed=1)
+    runs = [flowsim_price(n_paths, n_steps, seed=2 + i) for i in range(repeat)]
+    result, wall, cpu = min(runs, key=lambda r: r[1])
+    return cold, wall, cpu, float(result.value), float(result.error)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--paths", type=int, default=100_000, help="flowsim paths")
@@ -67,15 +75,15 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=3, help="warm flowsim runs (best kept)")
     args = p.parse_args(argv)
 
-    _, cold, _ = flowsim_price(args.paths, args.steps, seed=1)
-    runs = [flowsim_price(args.paths, args.steps, seed=2 + i) for i in range(args.repeat)]
-    result, ours, ours_cpu = min(runs, key=lambda r: r[1])
-    q_value, q_error, q_seconds, q_cpu, exact = quantlib(args.ql_paths, args.steps)
+    cold, ours, ours_cpu, value, error = isolated("paths", "flowsim_runs", args.paths,
+                                                  args.steps, args.repeat)
+    q_value, q_error, q_seconds, q_cpu, exact = isolated("paths", "quantlib", args.ql_paths,
+                                                         args.steps)
     ours_rate = args.paths * args.steps / ours
     q_rate = args.ql_paths * args.steps / q_seconds
     print(f"Heston QE-M, {args.steps} steps, European call K={K:g} T={T:g}; "
           f"semi-analytic {exact:.5f}")
-    print(f"  flowsim  {args.paths:>9,} paths  {result.value:.5f} +/- {result.error:.5f}  "
+    print(f"  flowsim  {args.paths:>9,} paths  {value:.5f} +/- {error:.5f}  "
           f"{ours:7.3f} s warm ({cold:.1f} s first run, with compile)  "
           f"{ours_rate / 1e6:8.2f} M path-steps/s")
     print(f"  QuantLib {args.ql_paths:>9,} paths  {q_value:.5f} +/- {q_error:.5f}  "

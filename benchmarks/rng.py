@@ -4,7 +4,7 @@ On one block of 65,536 events x 8 dims under XLA: the uniforms alone (summed),
 and fused with the 8-dim double Gaussian; then Flow+Plain end to end at
 2*10^6 events x 5 iterations, float64.  Contenders are interleaved over several
 rounds and the medians compared (the machine is shared: compare ratios, not
-seconds).  Issue 15's rule: ``"philox4x32"`` becomes the default only at >= 0.8x
+seconds).  The rule: ``"philox4x32"`` becomes the default only at >= 0.8x
 SplitMix64's speed.
 
     .venv/bin/python benchmarks/rng.py [--rounds 7]

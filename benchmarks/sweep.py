@@ -1,7 +1,8 @@
 """Strategy sweep: flowsim.finance.ma_crossover_sweep vs vectorbt (and backtrader for scale).
 
 The 1,590 moving-average pairs (fast 5..50, slow 20..200 step 5, fast < slow) over
-the 2,520-bar GBM path of ``make_vectorbt_reference.py``, all in this process:
+the 2,520-bar GBM path of ``make_vectorbt_reference.py``, each contender in a Python
+process of its own (no library's thread pool or settings reach another's timing):
 
 - flowsim: ``ma_crossover_sweep`` float64 (and float32), warm (the first call
   traces the kernel; later calls of the same shapes reuse it), best of --repeat;
@@ -16,7 +17,7 @@ and checks flowsim against vectorbt on the whole grid (max |difference| per metr
 
     .venv/bin/python benchmarks/sweep.py [--repeat 3] [--backtrader-pairs 20]
 
-Then (or alone with ``--only-rsi``) the signal sweep of issue 22: RSI thresholds x
+Then (or alone with ``--only-rsi``) the signal sweep: RSI thresholds x
 stop-loss, >= 10**4 combinations over the same 2,520 bars with fees 0.1 %:
 
 - flowsim: ``signal_sweep(strategies.rsi_thresholds, ...)`` (all 22 stats metrics
@@ -30,7 +31,8 @@ stop-loss, >= 10**4 combinations over the same 2,520 bars with fees 0.1 %:
 - backtrader: ``optstrategy`` over a few RSI x stop combinations (``maxcpus=2``),
   market orders on the next open, stop orders for the stop-loss, 0.1 % commission.
 
-Rounds are interleaved (flowsim, vectorbt, flowsim, ...) and the medians compared.
+Rounds alternate the processes (flowsim, vectorbt, flowsim with XLA, ...) and the
+medians are compared.
 
 Needs the ``bench`` extra (vectorbt, backtrader), installed in the same venv
 (they leave numpy/TensorFlow unchanged).
@@ -46,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from _common import Timed  # noqa: E402
+from _common import Timed, isolated  # noqa: E402
 from make_vectorbt_reference import COLUMNS, gbm_close, grid, vectorbt_metrics  # noqa: E402
 
 
@@ -169,58 +171,122 @@ def backtrader_rsi_rate(close, grid):
     return len(rows) / (time.perf_counter() - start)
 
 
-def rsi_benchmark(close, rounds, bt_rows):
-    """Interleaved rounds of flowsim and vectorbt on the RSI x stop grid; medians."""
-    from flowsim.finance import signal_sweep, strategies
-    grid = rsi_grid()
-    n = len(grid)
+RSI_METRICS = ("total_return", "sharpe_ratio", "max_drawdown", "total_trades")
 
-    def ours(jit):
+
+def _lists(columns):
+    return {k: np.asarray(v, np.float64).tolist() for k, v in columns.items()}
+
+
+def rsi_flowsim(jit):
+    """(first call's seconds, a warm call's seconds, vectorbt's metrics) of flowsim's RSI
+    sweep in this process."""
+    from flowsim.finance import signal_sweep, strategies
+    close, grid = gbm_close(), rsi_grid()
+
+    def run():
         return signal_sweep(strategies.rsi_thresholds, close, grid, fees=0.001, freq="1D",
                             flow_kwargs={"jit_compile": jit})
 
-    first = {}
-    for jit in (False, True):
+    seconds = []
+    for _ in range(2):
         start = time.perf_counter()
-        ours(jit)
-        first[jit] = time.perf_counter() - start
+        table = run()
+        seconds.append(time.perf_counter() - start)
+    return seconds[0], seconds[1], _lists({k: table[k] for k in RSI_METRICS})
+
+
+def rsi_vectorbt():
+    """(first run's seconds on 64 rows, a warm run's seconds, its metrics) in this process."""
+    close, grid = gbm_close(), rsi_grid()
     start = time.perf_counter()
     vectorbt_rsi(close, grid.iloc[:64])
-    vbt_first = time.perf_counter() - start
-    times = {"flowsim": [], "flowsim_xla": [], "vectorbt": []}
-    table = ref = None
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    ref = vectorbt_rsi(close, grid)
+    return first, time.perf_counter() - start, _lists(ref)
+
+
+def backtrader_rsi_rows(bt_rows):
+    """backtrader's combinations per second over ``bt_rows`` rows spread over the grid."""
+    grid = rsi_grid()
+    return backtrader_rsi_rate(gbm_close(),
+                               grid.iloc[np.linspace(0, len(grid) - 1, bt_rows).astype(int)])
+
+
+def rsi_benchmark(rounds, bt_rows):
+    """Alternated rounds of flowsim and vectorbt on the RSI x stop grid, one process each
+    a round; medians."""
+    n = len(rsi_grid())
+    contenders = (("flowsim", "rsi_flowsim", (False,)), ("vectorbt", "rsi_vectorbt", ()),
+                  ("flowsim_xla", "rsi_flowsim", (True,)))
+    runs = {name: [] for name, _, _ in contenders}
     for _ in range(rounds):
-        for name, fn in (("flowsim", lambda: ours(False)), ("vectorbt", lambda: vectorbt_rsi(
-                close, grid)), ("flowsim_xla", lambda: ours(True))):
-            start = time.perf_counter()
-            out = fn()
-            times[name].append(time.perf_counter() - start)
-            if name == "flowsim":
-                table = out
-            elif name == "vectorbt":
-                ref = out
-    med = {k: float(np.median(v)) for k, v in times.items()}
-    print(f"RSI thresholds x stop-loss sweep: {n:,} combinations x {len(close):,} bars, fees "
-          f"0.1 % (median of {rounds} interleaved rounds, warm)")
+        for name, function, args in contenders:
+            runs[name].append(isolated("sweep", function, *args))
+    first = {name: r[0][0] for name, r in runs.items()}
+    med = {name: float(np.median([x[1] for x in r])) for name, r in runs.items()}
+    table, ref = runs["flowsim"][-1][2], runs["vectorbt"][-1][2]
+    print(f"RSI thresholds x stop-loss sweep: {n:,} combinations x {len(gbm_close()):,} bars, "
+          f"fees 0.1 % (median of {rounds} alternated rounds, one process per contender, "
+          f"warm)")
     print(f"  flowsim float64     {med['flowsim']:8.2f} s  {n / med['flowsim']:10,.0f} combos/s"
-          f"  (first call {first[False]:.1f} s; all 22 stats metrics)")
+          f"  (first call {first['flowsim']:.1f} s; all 22 stats metrics)")
     print(f"  flowsim, whole XLA  {med['flowsim_xla']:8.2f} s  {n / med['flowsim_xla']:10,.0f}"
-          f" combos/s  (first call {first[True]:.1f} s)")
+          f" combos/s  (first call {first['flowsim_xla']:.1f} s)")
     print(f"  vectorbt            {med['vectorbt']:8.2f} s  {n / med['vectorbt']:10,.0f} combos/s"
-          f"  (first run {vbt_first:.1f} s on 64 rows; 4 metrics)")
+          f"  (first run {first['vectorbt']:.1f} s on 64 rows; 4 metrics)")
     print(f"  ratio flowsim/vectorbt: {med['vectorbt'] / med['flowsim']:.1f}x, whole XLA "
           f"{med['vectorbt'] / med['flowsim_xla']:.1f}x (target >= 10x)", flush=True)
     for k, v in ref.items():
-        ours_v = table[k].to_numpy(np.float64)
+        v, ours_v = np.asarray(v), np.asarray(table[k])
         with np.errstate(invalid="ignore"):
             d = np.nanmax(np.abs(ours_v - v) / np.maximum(np.abs(v), 1e-12))
         print(f"  max relative |flowsim - vectorbt| {k:<13} {d:.2e}", flush=True)
     if not bt_rows:                     # --backtrader-rows 0: no backtrader row
         return
-    bt_rate = backtrader_rsi_rate(close, grid.iloc[np.linspace(0, n - 1, bt_rows).astype(int)])
+    bt_rate = isolated("sweep", "backtrader_rsi_rows", bt_rows)
     print(f"  backtrader          {bt_rows / bt_rate:8.2f} s  {bt_rate:10,.1f} combos/s  "
           f"({bt_rows} combinations, optstrategy maxcpus=2); flowsim/backtrader "
           f"{n / med['flowsim'] / bt_rate:,.0f}x")
+
+
+def ma_flowsim(repeat):
+    """flowsim's MA crossover sweep in this process: first call's seconds, then (wall, CPU)
+    best of ``repeat`` for float64, float64 under XLA and float32, and the float64 and
+    float32 metrics."""
+    from flowsim.finance import ma_crossover_sweep
+    close, pairs = gbm_close(), grid()
+    start = time.perf_counter()
+    ma_crossover_sweep(close, pairs)
+    first = time.perf_counter() - start
+    t64, c64, ours = best_time(lambda: ma_crossover_sweep(close, pairs), repeat)
+    ma_crossover_sweep(close, pairs, jit_compile=True)
+    tj, cj, oursj = best_time(lambda: ma_crossover_sweep(close, pairs, jit_compile=True),
+                              repeat)
+    assert all(np.max(np.abs(oursj[c] - ours[c])) <= 1e-12 for c in COLUMNS)
+    ma_crossover_sweep(close, pairs, dtype="float32")
+    t32, c32, ours32 = best_time(lambda: ma_crossover_sweep(close, pairs, dtype="float32"),
+                                 repeat)
+    return (first, [t64, c64], [tj, cj], [t32, c32], _lists({c: ours[c] for c in COLUMNS}),
+            _lists({c: ours32[c] for c in COLUMNS}))
+
+
+def ma_vectorbt(repeat):
+    """vectorbt's MA crossover metrics in this process: first run's seconds, (wall, CPU)
+    best of ``repeat``, the metrics."""
+    close, pairs = gbm_close(), grid()
+    start = time.perf_counter()
+    vectorbt_metrics(close, pairs)
+    first = time.perf_counter() - start
+    tv, cv, ref = best_time(lambda: vectorbt_metrics(close, pairs), repeat)
+    return first, tv, cv, _lists(ref)
+
+
+def ma_backtrader(n_pairs):
+    pairs = grid()
+    return backtrader_rate(gbm_close(), pairs[np.linspace(0, len(pairs) - 1, n_pairs)
+                                               .astype(int)])
 
 
 def main(argv=None):
@@ -228,37 +294,20 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--backtrader-pairs", type=int, default=20)
     p.add_argument("--only-rsi", action="store_true", help="only the RSI x stop sweep")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (RSI sweep)")
+    p.add_argument("--rounds", type=int, default=3, help="alternated rounds (RSI sweep)")
     p.add_argument("--backtrader-rows", type=int, default=8)
     args = p.parse_args(argv)
     if args.only_rsi:
-        rsi_benchmark(gbm_close(), args.rounds, args.backtrader_rows)
+        rsi_benchmark(args.rounds, args.backtrader_rows)
         return 0
-    from flowsim.finance import ma_crossover_sweep
+    n, n_bars = len(grid()), len(gbm_close())
+    first, (t64, c64), (tj, cj), (t32, c32), ours, ours32 = isolated("sweep", "ma_flowsim",
+                                                                     args.repeat)
+    vbt_first, tv, cv, ref = isolated("sweep", "ma_vectorbt", args.repeat)
+    bt_rate = isolated("sweep", "ma_backtrader", args.backtrader_pairs)
 
-    close, pairs = gbm_close(), grid()
-    n = len(pairs)
-    start = time.perf_counter()
-    ours = ma_crossover_sweep(close, pairs)
-    first = time.perf_counter() - start
-    t64, c64, ours = best_time(lambda: ma_crossover_sweep(close, pairs), args.repeat)
-    ma_crossover_sweep(close, pairs, jit_compile=True)
-    tj, cj, oursj = best_time(lambda: ma_crossover_sweep(close, pairs, jit_compile=True),
-                              args.repeat)
-    assert all(np.max(np.abs(oursj[c] - ours[c])) <= 1e-12 for c in COLUMNS)
-    ma_crossover_sweep(close, pairs, dtype="float32")
-    t32, c32, ours32 = best_time(lambda: ma_crossover_sweep(close, pairs, dtype="float32"),
-                            args.repeat)
-
-    start = time.perf_counter()
-    vectorbt_metrics(close, pairs)
-    vbt_first = time.perf_counter() - start
-    tv, cv, ref = best_time(lambda: vectorbt_metrics(close, pairs), args.repeat)
-
-    bt_pairs = pairs[np.linspace(0, n - 1, args.backtrader_pairs).astype(int)]
-    bt_rate = backtrader_rate(close, bt_pairs)
-
-    print(f"MA crossover sweep: {n:,} pairs x {len(close):,} bars (best of {args.repeat}, warm)")
+    print(f"MA crossover sweep: {n:,} pairs x {n_bars:,} bars (best of {args.repeat}, warm, "
+          f"one process per contender)")
     print(f"  flowsim float64 {t64:8.3f} s  {n / t64:10,.0f} combos/s   (first call {first:.1f} s, "
           f"with tracing)")
     print(f"  flowsim float64 {tj:8.3f} s  {n / tj:10,.0f} combos/s   (jit_compile=True: "
@@ -277,10 +326,10 @@ def main(argv=None):
           f"({cj:.3f} s with XLA), vectorbt {cv:.3f} s of CPU -> {cv / c64:.1f}x "
           f"({cv / cj:.1f}x)")
     for col in COLUMNS:
-        d64 = np.max(np.abs(ours[col].to_numpy(np.float64) - ref[col]))
-        d32 = np.max(np.abs(ours32[col].to_numpy(np.float64) - ref[col]))
+        d64 = np.max(np.abs(np.asarray(ours[col]) - np.asarray(ref[col])))
+        d32 = np.max(np.abs(np.asarray(ours32[col]) - np.asarray(ref[col])))
         print(f"  max |flowsim - vectorbt| {col:<13} float64 {d64:.2e}   float32 {d32:.2e}")
-    rsi_benchmark(close, args.rounds, args.backtrader_rows)
+    rsi_benchmark(args.rounds, args.backtrader_rows)
     return 0
 
 

@@ -3,16 +3,16 @@
 8-dim double Gaussian (a = 0.1, flowsim.targets), 2*10^6 events per iteration,
 1 warm-up iteration (training + tracing/compilation, not timed) then 5 timed
 iterations that keep adapting, float64, every contender measured in this one run
-(the machine is shared: compare the ratios, not the seconds).  Each contender
-runs once; CPU seconds of this process are shown beside wall seconds because
-the load of other processes changes wall time from run to run.
+(the machine may be shared: compare the ratios, not the seconds).  Each contender
+runs once, in a Python process of its own; its CPU seconds are shown beside wall
+seconds because the load of other processes changes wall time from run to run.
 
-Targets (issue 3):
+Targets:
   Vegas events/s        >= 5x VegasFlow ``VegasFlow``  and >= 2x ``vegas.Integrator(beta=0)``
   VegasPlus FOM         >= 2x ``vegas`` default (VEGAS+) and >= 5x ``VegasFlowPlus``
   where FOM = 1 / (sigma^2 * wall time of the 5 timed iterations).
 
-Then a precision table (issue 15): the error per evaluation, not per second.
+Then a precision table: the error per evaluation, not per second.
 On four peaked integrands (``benchmarks/_peaked.py``), at 10^5 and 2*10^6
 events x 6 iterations, every iteration of a fresh run combined (no warm-up
 skipped), each contender run over several seeds: the median over seeds of the
@@ -28,9 +28,9 @@ default (VEGAS+) and Vegas <= ``vegas`` beta=0 on every integrand and budget.
     .venv/bin/python benchmarks/vegas.py --precision-only # the precision table (~5 min)
     .venv/bin/python benchmarks/vegas.py --precision-only --flowsim-only  # flowsim's cells
     .venv/bin/python benchmarks/vegas.py --precision-only --classes VegasPlus
-    .venv/bin/python benchmarks/vegas.py --long-runs      # 20 iterations (issue 23)
+    .venv/bin/python benchmarks/vegas.py --long-runs      # 20 iterations
 
-The long-run table (issue 23): VegasPlus and vegas's VEGAS+ over 20
+The long-run table: VegasPlus and vegas's VEGAS+ over 20
 iterations of 2*10^5 and 2*10^6 events, seeds 3-5, side by side: the
 per-iteration errors, the largest after the best over the best (target <=
 1.5), and the result's error after 6 and after 20 iterations (target: 20 at
@@ -48,7 +48,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
-from _common import DIM, A, Timed, numpy_double_gaussian, table  # noqa: E402
+from _common import DIM, A, Timed, isolated, numpy_double_gaussian, table  # noqa: E402
 from _peaked import PEAKED  # noqa: E402
 
 # This file is named like Lepage's package: keep its folder off the path so
@@ -69,7 +69,7 @@ def run_flowsim(cls, n_events, n_iter, seed):
         for _ in range(n_iter):
             records.append(flow._iterate(len(records) + 1))
     res = flowsim.Result(records, tm.wall)
-    return tm, res.value, res.error, n_events * n_iter
+    return tm.wall, tm.cpu, res.value, res.error, n_events * n_iter
 
 
 def run_vegas(beta, n_events, n_iter):
@@ -83,7 +83,7 @@ def run_vegas(beta, n_events, n_iter):
     integ(f, nitn=1, neval=n_events, beta=beta)    # warm-up (training)
     with Timed() as tm:
         r = integ(f, nitn=n_iter, neval=n_events, beta=beta)
-    return tm, r.mean, r.sdev, int(r.sum_neval)
+    return tm.wall, tm.cpu, r.mean, r.sdev, int(r.sum_neval)
 
 
 def run_vegasflow(plus, n_events, n_iter):
@@ -106,7 +106,7 @@ def run_vegasflow(plus, n_events, n_iter):
     inst.run_integration(1)
     with Timed() as tm:
         value, error = inst.run_integration(n_iter)
-    return tm, float(value), float(error), n_events * n_iter
+    return tm.wall, tm.cpu, float(value), float(error), n_events * n_iter
 
 
 def precision_flowsim(cls, name, n_events, n_iter, seeds, options=None):
@@ -223,7 +223,7 @@ def long_run_vegas(n_events, n_iter, seed):
 
 
 def long_run_table(budgets, n_iter, seeds):
-    """Issue 23: VegasPlus's per-iteration error over a long run, beside VEGAS+'s.
+    """VegasPlus's per-iteration error over a long run, beside VEGAS+'s.
 
     Per budget and seed: the per-iteration errors, the largest after the best
     divided by the best (target <= 1.5), and the error of the result after 6 and
@@ -297,24 +297,24 @@ def main():
     exact = double_gaussian_exact(DIM)
     runs = {}
     load0 = os.getloadavg()[0]
-    runs["flowsim Vegas"] = run_flowsim("Vegas", args.events, args.iters, args.seed)
-    runs["flowsim VegasPlus"] = run_flowsim("VegasPlus", args.events, args.iters, args.seed)
-    for name, fn in [("vegas beta=0", lambda: run_vegas(0.0, args.events, args.iters)),
-                     ("vegas default (VEGAS+)", lambda: run_vegas(0.75, args.events, args.iters)),
-                     ("VegasFlow VegasFlow", lambda: run_vegasflow(False, args.events, args.iters)),
-                     ("VegasFlow VegasFlowPlus",
-                      lambda: run_vegasflow(True, args.events, args.iters))]:
+    for name, function, first in [
+            ("flowsim Vegas", "run_flowsim", "Vegas"),
+            ("flowsim VegasPlus", "run_flowsim", "VegasPlus"),
+            ("vegas beta=0", "run_vegas", 0.0), ("vegas default (VEGAS+)", "run_vegas", 0.75),
+            ("VegasFlow VegasFlow", "run_vegasflow", False),
+            ("VegasFlow VegasFlowPlus", "run_vegasflow", True)]:
         if args.no_vegasflow and name.startswith("VegasFlow"):
             continue
+        rest = (args.seed,) if function == "run_flowsim" else ()
         try:
-            runs[name] = fn()
-        except ImportError as exc:
-            print(f"{name}: not installed ({exc}); pip install '.[bench]'")
+            runs[name] = isolated("vegas", function, first, args.events, args.iters, *rest)
+        except RuntimeError as exc:
+            print(f"{name}: failed ({str(exc).splitlines()[-1]}); pip install '.[bench]'")
     rows = []
-    for name, (tm, value, error, events) in runs.items():
-        fom = 1.0 / (error ** 2 * tm.wall)
-        rows.append([name, f"{events / tm.wall:,.0f}", f"{events / tm.cpu:,.0f}",
-                     f"{tm.wall:.2f}", f"{tm.cpu:.2f}", f"{value:.6f}", f"{error:.2e}",
+    for name, (wall, cpu, value, error, events) in runs.items():
+        fom = 1.0 / (error ** 2 * wall)
+        rows.append([name, f"{events / wall:,.0f}", f"{events / cpu:,.0f}",
+                     f"{wall:.2f}", f"{cpu:.2f}", f"{value:.6f}", f"{error:.2e}",
                      f"{(value - exact) / error:+.2f}", f"{fom:.3g}"])
     print(f"\nVEGAS / VEGAS+, 8-dim double Gaussian a={A} (exact {exact:.6f}), "
           f"{args.events:,} events x {args.iters} iterations after 1 warm-up, float64, "
@@ -323,12 +323,12 @@ def main():
                  "sigma", "pull", "FOM=1/(s^2 t)"])
 
     def speed(name):
-        tm, _, _, events = runs[name]
-        return events / tm.wall
+        wall, _, _, _, events = runs[name]
+        return events / wall
 
     def fom(name):
-        tm, _, error, _ = runs[name]
-        return 1.0 / (error ** 2 * tm.wall)
+        wall, _, _, error, _ = runs[name]
+        return 1.0 / (error ** 2 * wall)
 
     print()
     checks = [("Vegas events/s / VegasFlow VegasFlow", speed, "flowsim Vegas",

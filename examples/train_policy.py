@@ -21,27 +21,18 @@ gym-trading-env's reward (the log return of the portfolio at each step, so an
 episode's return is the log of its final over initial valuation, fees and
 interest paid).  The policy is a 40-16-3 softmax MLP; the held-out score is the
 mean episode return of :func:`flowsim.envs.portfolio_rollout` over 8,192 episodes
-on the last 535 days, against a uniformly random policy.  Measured 2026-12-01
-(seed 0, 40 updates, 4.5 min on the shared machine under load): random policy
--0.0615 +/- 0.0009 (fees and interest eat it), trained +0.0498 +/- 0.0008; the
-training mean rose from -0.066 at the first update to +0.054 at the 40th.  (Those
-scores used rollout blocks of 4,096 episodes; portfolio rollouts now default to
-1,024, another random stream: the random policy scored -0.0626 +/- 0.0009 on
-2026-12-02.)
+on the last 535 days, against a uniformly random policy (whose score fees and
+interest make negative).
 
 Prints the mean episode return (gym-anytrading's total reward: price gained on
 each closed Long) per update and, per seed, the held-out score ± its standard
 error; ``--plot`` draws the learning curves (needs matplotlib).
 
-What it learns (measured 2026-11-30 with the defaults, seeds 0, 1, 2, 60 updates,
-about 1.5 min per seed on this shared 2-core machine): on the held-out days the
-random policy's mean episode return is 26.9 +/- 0.7; the trained policies score
-58.9, 59.8 and 56.9 (+/- 0.7 each), 2.1-2.2x random, with no seed failing.  Mean
-training returns rise from 6-8 at the first update to 29-32 at the 60th.  On a
-series that mostly rises, gym-anytrading's reward pays for Longs closed above
-their entry; the scores say the policy captures more of that than chance does,
-not that it would trade profitably after fees (``total_profit`` is not the
-objective here).
+What it learns (scores in ``docs/performance.rst``): on a series that mostly
+rises, gym-anytrading's reward pays for Longs closed above their entry; the
+trained policies score about twice the random policy on the held-out days, which
+says the policy captures more of that than chance does, not that it would trade
+profitably after fees (``total_profit`` is not the objective here).
 """
 import argparse
 import os

@@ -121,7 +121,7 @@ class Vegas(Plain):
         integrands at 10^5 to 2*10^6 events per iteration 100 to 500 gave
         smaller errors than 50, and more than 100 made the combined error of
         a short run overestimated, as the map was still improving
-        (figures: ``docs/performance.rst``, "Precision per event").
+        (figures: ``docs/performance.rst``, "vegas.py").
     alpha : float or None
         Damping of the grid refinement, >= 0.  Larger adapts faster (and
         noisier); 0 never changes the grid.  Default (None): 0.5 with
@@ -134,8 +134,7 @@ class Vegas(Plain):
         0.75 gave smaller errors on separable peaks, so raise it towards 0.75
         for those.  Without stratification every event trains the map and
         1.5 did best, 0.5 leaving errors several times larger (figures:
-        ``docs/performance.rst``, "Precision per event" and "Stratified
-        Vegas").
+        ``docs/performance.rst``, "vegas.py").
         Lower it if the map still changes a lot from one iteration to the
         next once it has converged (the per-iteration errors jump about).
     train : int or "norm"
@@ -151,7 +150,7 @@ class Vegas(Plain):
     stratify : bool
         Stratified sampling of ``y`` in hypercubes of equal events (default
         True).  False samples ``y`` uniformly, without strata: the kernel of
-        flowsim before issue 15, with its bits, which resumes checkpoints
+        flowsim's first versions, with its bits, which resumes checkpoints
         written by it (they are refused without it, naming ``stratify``).
     nstrat : sequence of int or None
         Strata per axis (needs ``stratify=True``).  Default: chosen at the

@@ -125,7 +125,7 @@ class VegasPlus(Vegas):
         increments 1.0 over-reacts on the 8-dim double Gaussian at 2*10^6
         events per iteration, and a map that improves fast makes the
         combined error of a short run overestimated (figures:
-        ``docs/performance.rst``, "Precision per event").  Lower it if the
+        ``docs/performance.rst``, "vegas.py").  Lower it if the
         per-iteration errors jump about once the map has converged; raise it
         if the map is still improving after many iterations (the
         per-iteration errors still falling).
@@ -146,7 +146,7 @@ class VegasPlus(Vegas):
         it): a run whose later iterations are much larger keeps the first
         one's hypercubes.  The rule is a compromise, chosen on the peaked
         integrands of ``benchmarks/_peaked.py`` (``docs/performance.rst``,
-        "VegasPlus hypercubes"): many small hypercubes help low-dimensional
+        "vegas.py"): many small hypercubes help low-dimensional
         peaks at large budgets; in many dimensions few strata per axis do
         better, and their parity matters when the map puts structure at the
         middle of ``y`` (the 8-dim double Gaussian's two peaks, after the
@@ -389,10 +389,10 @@ class VegasPlus(Vegas):
 
     def config(self):
         cfg = super().config()
-        # "sigma_h": what the allocation follows (absent before 2026-12-01, when it was
-        # the per-event standard deviation and nstrat another rule: those checkpoints
-        # are refused, naming it).  "map_training": the weights of the map's training
-        # (absent before issue 23, when events trained it unweighted: refused, naming it)
+        # "sigma_h": what the allocation follows (absent from older checkpoints, where it
+        # was the per-event standard deviation and nstrat another rule: those are
+        # refused, naming it).  "map_training": the weights of the map's training (absent
+        # from older checkpoints, whose events trained it unweighted: refused, naming it)
         cfg.update({"beta": self.beta, "neval_frac": self.neval_frac,
                     "max_hcubes": self.max_hcubes, "sigma_h": "of the mean",
                     "map_training": MAP_TRAINING})

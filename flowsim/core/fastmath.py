@@ -27,9 +27,12 @@ from .lazy_tf import tf
 
 __all__ = ["inverse_normal", "log", "log_positive"]
 
-# fdlibm's e_log.c (Sun Microsystems, 1993): ln 2 split so that k * _LN2_HI is exact
-# for |k| < 2**11, and the minimax coefficients of R(z) ~ (log((1+s)/(1-s)) - 2s)/s
-# in z = s*s, error below 2**-58.45.
+# fdlibm's e_log.c: ln 2 split so that k * _LN2_HI is exact for |k| < 2**11, and the
+# minimax coefficients of R(z) ~ (log((1+s)/(1-s)) - 2s)/s in z = s*s, error below
+# 2**-58.45.  fdlibm's notice: Copyright (C) 1993 by Sun Microsystems, Inc. All rights
+# reserved.  Developed at SunSoft, a Sun Microsystems, Inc. business.  Permission to
+# use, copy, modify, and distribute this software is freely granted, provided that this
+# notice is preserved.
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 _LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,

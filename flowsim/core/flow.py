@@ -433,7 +433,7 @@ class Flow:
                   **adapted, **est}
         if "nonfinite" in totals:
             record["nonfinite"] = int(totals["nonfinite"])
-        if logger.isEnabledFor(logging.INFO):     # (formatting arrays costs ~1 ms)
+        if logger.isEnabledFor(logging.INFO):     # (formatting arrays is not free)
             logger.info("iteration %d: %s +/- %s (%.3f s)", iteration + 1,
                         np.array2string(np.atleast_1d(est["value"]), precision=8),
                         np.array2string(np.atleast_1d(est["error"]), precision=3),

@@ -137,7 +137,7 @@ def autograph(fn):
     the functions it calls.
 
     flowsim traces its own kernel code without AutoGraph (it has no Python
-    control flow on tensors, and converting it cost about 2 CPU-seconds per
+    control flow on tensors, and converting it costs CPU time in every new
     process: ``docs/performance.rst``); the user's functions it calls go
     through this, so an ``if`` or ``for`` on tensors in an integrand still
     becomes graph control flow.

@@ -44,9 +44,9 @@ MAX_KERNELS = 32
 #: (one call per block) instead of the loop function.  A run whose chunks are single
 #: blocks then never builds the loop (its trace, TensorFlow's graph optimisation and
 #: the block's second conversion to HLO inside it), and one call of a small block
-#: costs a quarter of a loop call.  Not more: a direct call of a 60,000-event block
-#: cost ~0.7 ms more than in the loop, and letting the first chunks of a run go
-#: direct moved the loop's building into later iterations (``docs/performance.rst``).
+#: costs a quarter of a loop call.  Not more: a direct call of a large block costs
+#: more than in the loop (``docs/performance.rst``), and letting the first chunks of
+#: a run go direct moved the loop's building into later iterations.
 DIRECT_BLOCKS = 1
 #: Under XLA, a run (one ``Flow.run`` call) of at most this many blocks in all, and
 #: at most :data:`SHORT_ITERATION_BLOCKS` per iteration, calls the block function
@@ -298,7 +298,7 @@ def _build(simulation, spec, device, names=None):
     if not spec.jit_compile:
         return lambda *args, short_run=False: chunk(*args)
 
-    concrete = []       # the block function's one concrete function (its lookup: ~0.2 ms)
+    concrete = []       # the block function's one concrete function (looked up once)
 
     def run(base, first_block, n_blocks, n_events, state, short_run=False):
         """Rows of the chunk: block by block (:data:`DIRECT_BLOCKS`, a short run

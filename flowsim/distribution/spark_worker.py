@@ -10,10 +10,10 @@ base64 JSON behind ``ERROR_TAG`` in the exception text (Py4J keeps only text).
 PySpark's worker daemon runs a full ``gc.collect()`` after every task of a
 reused worker.  With TensorFlow and a compiled kernel loaded it walks every
 object of TensorFlow's modules and graphs, and it was most of SparkFlow's
-fixed cost per iteration (figures in ``docs/performance.rst``, "Spark fixed
-costs").  So after a task that imported TensorFlow or compiled a kernel, the
-worker collects once and then ``gc.freeze()``-s what is there (long-lived:
-modules, graphs, kernels); later collections only look at objects made since.
+fixed cost per iteration (figures in ``docs/performance.rst``, "Backends").  So
+after a task that imported TensorFlow or compiled a kernel, the worker collects
+once and then ``gc.freeze()``-s what is there (long-lived: modules, graphs,
+kernels); later collections only look at objects made since.
 Cyclic garbage of those objects is not collected (e.g. a kernel dropped from
 :mod:`flowsim.core.kernel`'s cache of ``MAX_KERNELS``): a bounded leak per distinct
 simulation.

@@ -133,7 +133,7 @@ class MLP:
         layer is one weighted sum per row (``tanh(x) . (w[:, 1] - w[:, 0])``):
         an elementwise product and a row sum that fuse with the ``tanh``, where a
         ``[batch, hidden] x [hidden, 2]`` matrix product is a separate, poorly
-        vectorised call (1.3-1.9x faster rollouts, docs/performance.rst).
+        vectorised call.
         """
         t = tf()
         *hidden, (w, b) = weights[1:]

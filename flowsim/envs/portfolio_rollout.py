@@ -33,12 +33,12 @@ def choose(out, u, n_positions, box=None, fence=None):
         return t.clip_by_value(t.reshape(t.cast(out, t.int32), [-1]), 0, n_positions - 1)
     if out.shape.rank == 2 and out.shape[-1] == n_positions:
         # the cumulative sums column by column (the order of tf.cumsum's adds, so the
-        # same bits): XLA emits tf.cumsum as a scalar reduce-window loop, ~12 us a
-        # step of 1,024 episodes; the probabilities behind a fusion barrier, so the
-        # softmax's divisions run once in a vectorised kernel, not in the scalar
-        # loop of the draw.  The Python loop grows the graph with len(positions), but
-        # it also fixes the order of the adds: XLA's tf.cumsum gave the same bits at 5
-        # and 17 positions and other bits at 40 (4,096 rows, 2026-12-02)
+        # same bits): XLA emits tf.cumsum as a scalar reduce-window loop; the
+        # probabilities behind a fusion barrier, so the softmax's divisions run once
+        # in a vectorised kernel, not in the scalar loop of the draw.  The Python loop
+        # grows the graph with len(positions), but it also fixes the order of the adds:
+        # XLA's tf.cumsum gives the same bits at some numbers of positions and other
+        # bits at others
         p, = fusion_barrier(fence, t.cast(out, u.dtype))
         cum = [p[:, 0]]
         for j in range(1, n_positions):

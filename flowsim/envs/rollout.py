@@ -26,8 +26,8 @@ from .stocks import ACC_DTYPE, Market
 
 #: The per-episode quantities, in the order of ``Result.value``'s last axis.
 COLUMNS = ("episode_return", "total_profit", "trades")
-#: Default most episodes per block (a step of the loop has a fixed cost of some
-#: 20-50 us on a CPU: 4,096 episodes per step ran 1.2-2x faster than 1,024).
+#: Default most episodes per block (a step of the loop has a fixed cost, which
+#: 4,096 episodes per step spread thinner than 1,024).
 MAX_BLOCK = 4096
 
 Estimate = namedtuple("Estimate", "value error")
@@ -201,7 +201,7 @@ class Rollout(Simulation):
         # The action of step i + 1 is computed at the end of step i and carried: XLA
         # fuses a cheap producer into each of its consumers, and the action feeds
         # every piece of the state, so computed in the step that uses it the action
-        # draw ran five times per step (1.1-1.2x, docs/performance.rst).
+        # draw ran five times per step.
         def body(i, action, tick, last, position, total_reward, total_profit, trades):
             active = tick < end
             new = stocks.step(state["prices"], series, action, tick, last, position, end,

@@ -123,8 +123,8 @@ class Market:
                                   for f in features])
         self.n_series = len(prices32)
         # every tick's observation, [series, length, window, 2]: an observation is then
-        # one contiguous row to gather, 2-3x faster than window_size scattered rows
-        # (rollouts, docs/performance.rst); above WINDOWS_BYTES the rows are gathered
+        # one contiguous row to gather, faster than window_size scattered rows (for
+        # rollouts); above WINDOWS_BYTES the rows are gathered
         if self.features.size * window_size * 4 <= WINDOWS_BYTES:
             idx = np.arange(length)[:, None] + np.arange(-window_size + 1, 1)[None, :]
             self.windows = self.features[:, np.maximum(idx, 0)]
