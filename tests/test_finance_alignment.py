@@ -176,3 +176,15 @@ def test_signal_sweep_reads_freq_from_the_index():
     with pytest.warns(UserWarning, match="plain arrays have no index"):
         sim, _, _ = signal_simulation(strategies.rsi_thresholds, close.to_numpy(), grid)
     assert sim.kernel.ann == 365 and sim.kernel.freq_assumed
+
+
+def test_per_column_keywords_labelled_otherwise_are_refused():
+    close, ent, ext = ref.frames("D", ["a", "b"])
+    with pytest.raises(ValueError, match=r"fees is labelled \['b', 'a'\] but the columns have "
+                                         r"\['a', 'b'\]"):
+        from_signals(close, ent, ext, fees=pd.Series([0.001, 0.002], index=["b", "a"]))
+    with pytest.raises(ValueError, match="sl_stop is labelled"):
+        from_signals(close, ent, ext, sl_stop=pd.Series([0.1, 0.2], index=["x", "y"]))
+    ordered = from_signals(close, ent, ext, fees=pd.Series([0.001, 0.002], index=["a", "b"]))
+    plain = from_signals(close, ent, ext, fees=[0.001, 0.002])
+    assert ordered.value().equals(plain.value())

@@ -252,6 +252,20 @@ def align_columns(frames):
     return out
 
 
+def check_column_keywords(keywords, columns):
+    """Refuse a per-column keyword given as a Series labelled otherwise than ``columns``.
+
+    ``columns`` None (no pandas bars or signals): matched by position, as arrays are.
+    """
+    for name, value in keywords.items():
+        if columns is None or not (hasattr(value, "to_numpy") and np.ndim(value) == 1):
+            continue                       # plain inputs: one value per column, by position
+        if not _is_range(value.index) and list(value.index) != list(columns):
+            raise ValueError(f"{name} is labelled {list(value.index)[:6]} but the columns have "
+                             f"{list(columns)[:6]}: give one value per column in the "
+                             f"columns' order (e.g. {name}.reindex(close.columns)) or a list")
+
+
 def conform(args):
     """``(args, index, columns)``: ``args`` with their columns aligned, and the labels.
 

@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 
 from ..core.lazy_tf import tf
-from .align import bar_length, conform, to_timedelta
+from .align import bar_length, check_column_keywords, conform, to_timedelta
 from .simulate import COLUMN_PARAMS, FEATURES, features_of, simulate_signals
 
 #: Columns of :meth:`Portfolio.stats`, in order (vectorbt's ``stats()`` metrics).
@@ -524,6 +524,10 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
         given["price"], init_cash=init_cash, size=size, fees=fees, fixed_fees=fixed_fees,
         slippage=slippage, sl_stop=sl_stop, sl_trail=sl_trail, tp_stop=tp_stop,
         min_size=min_size)
+    check_column_keywords(
+        {"init_cash": init_cash, "size": size, "fees": fees, "fixed_fees": fixed_fees,
+         "slippage": slippage, "sl_stop": sl_stop, "sl_trail": sl_trail, "tp_stop": tp_stop,
+         "min_size": min_size}, columns)
     if columns is None or len(columns) != len(labels):
         columns = None
     else:
