@@ -16,6 +16,7 @@ import numbers
 import numpy as np
 
 from ..core.lazy_tf import tf
+from .align import bar_length, check_column_keywords, conform, to_timedelta
 from .simulate import COLUMN_PARAMS, FEATURES, features_of, simulate_signals
 
 #: Columns of :meth:`Portfolio.stats`, in order (vectorbt's ``stats()`` metrics).
@@ -136,11 +137,15 @@ def stats_tensors(out, close, init_cash, ann_factor, risk_free=0.0, required_ret
 
 # -- inputs ----------------------------------------------------------------------------
 def ann_factor(freq, year_freq="365 days"):
-    """vectorbt's annualisation: ``year_freq / freq`` (periods per year)."""
+    """vectorbt's annualisation: ``year_freq / freq`` (periods per year; freq None: "1D").
+
+    Both read as vectorbt reads them: ``"1D"``, ``"D"``, ``"1h"``, ``"h"``,
+    ``"365 days"`` or a timedelta.
+    """
     import pandas as pd
     try:
-        f = pd.Timedelta(freq if freq is not None else "1D")
-        y = pd.Timedelta(year_freq)
+        f = to_timedelta(freq if freq is not None else "1D")
+        y = to_timedelta(year_freq)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"freq and year_freq must be pandas timedeltas such as '1D' or "
                          f"'365 days', got freq={freq!r}, year_freq={year_freq!r}") from exc
@@ -342,18 +347,29 @@ def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0), featur
 class Portfolio:
     """Result of :func:`from_signals`: ``stats()``, ``value()``, ``returns()``, ``trades``."""
 
-    def __init__(self, out, close, params, labels, ann, risk_free, required_return, index):
+    def __init__(self, out, close, params, labels, ann, risk_free, required_return, index,
+                 freq=None, freq_assumed=False, column_index=None):
         self._out = {k: v.numpy() for k, v in out.items()}
         self._close = close
         self._params = params
         self.columns = labels
+        self._column_index = column_index     # the labels as a pandas Index (level names kept)
         self.index = index
         self.ann_factor = ann
+        #: the bar length the ratios are annualised with; ``freq_assumed``: not given
+        #: and not read from the index (one day assumed, where vectorbt has no ratios)
+        self.freq, self.freq_assumed = freq, bool(freq_assumed)
         self.risk_free, self.required_return = risk_free, required_return
+
+    def _labels(self):
+        import pandas as pd
+        if self._column_index is not None:
+            return self._column_index
+        return pd.Index(self.columns, tupleize_cols=False)
 
     def _wrap(self, a):
         import pandas as pd
-        return pd.DataFrame(a, index=self.index, columns=self.columns)
+        return pd.DataFrame(a, index=self.index, columns=self._labels())
 
     def value(self):
         """Equity curve ``[bars, columns]`` (cash + position x close), a DataFrame."""
@@ -366,13 +382,20 @@ class Portfolio:
         return self._wrap(_returns(v, t.constant(self._params["init_cash"])).numpy())
 
     def stats(self):
-        """vectorbt's ``stats()`` metrics, one row per column (see :data:`STATS`)."""
+        """vectorbt's ``stats()`` metrics, one row per column (see :data:`STATS`).
+
+        ``stats().attrs`` holds ``freq`` (the bar length), ``freq_assumed`` and
+        ``ann_factor``: the Sharpe, Calmar, Omega and Sortino ratios depend on them.
+        """
         import pandas as pd
         t = tf()
         out = {k: t.constant(v) for k, v in self._out.items()}
         s = stats_tensors(out, t.constant(self._close), t.constant(self._params["init_cash"]),
                           self.ann_factor, self.risk_free, self.required_return)
-        return pd.DataFrame({k: v.numpy() for k, v in s.items()}, index=self.columns)
+        frame = pd.DataFrame({k: v.numpy() for k, v in s.items()}, index=self._labels())
+        frame.attrs.update(freq=self.freq, freq_assumed=self.freq_assumed,
+                           ann_factor=self.ann_factor)
+        return frame
 
     @property
     def orders(self):
@@ -467,34 +490,59 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
         Where signal orders fill instead of the close (vectorbt's ``price``); e.g.
         the next bar's open with signals shifted by one bar, as backtrader fills
         market orders.  The value is still marked at the close.
-    freq : pandas timedelta string, default "1D"
+    freq : "1D", "D", "1h", "h", "15min", a timedelta, or None (default)
         Bar length; the annualisation factor is ``year_freq / freq``
-        (``year_freq`` default "365 days", vectorbt's).  Use ``freq="1D",
-        year_freq="252 days"`` for trading days.
+        (``year_freq`` default "365 days", vectorbt's).  None reads it from a
+        datetime index, as vectorbt does (hourly bars: one hour); without one
+        (plain arrays, irregular or business-day bars) one day is assumed with a
+        warning, and ``pf.freq_assumed`` / ``stats().attrs["freq_assumed"]`` say
+        so.  Use ``freq="1D", year_freq="252 days"`` for trading days.
     risk_free, required_return : float, default 0
         Per-bar rates used by the Sharpe / Omega and Sortino / Omega ratios.
     min_size : float, default 1e-8 (vectorbt's); smaller orders are rejected.
     dtype : "float64" (default) or "float32".
+
+    Pandas inputs are lined up as vectorbt lines them up (see
+    :mod:`flowsim.finance.align`): an input whose index differs from ``close``'s is
+    refused, naming it; columns with the same count are matched by position and
+    labelled with every differing label (a MultiIndex), different counts aligned
+    by the column levels they share.
 
     Returns a :class:`Portfolio`.  Values are vectorbt's, as its accessor methods
     return them: fractions (``stats()`` in vectorbt prints percentages), a
     negative ``max_drawdown``, durations in bars.
     """
     import pandas as pd
-    index = close.index if hasattr(close, "index") else None
+    given, index, columns = conform(
+        {"price": price, "open": open, "high": high, "low": low, "close": close,
+         "entries": entries, "exits": exits, "short_entries": short_entries,
+         "short_exits": short_exits})
     bars, signals, params, labels = prepare(
-        close, entries, exits, short_entries, short_exits, direction, open, high, low, price,
-        init_cash=init_cash, size=size, fees=fees, fixed_fees=fixed_fees, slippage=slippage,
-        sl_stop=sl_stop, sl_trail=sl_trail, tp_stop=tp_stop, min_size=min_size)
+        given["close"], given["entries"], given["exits"], given["short_entries"],
+        given["short_exits"], direction, given["open"], given["high"], given["low"],
+        given["price"], init_cash=init_cash, size=size, fees=fees, fixed_fees=fixed_fees,
+        slippage=slippage, sl_stop=sl_stop, sl_trail=sl_trail, tp_stop=tp_stop,
+        min_size=min_size)
+    check_column_keywords(
+        {"init_cash": init_cash, "size": size, "fees": fees, "fixed_fees": fixed_fees,
+         "slippage": slippage, "sl_stop": sl_stop, "sl_trail": sl_trail, "tp_stop": tp_stop,
+         "min_size": min_size}, columns)
+    if columns is None or len(columns) != len(labels):
+        columns = None
+    else:
+        labels = list(columns)
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     for name, v in (("risk_free", risk_free), ("required_return", required_return)):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
             raise ValueError(f"{name} must be a finite number (a per-bar rate), got {v!r}")
-    ann = ann_factor(freq, year_freq)
+    ann_factor(freq, year_freq)                   # the checks of freq and year_freq
+    step, assumed = bar_length(freq, index)
+    ann = ann_factor(step, year_freq)
     out = run_tensors(bars, signals, params, dtype, rates(ann, risk_free, required_return))
     if index is None:
         index = pd.RangeIndex(bars["close"].shape[0])
     p64 = {k: np.asarray(v, dtype=np.dtype(dtype)) for k, v in params.items()}
     return Portfolio(out, bars["close"].astype(dtype), p64, labels, ann, risk_free,
-                     required_return, index)
+                     required_return, index, freq=step, freq_assumed=assumed,
+                     column_index=columns)

@@ -18,6 +18,7 @@ import threading
 import numpy as np
 
 from ..core.lazy_tf import tf
+from .align import bar_length, common_index
 from .portfolio import (
     STATS,
     ann_factor,
@@ -233,6 +234,8 @@ def signal_simulation(strategy, close, params, *, direction="longonly", open=Non
     from ..algorithms.sweep import Sweep
     if not callable(strategy):
         raise TypeError(f"strategy must be a callable strategy(params, data), got {strategy!r}")
+    index = common_index({"close": close, "open": open, "high": high, "low": low,
+                          "volume": volume, "price": price})
     c, assets = _asset_frame(close, "close")
     if not np.all(np.isfinite(c)) or np.any(c <= 0):
         raise ValueError("close must be finite and > 0 (no NaN): drop or fill missing bars first")
@@ -248,10 +251,13 @@ def signal_simulation(strategy, close, params, *, direction="longonly", open=Non
     _check_rows(kw, arr, len(names))
     fixed = column_params(c.shape[1], **portfolio_kw)
     code = direction_codes(direction, 1)[0]
-    kernel = SignalKernel(strategy, len(names), kw, fixed, code, ann_factor(freq, year_freq),
+    ann_factor(freq, year_freq)                   # the checks of freq and year_freq
+    step, assumed = bar_length(freq, index)
+    kernel = SignalKernel(strategy, len(names), kw, fixed, code, ann_factor(step, year_freq),
                           risk_free, required_return,
                           _grid_features(data, fixed, {k: arr[:, len(names) + j]
                                                        for j, k in enumerate(kw)}))
+    kernel.freq, kernel.freq_assumed = step, assumed
     if block_size is None:
         from ..core.blocks import default_block_size
         block_size = default_block_size(arr.shape[0], max_block=max(1, 1024 // c.shape[1]))
@@ -282,7 +288,9 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
         others are the strategy's parameters (its ``params`` names).
     direction, freq, year_freq, risk_free, required_return, open, high, low, price :
         As in :func:`flowsim.finance.from_signals` (``volume`` reaches the
-        strategy's ``data`` only).
+        strategy's ``data`` only): pandas bars must share one index, and
+        ``freq=None`` reads the bar length from it (``table.attrs`` holds
+        ``freq``, ``freq_assumed`` and ``ann_factor``).
     dtype : "float64" (default) or "float32" (see the precision table in the docs).
     backend : None (one device), "threads", "mpi", "spark".
     block_size : parameter rows per block (a multiple of 64; default: at most
@@ -322,6 +330,8 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
         v = np.asarray(out[k]).reshape(-1)
         table[k] = v.round().astype(np.int64) if k in _COUNTS else v
     frame = pd.DataFrame(table)
+    frame.attrs.update(freq=sim.kernel.freq, freq_assumed=sim.kernel.freq_assumed,
+                       ann_factor=sim.kernel.ann)
     for j, name in enumerate(names):
         col = sim.params[:, j]
         if np.all(col == np.round(col)) and np.all(np.isfinite(col)):
