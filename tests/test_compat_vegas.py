@@ -179,6 +179,17 @@ def test_a_ratio_of_correlated_outputs_has_honest_pulls(adapt):
     assert 11.59 < chi2 < 59.70, pulls
 
 
+def test_correlated_results_have_the_same_bits_on_threads():
+    out = []
+    for backend in (None, "threads"):
+        integ = fvegas.Integrator(4 * [[0, 1]], seed=7, backend=backend)
+        integ(moments, nitn=2, neval=2000)
+        r = integ(moments, nitn=3, neval=2000)
+        out.append((r.flat_mean, r.cov))
+    assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
+    assert out[0][1][0, 1] > 0
+
+
 def test_iterations_combine_with_their_covariance():
     """One component gives flowsim.core.stats.combine's value and error (pooled or
     weighted); pair sums give the covariance of the sample."""
