@@ -267,25 +267,36 @@ class _Averaged:
         self.avg_neval = self.sum_neval / max(n, 1)
         self._rows = [(np.atleast_1d(r["value"])[0], np.atleast_1d(r["error"])[0],
                        r["events"], r.get("state_id")) for r in records]
+        self._records = None if combined is None else list(records)
 
     def summary(self):
-        """The iteration table of ``vegas`` (first component)."""
-        from flowsim.core.stats import combine
+        """The iteration table of ``vegas`` (first component; the ``chi2/dof`` of
+        every component, correlations included, for arrays and dicts)."""
         lines = ["itn   integral        wgt average     chi2/dof        Q",
                  "-" * 55]
         for i, (v, e, _, _) in enumerate(self._rows):
-            rows = self._rows[:i + 1]
-            mean, err, chi2 = combine(np.array([[r[0]] for r in rows]),
-                                      np.array([[r[1]] for r in rows]),
-                                      [r[2] for r in rows], [r[3] for r in rows])
-            c = 0.0 if chi2 is None else float(np.atleast_1d(chi2)[0])
+            mean, err, chi2, dof = self._running(i + 1)
+            c = chi2 / dof if dof > 0 else 0.0
             q = 1.0
-            if i > 0:
+            if dof > 0:
                 from scipy.special import gammaincc
-                q = float(gammaincc(i / 2.0, c * i / 2.0))
-            lines.append(f"{i + 1:>3}   {fmt(v, e):<15} {fmt(float(mean[0]), float(err[0])):<15}"
+                q = float(gammaincc(dof / 2.0, chi2 / 2.0))
+            lines.append(f"{i + 1:>3}   {fmt(v, e):<15} {fmt(mean, err):<15}"
                          f" {c:>8.2f} {q:>8.2f}")
         return "\n".join(lines) + "\n"
+
+    def _running(self, n):
+        """``(mean, sdev, chi2, dof)`` of the first ``n`` iterations (first component)."""
+        if self._records is not None:
+            mean, cov, chi2, dof = average_iterations(self._records[:n])
+            return float(mean[0]), math.sqrt(max(cov[0, 0], 0.0)), chi2, dof
+        from flowsim.core.stats import combine
+        rows = self._rows[:n]
+        mean, err, chi2 = combine(np.array([[r[0]] for r in rows]),
+                                  np.array([[r[1]] for r in rows]),
+                                  [r[2] for r in rows], [r[3] for r in rows])
+        c = 0.0 if chi2 is None else float(np.atleast_1d(chi2)[0])
+        return float(mean[0]), float(err[0]), c * (n - 1), n - 1
 
 
 class RAvg(_Averaged):
