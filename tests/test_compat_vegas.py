@@ -192,7 +192,8 @@ def test_correlated_results_have_the_same_bits_on_threads():
 
 def test_iterations_combine_with_their_covariance():
     """One component gives flowsim.core.stats.combine's value and error (pooled or
-    weighted); pair sums give the covariance of the sample."""
+    weighted); Result's covariance of adapting iterations has combine's errors on
+    its diagonal; pair sums give the covariance of the sample."""
     rng = np.random.default_rng(5)
     values = rng.normal(1.0, 0.1, size=(6, 1))
     errors = rng.uniform(0.05, 0.15, size=(6, 1))
@@ -203,6 +204,15 @@ def test_iterations_combine_with_their_covariance():
         v, e, _ = combine(values, errors, events, states)
         assert np.allclose(value, v, rtol=1e-12) and np.allclose(np.sqrt(cov[0, 0]), e)
         assert dof == 5
+    # flowsim's Result: adapting iterations, floored weights, combine's errors
+    corr = np.array([[1.0, 0.9], [0.9, 1.0]])
+    errs = rng.uniform(0.05, 0.15, size=(6, 2))
+    records = [{"value": rng.normal(1.0, 0.1, size=2), "error": er, "events": 100,
+                "covariance": corr * np.outer(er, er)} for er in errs]
+    cov = covariance.combine_covariance(records)
+    _, e, _ = combine([r["value"] for r in records], errs, events)
+    assert np.allclose(np.diag(cov), e ** 2)
+    assert 0.85 < cov[0, 1] / np.sqrt(cov[0, 0] * cov[1, 1]) < 0.95
     sample = rng.normal(size=(400, 3)) @ np.array([[1, 0.5, 0], [0, 1, 0.2], [0, 0, 1]])
     wide = covariance.with_pair_sums(sample)
     errors = wide.std(axis=0, ddof=1) / math.sqrt(400)

@@ -53,9 +53,10 @@ def combine_covariance(records):
     (each with ``value``, ``error``, ``events``, ``covariance``), or None.
 
     Iterations of one state (same ``state_id``) are pooled as one sample, as
-    their values are; otherwise each component is weighted by ``1 / error**2``
-    (the covariance of that weighted average; :func:`flowsim.core.stats.combine`
-    floors the weights of its values, which this ignores).
+    their values are.  Otherwise the values are averaged component by component
+    with :func:`flowsim.core.stats.combine`'s floored weights: the correlations
+    are those of that weighted average (its weights held fixed), the diagonal
+    ``combine``'s squared errors.
     """
     if not records or any("covariance" not in r for r in records):
         return None
@@ -65,9 +66,21 @@ def combine_covariance(records):
     states = [r.get("state_id") for r in records]
     if states[0] is not None and all(s == states[0] for s in states):
         return _pooled(cov, values, events)
-    w = [1.0 / np.maximum(np.diag(c), 1e-300) for c in cov]
-    total = sum(w)
-    return sum(np.outer(wi, wi) * c for wi, c in zip(w, cov)) / np.outer(total, total)
+    from .stats import combine, floored_stretches
+    v = np.array(values)
+    e = np.array([np.atleast_1d(r["error"]).astype(np.float64) for r in records])
+    runs, _, variances = floored_stretches(v, e, events, states)
+    with np.errstate(divide="ignore"):
+        w = 1.0 / np.asarray(variances)
+    if not np.all(np.isfinite(w)):
+        w = np.array([1.0 / np.maximum(np.diag(c), 1e-300) for c in cov])
+        runs = [[i] for i in range(len(cov))]
+    stretch = [_pooled([cov[i] for i in idx], [values[i] for i in idx], events[idx])
+               for idx in runs]
+    total = w.sum(axis=0)
+    sandwich = sum(np.outer(ws, ws) * c for ws, c in zip(w, stretch)) / np.outer(total, total)
+    _, error, _ = combine(v, e, events, states)
+    return _floored(sandwich, np.asarray(error) ** 2)
 
 
 def _pooled(cov, values, events):
