@@ -190,6 +190,13 @@ def test_correlated_results_have_the_same_bits_on_threads():
     assert out[0][1][0, 1] > 0
 
 
+def test_correlate_integrals_false_sets_the_correlations_to_zero():
+    integ = fvegas.Integrator(4 * [[0, 1]], seed=7, correlate_integrals=False)
+    r = integ(moments, nitn=3, neval=2000)
+    assert np.array_equal(r.cov, np.diag(np.diag(r.cov)))
+    assert gvar.evalcorr([r["1"], r["x"]])[0, 1] == 0.0
+
+
 def test_iterations_combine_with_their_covariance():
     """One component gives flowsim.core.stats.combine's value and error (pooled or
     weighted); Result's covariance of adapting iterations has combine's errors on

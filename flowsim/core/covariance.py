@@ -66,9 +66,14 @@ def combine_covariance(records):
     states = [r.get("state_id") for r in records]
     if states[0] is not None and all(s == states[0] for s in states):
         return _pooled(cov, values, events)
+    errors = np.array([np.atleast_1d(r["error"]).astype(np.float64) for r in records])
+    return _weighted_covariance(cov, values, errors, events, states)
+
+
+def _weighted_covariance(cov, values, e, events, states):
+    """:func:`combine_covariance` of iterations averaged with floored weights."""
     from .stats import combine, floored_stretches
     v = np.array(values)
-    e = np.array([np.atleast_1d(r["error"]).astype(np.float64) for r in records])
     runs, _, variances = floored_stretches(v, e, events, states)
     with np.errstate(divide="ignore"):
         w = 1.0 / np.asarray(variances)
