@@ -32,19 +32,42 @@ iteration; the numpy integrand runs through ``tf.numpy_function``
 * iterations combine as :class:`flowsim.Result` does (weights floored, so no
   iteration dominates through an under-estimated error), not with plain
   ``1 / sdev**2`` weights;
-* results of array and dict integrands carry each component's ``sdev``, not
-  the covariance between components; their ``chi2`` adds the components'
-  own ``chi2`` (correlations ignored), with ``dof = (nitn - 1) * size``.
+* iterations of an array or dict integrand are averaged as ``vegas`` averages
+  them, weighted by the inverse of their covariance matrices, but with each
+  matrix first rescaled so that its diagonal is that floored variance
+  (:func:`flowsim.core.covariance.combine_correlated`); ``chi2`` is ``vegas``'s,
+  ``dof = (nitn - 1) * size``.
 * the map trains on the first component of a vector integrand.
 
-Results are ``gvar`` numbers when ``gvar`` is installed (``vegas`` needs it),
-else :class:`GValue` (``mean``, ``sdev``).
+The outputs of an array or dict integrand are correlated, as in ``vegas``: each
+iteration estimates them from the same points, and the integrand's columns
+carry their pair sums ``f_i + f_j`` (:func:`flowsim.core.covariance.with_pair_sums`,
+``size (size - 1) / 2`` more columns), whose errors give each iteration's
+covariance whatever the stratification.  So derived quantities get ``vegas``'s
+errors::
+
+    r = integ(f, nitn=10, neval=10000)       # f returns {'1': ..., 'x': ...}
+    print(r['x'] / r['1'])                   # error from the correlated gvars
+    print(gvar.evalcorr([r['1'], r['x']]))
+
+Results are ``gvar`` numbers when ``gvar`` is installed (``vegas`` needs it):
+an array result holds ``gvar.gvar(mean, cov)``, a dict result is a
+``gvar.BufferDict`` of them.  Without ``gvar`` they are :class:`GValue`
+(``mean``, ``sdev``, no correlations: combine them with the ``cov``
+attribute, e.g. ``flowsim.core.covariance.ratio(r.flat_mean, r.cov, i, j)``).
 """
 import math
 
 import numpy as np
 
+from flowsim.core import covariance
+
 from .vegasflow.monte_carlo import derived_seed
+
+try:
+    from gvar import BufferDict as _DictBase
+except ImportError:                        # no gvar: a dict of GValue
+    _DictBase = dict
 
 __all__ = ["BatchIntegrand", "GValue", "Integrator", "LBatchIntegrand", "RAvg", "RAvgArray",
            "RAvgDict", "RBatchIntegrand", "batchintegrand", "lbatchintegrand",
@@ -115,10 +138,22 @@ def gvalue(mean, sdev):
     return gvar.gvar(float(mean), float(sdev))
 
 
+def gvalues(mean, cov):
+    """Correlated ``gvar.gvar(mean, cov)`` (flat), or :class:`GValue` of each
+    component without ``gvar``."""
+    mean = np.asarray(mean, dtype=np.float64)
+    cov = np.asarray(cov, dtype=np.float64)
+    try:
+        import gvar
+    except ImportError:
+        return [GValue(m, math.sqrt(max(c, 0.0))) for m, c in zip(mean, np.diag(cov))]
+    return list(gvar.gvar(mean, (cov + cov.T) / 2.0))
+
+
 class Layout:
     """How an integrand's output (number, array or dict) maps to flat components."""
 
-    def __init__(self, sample):
+    def __init__(self, sample, correlate=True):
         if isinstance(sample, dict):
             self.kind = "dict"
             self.parts = [(k, np.shape(v)) for k, v in sample.items()]
@@ -127,6 +162,10 @@ class Layout:
         else:
             self.kind, self.parts = "array", [(None, np.shape(sample))]
         self.size = sum(int(np.prod(s)) for _, s in self.parts)
+        #: columns the integrand returns: the outputs, then their pair sums
+        self.columns = self.size
+        if correlate and self.kind != "scalar":
+            self.columns += len(covariance.pairs(self.size))
 
     def flatten(self, out, n, right=False):
         """Batch output -> ``[n, size]`` float64."""
@@ -143,12 +182,17 @@ class Layout:
             cols.append(a.reshape(n, -1))
         return np.concatenate(cols, axis=1)
 
-    def build(self, values, errors):
-        """Flat ``values``/``errors`` -> number, object array or dict of them."""
+    def build(self, values, errors=None, cov=None):
+        """Flat ``values`` with their ``errors`` (uncorrelated) or covariance
+        ``cov`` -> number, object array or dict of them."""
+        if cov is None:
+            flat = [gvalue(v, e) for v, e in zip(values, errors)]
+        else:
+            flat = gvalues(values, cov)
         out, i = {}, 0
         for key, shape in self.parts:
             m = int(np.prod(shape))
-            g = [gvalue(v, e) for v, e in zip(values[i:i + m], errors[i:i + m])]
+            g = flat[i:i + m]
             out[key] = g[0] if not shape else np.array(g, dtype=object).reshape(shape)
             i += m
         return out if self.kind == "dict" else out[None]
@@ -172,7 +216,9 @@ class BatchFunction:
         else:
             out = np.stack([self.layout.flatten(_one(self.fcn(p), self.layout), 1)[0]
                             for p in x]) if n else np.zeros((0, self.layout.size))
-        return out[:, 0] if self.layout.kind == "scalar" else out
+        if self.layout.kind == "scalar":
+            return out[:, 0]
+        return covariance.with_pair_sums(out) if self.layout.columns > self.layout.size else out
 
 
 def _one(value, layout):
@@ -200,14 +246,19 @@ def _sample(fcn, limits):
 class _Averaged:
     """What :class:`RAvg`, :class:`RAvgArray` and :class:`RAvgDict` share."""
 
-    def _set(self, result, layout, records):
-        self.itn_results = [layout.build(np.atleast_1d(r["value"]), np.atleast_1d(r["error"]))
-                            for r in records]
+    def _set(self, result, layout, records, combined=None):
         self.result = result
         n = len(records)
-        c = np.atleast_1d(result.chi2_dof) if result.chi2_dof is not None else np.zeros(1)
-        self.dof = (n - 1) * layout.size
-        self.chi2 = float(np.sum(c) * (n - 1))
+        if combined is None:
+            self.itn_results = [layout.build(np.atleast_1d(r["value"]),
+                                             np.atleast_1d(r["error"])) for r in records]
+            c = np.atleast_1d(result.chi2_dof) if result.chi2_dof is not None else np.zeros(1)
+            self.dof = (n - 1) * layout.size
+            self.chi2 = float(np.sum(c) * (n - 1))
+        else:
+            self.itn_results = [layout.build(np.atleast_1d(r["value"]), cov=r["covariance"])
+                                for r in records]
+            self.flat_mean, self.cov, self.chi2, self.dof = combined
         if self.dof > 0:
             from scipy.special import gammaincc
             self.Q = float(gammaincc(self.dof / 2.0, self.chi2 / 2.0))
@@ -217,25 +268,36 @@ class _Averaged:
         self.avg_neval = self.sum_neval / max(n, 1)
         self._rows = [(np.atleast_1d(r["value"])[0], np.atleast_1d(r["error"])[0],
                        r["events"], r.get("state_id")) for r in records]
+        self._records = None if combined is None else list(records)
 
     def summary(self):
-        """The iteration table of ``vegas`` (first component)."""
-        from flowsim.core.stats import combine
+        """The iteration table of ``vegas`` (first component; the ``chi2/dof`` of
+        every component, correlations included, for arrays and dicts)."""
         lines = ["itn   integral        wgt average     chi2/dof        Q",
                  "-" * 55]
         for i, (v, e, _, _) in enumerate(self._rows):
-            rows = self._rows[:i + 1]
-            mean, err, chi2 = combine(np.array([[r[0]] for r in rows]),
-                                      np.array([[r[1]] for r in rows]),
-                                      [r[2] for r in rows], [r[3] for r in rows])
-            c = 0.0 if chi2 is None else float(np.atleast_1d(chi2)[0])
+            mean, err, chi2, dof = self._running(i + 1)
+            c = chi2 / dof if dof > 0 else 0.0
             q = 1.0
-            if i > 0:
+            if dof > 0:
                 from scipy.special import gammaincc
-                q = float(gammaincc(i / 2.0, c * i / 2.0))
-            lines.append(f"{i + 1:>3}   {fmt(v, e):<15} {fmt(float(mean[0]), float(err[0])):<15}"
+                q = float(gammaincc(dof / 2.0, chi2 / 2.0))
+            lines.append(f"{i + 1:>3}   {fmt(v, e):<15} {fmt(mean, err):<15}"
                          f" {c:>8.2f} {q:>8.2f}")
         return "\n".join(lines) + "\n"
+
+    def _running(self, n):
+        """``(mean, sdev, chi2, dof)`` of the first ``n`` iterations (first component)."""
+        if self._records is not None:
+            mean, cov, chi2, dof = average_iterations(self._records[:n])
+            return float(mean[0]), math.sqrt(max(cov[0, 0], 0.0)), chi2, dof
+        from flowsim.core.stats import combine
+        rows = self._rows[:n]
+        mean, err, chi2 = combine(np.array([[r[0]] for r in rows]),
+                                  np.array([[r[1]] for r in rows]),
+                                  [r[2] for r in rows], [r[3] for r in rows])
+        c = 0.0 if chi2 is None else float(np.atleast_1d(chi2)[0])
+        return float(mean[0]), float(err[0]), c * (n - 1), n - 1
 
 
 class RAvg(_Averaged):
@@ -259,27 +321,41 @@ class RAvg(_Averaged):
         return self.mean
 
 
+def average_iterations(records):
+    """``(flat mean, cov, chi2, dof)`` of iteration records with covariances
+    (:func:`flowsim.core.covariance.combine_correlated`)."""
+    return covariance.combine_correlated(
+        np.array([np.atleast_1d(r["value"]) for r in records]),
+        np.array([r["covariance"] for r in records]),
+        [r["events"] for r in records], [r.get("state_id") for r in records])
+
+
 class RAvgArray(np.ndarray, _Averaged):
-    """Result of an array integrand: an object array of numbers, plus ``chi2``,
-    ``dof``, ``Q``, ``itn_results`` and :meth:`summary`; ``.mean``/``.sdev`` arrays."""
+    """Result of an array integrand: an object array of correlated numbers
+    (``gvar.gvar(mean, cov)``), plus ``chi2``, ``dof``, ``Q``, ``itn_results``
+    (correlated too) and :meth:`summary`; ``.mean``/``.sdev`` arrays, ``.cov``
+    the covariance ``[size, size]`` of the flattened array (``.flat_mean``)."""
 
     def __new__(cls, result, layout, records):
-        obj = np.asarray(layout.build(np.atleast_1d(result.value),
-                                      np.atleast_1d(result.error))).view(cls)
-        obj._set(result, layout, records)
+        combined = average_iterations(records)
+        obj = np.asarray(layout.build(combined[0], cov=combined[1])).view(cls)
+        obj._set(result, layout, records, combined)
         shape = layout.parts[0][1]
-        obj.mean = np.atleast_1d(result.value).reshape(shape)
-        obj.sdev = np.atleast_1d(result.error).reshape(shape)
+        obj.mean = combined[0].reshape(shape)
+        obj.sdev = np.sqrt(np.maximum(np.diag(combined[1]), 0.0)).reshape(shape)
         return obj
 
 
-class RAvgDict(dict, _Averaged):
-    """Result of a dict integrand: a dict of numbers/arrays, plus ``chi2``, ``dof``,
-    ``Q``, ``itn_results`` and :meth:`summary`."""
+class RAvgDict(_DictBase, _Averaged):
+    """Result of a dict integrand: a dict (``gvar.BufferDict`` with ``gvar``) of
+    correlated numbers/arrays, plus ``chi2``, ``dof``, ``Q``, ``itn_results``
+    and :meth:`summary`; ``.cov`` the covariance ``[size, size]`` of the values
+    flattened in key order (``.flat_mean``)."""
 
     def __init__(self, result, layout, records):
-        super().__init__(layout.build(np.atleast_1d(result.value), np.atleast_1d(result.error)))
-        self._set(result, layout, records)
+        combined = average_iterations(records)
+        super().__init__(layout.build(combined[0], cov=combined[1]))
+        self._set(result, layout, records, combined)
 
 
 class Integrator:
@@ -306,6 +382,11 @@ class Integrator:
         the next stream of the seed, so two calls never reuse numbers.
     backend : None or str
         flowsim backend (``"threads"``, ``"mpi"``...); default one device.
+    correlate_integrals : bool
+        Estimate the correlations between the outputs of an array or dict
+        integrand (default True, as ``vegas``): ``size (size - 1) / 2`` more
+        columns (a size of 30 ran about 6 times slower than 10); False sets
+        them to zero.
     **flowsim_kwargs
         Passed to the flowsim Flow (``events_limit``, ``dtype``...).
 
@@ -317,7 +398,7 @@ class Integrator:
     """
 
     def __init__(self, map, nitn=10, neval=1000, alpha=0.5, beta=0.75, adapt=True, seed=None,
-                 backend=None, **flowsim_kwargs):
+                 backend=None, correlate_integrals=True, **flowsim_kwargs):
         limits = np.array(map, dtype=np.float64)
         if limits.ndim != 2 or limits.shape[1] != 2:
             raise ValueError(f"map must be a list of (low, high) pairs, one per dimension, "
@@ -325,7 +406,7 @@ class Integrator:
         self.limits = limits
         self.dim = limits.shape[0]
         self.settings = {"nitn": nitn, "neval": neval, "alpha": alpha, "beta": beta,
-                         "adapt": adapt}
+                         "adapt": adapt, "correlate_integrals": bool(correlate_integrals)}
         self.seed = seed
         self.backend = backend
         self.flowsim_kwargs = flowsim_kwargs
@@ -334,7 +415,8 @@ class Integrator:
         self.simulation = None
 
     def set(self, **settings):
-        """Change ``nitn``, ``neval``, ``alpha``, ``beta`` or ``adapt``."""
+        """Change ``nitn``, ``neval``, ``alpha``, ``beta``, ``adapt`` or
+        ``correlate_integrals``."""
         unknown = set(settings) - set(self.settings)
         if unknown:
             raise TypeError(f"unknown vegas setting(s) {sorted(unknown)}; flowsim's "
@@ -370,10 +452,10 @@ class Integrator:
         self.set(**settings)
         if not callable(fcn):
             raise TypeError(f"fcn must be callable, got {fcn!r}")
-        layout = Layout(_sample(fcn, self.limits))
+        layout = Layout(_sample(fcn, self.limits), self.settings["correlate_integrals"])
         batch = BatchFunction(fcn, layout)
         integrand = NumpyIntegrand(batch, components=0 if layout.kind == "scalar"
-                                   else layout.size)
+                                   else layout.columns)
         self.simulation = self._new_simulation(integrand)
         if self._base is None:
             self._base = secrets.randbits(62) if self.seed is None else int(self.seed)
@@ -383,6 +465,22 @@ class Integrator:
         flow = flow_class(self.backend)(self.simulation, n_events=int(self.settings["neval"]),
                                         seed=seed, **opts)
         result = flow.run(int(self.settings["nitn"]))
-        records = result.iterations
-        cls = {"scalar": RAvg, "array": RAvgArray, "dict": RAvgDict}[layout.kind]
-        return cls(result, layout, records)
+        if layout.kind == "scalar":
+            return RAvg(result, layout, result.iterations)
+        result = _without_pair_sums(result, layout)
+        cls = RAvgArray if layout.kind == "array" else RAvgDict
+        return cls(result, layout, result.iterations)
+
+
+def _without_pair_sums(result, layout):
+    """``result`` of the outputs and their pair sums -> the outputs' result, each
+    iteration record with its ``covariance`` (diagonal without the pair sums)."""
+    from flowsim.core.result import Result
+    size = layout.size
+    records = []
+    for rec in result.iterations:
+        v, e = np.atleast_1d(rec["value"]), np.atleast_1d(rec["error"])
+        cov = (covariance.covariance_from_pair_errors(e, size) if layout.columns > size
+               else np.diag(e[:size] ** 2))
+        records.append({**rec, "value": v[:size], "error": e[:size], "covariance": cov})
+    return Result(records, result.wall_time, result.timeline, result.meta, skip=result.skip)

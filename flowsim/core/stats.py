@@ -150,8 +150,24 @@ def combine(values, errors, events, states=None):
     return value, error, chi2
 
 
-def _weighted(v, e, n, runs):
-    """Floored weighted average of stretches ``runs``: ``(value, error, var_s)``."""
+def floored_stretches(values, errors, events, states):
+    """What :func:`combine` averages: ``(runs, means, variances)``.
+
+    ``runs`` lists the iterations pooled into each stretch (consecutive equal
+    ``states``), ``means [S, ...]`` their pooled values and ``variances
+    [S, ...]`` the floored variances of those values whose inverses are the
+    weights (see :func:`combine`).  Used to combine correlated components with
+    the same weights (:func:`flowsim.core.covariance.combine_correlated`).
+    """
+    v, e = _check(values, errors, events)
+    n = np.asarray(events, dtype=np.float64)
+    runs = _stretches([None] * v.shape[0] if states is None else list(states))
+    sv, _, var = _floored(v, e, n, runs)
+    return runs, sv, var
+
+
+def _floored(v, e, n, runs):
+    """Stretch means, events and floored variances of the means (see :func:`combine`)."""
     column = (-1,) + (1,) * (v.ndim - 1)
     moments = [_pooled_moments(v[idx], e[idx], n[idx]) for idx in runs]
     sv = np.array([m for m, _, _ in moments])
@@ -169,7 +185,12 @@ def _weighted(v, e, n, runs):
     floor = np.array(floor)
     measured = np.where(np.isfinite(s2), s2, 0.0).max(axis=0)
     floor = np.where(s2 > 0, floor, np.maximum(floor, np.maximum(everything, measured)))
-    var = np.maximum(s2, floor) / sn
+    return sv, sn, np.maximum(s2, floor) / sn
+
+
+def _weighted(v, e, n, runs):
+    """Floored weighted average of stretches ``runs``: ``(value, error, var_s)``."""
+    sv, sn, var = _floored(v, e, n, runs)
     with np.errstate(divide="ignore"):
         w = 1.0 / var
     if not np.all(np.isfinite(w)) or not np.all(w.sum(axis=0) > 0):
