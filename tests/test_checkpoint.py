@@ -1,4 +1,4 @@
-"""Checkpoints refuse what they must (issue #11): another integrand of the same name,
+"""Checkpoints refuse what they must: another integrand of the same name,
 other limits or histograms, damaged or foreign files, a second run on the same path,
 an unwritable directory -- and still resume their own run to the same bits."""
 import errno
@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 import flowsim
 from flowsim.core import checkpoint as ckpt
@@ -140,7 +140,7 @@ def test_vegas_integrand_is_fingerprinted_too(path):
     (flowsim.VegasPlus, {"n_bins": 50, "alpha": 0.5})])
 def test_checkpoint_of_the_former_vegas_defaults_is_refused_and_resumes_with_them(path, cls,
                                                                                    old):
-    """Checkpoints written with flowsim's VEGAS defaults before issue #15 (50 increments;
+    """Checkpoints written with flowsim's former VEGAS defaults (50 increments;
     VegasPlus alpha 0.5) hold a map of another shape: the new defaults refuse them,
     naming the options, and passing the former options resumes them to the same bits."""
     former = functools.partial(cls, **old)
@@ -158,7 +158,7 @@ def test_checkpoint_of_the_former_vegas_defaults_is_refused_and_resumes_with_the
 
 
 def test_unstratified_vegas_checkpoint_is_refused_naming_stratify_and_resumes_with_it(path):
-    """Vegas stratifies by default since issue #15; its checkpoints from before hold an
+    """Vegas stratifies by default; its checkpoints from before that hold an
     unstratified run: refused naming ``stratify`` (and ``alpha``, whose default
     follows it), resumed to the same bits with ``stratify=False`` (whose
     configuration is the former one, key for key)."""
@@ -219,14 +219,23 @@ sim = flowsim.Plain(double_gaussian, 4, limits=(-1, 2),
 """
 
 
-def test_fingerprint_is_cheap_and_the_same_in_another_process():
+def _other_process_simulation():
     namespace = {"__name__": "__main__"}
     exec(OTHER_PROCESS, namespace)
-    sim = namespace["sim"]
+    return namespace["sim"]
+
+
+@pytest.mark.timing
+def test_fingerprint_is_cheap():
+    sim = _other_process_simulation()
     sim.config()
     start = time.perf_counter()
-    config = sim.config()
+    sim.config()
     assert time.perf_counter() - start < 0.1
+
+
+def test_fingerprint_is_the_same_in_another_process():
+    config = _other_process_simulation().config()
     assert config["integrand"]["values"] and config["histograms"]["obs"]["observable"]["values"]
     out = subprocess.run([sys.executable, "-c", OTHER_PROCESS + "print(json.dumps(sim.config()))"],
                          capture_output=True, text=True, timeout=300, cwd=ROOT,
@@ -273,7 +282,7 @@ def antithetic_flow(sim):
 
 
 def test_own_simulation_checkpoint_is_refused_by_another_integrand_naming_the_attribute(path):
-    """Issue #21: a checkpoint of Antithetic(gauss) was resumed by Antithetic(slope)."""
+    """A checkpoint of Antithetic(gauss) is not resumed by Antithetic(slope)."""
     whole = antithetic_flow(Antithetic(gauss)).run(3)
     antithetic_flow(Antithetic(gauss)).run(1, checkpoint=path)
     saved = path.read_bytes()
@@ -458,7 +467,7 @@ def test_unwritable_directory_is_refused_before_any_work(path, monkeypatch):
 
 
 def test_vegasplus_checkpoint_from_before_sigma_h_is_refused_naming_it():
-    """VegasPlus's allocation and default hypercubes changed on 2026-12-01 (issue #15): its
+    """VegasPlus's allocation and default hypercubes changed: its
     configuration names the new allocation, which checkpoints from before lack."""
     from flowsim.core.checkpoint import differences
     cfg = flowsim.VegasPlus(lambda x: x[:, 0], 2).config()

@@ -11,7 +11,7 @@ import time
 import zipfile
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 import flowsim
 from flowsim import cli
@@ -367,8 +367,10 @@ def test_options_a_target_does_not_use_are_refused(capsys, argv, message):
     assert rc == 2 and out == "" and err.startswith(f"flowsim: error: {message}"), err
 
 
-def test_plot_paths_that_cannot_be_written_are_refused_before_any_work(capsys, tmp_path):
+def _refuse_unwritable_plot_paths(capsys, tmp_path):
+    """Each refusal of ``--plot``/``--plot-timeline`` paths checked; their seconds."""
     (tmp_path / "file").write_text("")
+    seconds = []
     for option, path, problem in [
             ("--plot", tmp_path / "no" / "c.png", f"directory {str(tmp_path / 'no')!r} does "
                                                   f"not exist; create it or pass another path"),
@@ -377,9 +379,19 @@ def test_plot_paths_that_cannot_be_written_are_refused_before_any_work(capsys, t
             ("--plot", tmp_path, "is a directory; pass a file name")]:
         start = time.perf_counter()
         rc, out, err = main(capsys, "run", "gaussian8", "--events", "100", option, str(path))
+        seconds.append(time.perf_counter() - start)
         assert rc == 2 and out == "", err
         assert err.startswith(f"flowsim: error: {option} {str(path)!r}") and problem in err, err
-        assert time.perf_counter() - start < 5          # refused before running anything
+    return seconds
+
+
+def test_plot_paths_that_cannot_be_written_are_refused(capsys, tmp_path):
+    _refuse_unwritable_plot_paths(capsys, tmp_path)
+
+
+@pytest.mark.timing
+def test_plot_paths_that_cannot_be_written_are_refused_before_any_work(capsys, tmp_path):
+    assert max(_refuse_unwritable_plot_paths(capsys, tmp_path)) < 5
 
 
 @pytest.mark.parametrize("error, code, line", [
@@ -411,7 +423,7 @@ def test_make_dist_works_without_the_venv(tmp_path):
         assert {"flowsim/__init__.py", "flowsim/cli.py"} <= set(z.namelist())
 
 
-# -- TensorFlow loads when compute starts (issue #12, item 5) --------------------------------
+# -- TensorFlow loads when compute starts -------------------------------------------------
 
 LIGHT = r'''
 import json, sys, time
@@ -433,28 +445,54 @@ print(json.dumps({"code": code, "seconds": seconds, "loaded": loaded}), file=sys
 '''
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["run", "--help"]])
-def test_import_version_and_help_load_no_tensorflow(python, argv):
-    """`import flowsim`, `import flowsim.schedule` and `flowsim --version/--help/run --help`
-    leave TensorFlow unloaded and answer in under 1 s, timed inside the fresh process from
-    before `import flowsim` to the exit of cli.main (interpreter start-up left out)."""
+LIGHT_ARGVS = [["--version"], ["--help"], ["run", "--help"]]
+
+
+def _light_report(python, argv):
+    """``LIGHT`` run in a fresh process with ``argv``, its answer checked; its report."""
     p = python(LIGHT, timeout=120, args=argv)
     assert p.returncode == 0, p.stderr[-2000:]
     report = json.loads(p.stderr.strip().splitlines()[-1])
-    assert report["code"] == 0 and report["loaded"] == {
-        "import flowsim": False, "import flowsim.schedule": False, "cli": False}
-    assert report["seconds"] < 1.0, report
+    assert report["code"] == 0
     assert ("flowsim 0.1.0" if argv == ["--version"] else "usage: flowsim") in p.stdout
+    return report
 
 
-def test_console_script_version_is_fast():
-    """The installed `flowsim --version`, whole process: under 3 s, a generous margin for a
-    loaded machine (it took 4.4-5.4 s when `import flowsim` loaded TensorFlow; ~0.1 s now)."""
+@pytest.mark.parametrize("argv", LIGHT_ARGVS)
+def test_import_version_and_help_load_no_tensorflow(python, argv):
+    """`import flowsim`, `import flowsim.schedule` and `flowsim --version/--help/run --help`
+    leave TensorFlow unloaded."""
+    assert _light_report(python, argv)["loaded"] == {
+        "import flowsim": False, "import flowsim.schedule": False, "cli": False}
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("argv", LIGHT_ARGVS)
+def test_import_version_and_help_answer_in_under_a_second(python, argv):
+    """Timed inside the fresh process from before `import flowsim` to the exit of cli.main
+    (interpreter start-up left out)."""
+    report = _light_report(python, argv)
+    assert report["seconds"] < 1.0, report
+
+
+def _console_script_version():
+    """The installed `flowsim --version`, whole process, checked; its seconds."""
     start = time.perf_counter()
     p = subprocess.run([ENTRY, "--version"], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
     assert p.returncode == 0 and p.stdout.strip() == f"flowsim {flowsim.__version__}"
-    assert time.perf_counter() - start < 3.0
+    return time.perf_counter() - start
+
+
+def test_console_script_prints_the_version():
+    _console_script_version()
+
+
+@pytest.mark.timing
+def test_console_script_version_is_fast():
+    """Under 3 s, a generous margin for a loaded machine (TensorFlow's import alone takes
+    longer)."""
+    assert _console_script_version() < 3.0
 
 
 def test_public_names_load_on_first_use(python):
@@ -506,7 +544,7 @@ def test_the_package_pickles_by_reference_in_closures():
 
 
 def test_untrusted_result_is_printed_once_with_the_table_or_on_stderr_with_json(capsys):
-    """Issue #23 item 3: Result.warnings print with the table; the log record and the
+    """Result.warnings print with the table; the log record and the
     FlowsimWarning of the same message do not print again."""
     import warnings
     args = ["run", "gaussian8", "--events", "200000", "--iters", "6", "--seed", "5"]
@@ -532,8 +570,9 @@ FAST_REFUSALS = [
 ]
 
 
-def test_impossible_numbers_are_refused_before_tensorflow_loads():
-    """Issue #23 item 8: these failed only after TensorFlow loaded (14-38 s)."""
+def _fast_refusals():
+    """:data:`FAST_REFUSALS` in one fresh process, each message checked: ``(seconds of each,
+    whether TensorFlow loaded)``."""
     code = ("import contextlib, io, json, sys, time\n"
             "from flowsim import cli\n"
             "out = []\n"
@@ -549,10 +588,21 @@ def test_impossible_numbers_are_refused_before_tensorflow_loads():
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert p.returncode == 0, p.stderr[-2000:]
     report = json.loads(p.stdout.strip().splitlines()[-1])
-    assert not report["tf"]
-    for (argv, message), (rc, err, seconds) in zip(FAST_REFUSALS, report["runs"]):
+    for (argv, message), (rc, err, _) in zip(FAST_REFUSALS, report["runs"]):
         assert rc == 2 and err.strip() == message, (argv, err)
-        assert seconds < 1.0, (argv, seconds)
+    return [seconds for _, _, seconds in report["runs"]], report["tf"]
+
+
+def test_impossible_numbers_are_refused_before_tensorflow_loads():
+    """Checked before TensorFlow loads, not after (which takes seconds)."""
+    _, loaded_tensorflow = _fast_refusals()
+    assert not loaded_tensorflow
+
+
+@pytest.mark.timing
+def test_impossible_numbers_are_refused_in_under_a_second():
+    seconds, _ = _fast_refusals()
+    assert max(seconds) < 1.0, dict(zip(map(" ".join, (a for a, _ in FAST_REFUSALS)), seconds))
 
 
 def test_plot_help_says_which_formats():
@@ -587,7 +637,7 @@ def test_jobs_read_the_command_line_through_cli_options_not_cli():
 
 
 def test_tensorflow_imported_before_flowsim_prints_nothing_after_flowsim_loads():
-    """Issue #23 item 9: TensorFlow's start-up lines at its own import cannot be taken
+    """TensorFlow's start-up lines at its own import cannot be taken
     back; what it would print later (the first XLA compile's lines) is silenced."""
     code = ("import sys\n"
             "import tensorflow\n"

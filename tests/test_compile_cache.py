@@ -6,7 +6,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import run_python
+from helpers import run_python
 
 from flowsim.core import compile_cache
 

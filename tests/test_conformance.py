@@ -1,5 +1,5 @@
 """One conformance suite for every backend: :func:`flowsim.testing.check_executor`'s
-cases (plus ``tests/cases_*.py``, through ``tests/conformance.py``).
+shipped cases (run through ``tests/helpers/conformance.py``).
 
 Flow in this process is the reference.  Against it, bit for bit: ThreadPoolFlow /
 ScheduledFlow on 1, 2 and 4 logical CPUs with every schedule, MPIFlow on 1, 2
@@ -27,21 +27,23 @@ import sys
 import time
 
 import cloudpickle
-import conformance
 import numpy as np
 import pytest
-from conftest import MPIRUN, ROOT, mpi_env
+from helpers import MPIRUN, ROOT, conformance, mpi_env
 
 from flowsim.core.backend import Executor, LocalExecutor
 from flowsim.testing import check_executor
 
+#: Shares the run's SparkContext with test_spark.py (one JVM for both).
+pytestmark = [pytest.mark.xdist_group("spark"), pytest.mark.costly]
+
 #: Seconds for the background processes (measured: 2-4 min on 2 cores at load 2;
 #: over 10 min at load 20).
 TIMEOUT = 1500
-HARNESS = os.path.join(ROOT, "tests", "conformance.py")
+HARNESS = os.path.join(ROOT, "tests", "helpers", "conformance.py")
 
-# Cases of tests/cases_*.py travel to loky, Dask and Spark workers by value
-# (workers cannot import tests/).
+# What tests/helpers/conformance.py defines travels to loky, Dask and Spark workers by
+# value (workers cannot import tests/).
 cloudpickle.register_pickle_by_value(conformance)
 
 

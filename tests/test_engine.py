@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT, Points, run_python
+from helpers import ROOT, Points, run_python
 
 import flowsim
 from flowsim.core import kernel
@@ -776,7 +776,7 @@ def test_inconsistent_iterations_are_warned_about(caplog):
 
 
 def test_untrusted_result_reaches_an_api_user_as_result_warnings_and_a_user_warning():
-    """Issue #23 item 3: chi2/dof ~12 came back in silence (the logger has a NullHandler)."""
+    """chi2/dof ~12 does not come back in silence (the logger has a NullHandler)."""
     import logging
     import warnings
 
@@ -884,7 +884,9 @@ def test_integrands_without_python_control_flow_on_tensors_skip_autograph(monkey
 
 
 def test_a_run_starts_from_the_state_its_simulation_holds_and_meta_says_which(tmp_path):
-    """Issue #23 item 5: the README reused an adapted VEGAS map under "same bits as Flow"."""
+    """A second run of the same Simulation starts from its adapted VEGAS map, and its
+    meta says so (``start_state``), so "same bits as Flow" is claimed only from the same
+    start."""
     import copy
 
     def run(sim, n_iter=2, **kw):

@@ -7,14 +7,16 @@ import gym_anytrading  # noqa: F401  (registers stocks-v0)
 import gymnasium
 import numpy as np
 import pytest
-from cases_envs import CASES, coin_rollout
-from conftest import run_python
 from gym_anytrading.datasets import STOCKS_GOOGL
+from helpers import run_python
 
 import flowsim
 import flowsim.envs as fe
 from flowsim.envs import MLP, Coin, Momentum, PortfolioVectorEnv, TradingVectorEnv, rollout
 from flowsim.envs.stocks import ACC_DTYPE
+from flowsim.testing.cases_envs import CASES, coin_rollout
+
+pytestmark = pytest.mark.costly
 
 GOOGL_STEPS = len(STOCKS_GOOGL) - 30 - 1        # steps of a full stocks-v0 episode
 
@@ -407,7 +409,7 @@ def test_rollout_bits_do_not_depend_on_events_limit(tmp_path):
     case's chunks (values, errors, per-episode values, timeline).  The kernels compile
     once per process, shared with tests/test_conformance.py's prototypes; that suite
     runs the same cases on threads over two logical CPUs, joblib loky, MPI and Spark."""
-    import conformance
+    from helpers import conformance
     protos = conformance.prototypes()
 
     def flow(events_limit=None):
@@ -815,7 +817,7 @@ def test_portfolio_env_refuses_actions_outside_the_action_space():
 
 
 def test_stocks_env_refuses_actions_outside_the_action_space():
-    """Issue 23: step(np.array([5, 0, 1, 0])) and -1 were accepted silently."""
+    """step(np.array([5, 0, 1, 0])) and -1 are refused, not accepted silently."""
     import tensorflow as tf
     env = TradingVectorEnv(STOCKS_GOOGL, 4)
     env.reset(seed=0)
@@ -831,7 +833,7 @@ def test_stocks_env_refuses_actions_outside_the_action_space():
 
 
 def test_rollout_policy_of_another_window_size_names_window_size():
-    """Issue 23: a policy built for another window got a 16-line TF shape error."""
+    """A policy built for another window gets this message, not a TF shape error."""
     with pytest.raises(ValueError, match=r"window_size=10.*MLP\(60-16-2\).*window_size=30"):
         rollout(MLP.random(30, (16,), seed=0), STOCKS_GOOGL, 64, window_size=10)
     keras = pytest.importorskip("keras")

@@ -437,7 +437,7 @@ def test_loop_without_its_unused_parts_is_bit_identical():
     assert np.asarray(full["trade_closed"]).sum() >= 3
 
 
-def test_stored_cases_cover_the_issue(vectorbt_portfolio_cases):
+def test_stored_cases_cover_every_direction_cost_and_stop_kind(vectorbt_portfolio_cases):
     # each direction, costs, every stop kind, with and without bars, stops meeting signals
     kws = [c[0]["kwargs"] for c in vectorbt_portfolio_cases]
     assert len(kws) >= 12

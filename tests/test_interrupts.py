@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from conftest import run_python
+from helpers import run_python
 
 import flowsim
 from flowsim.core import interrupts, kernel
@@ -175,6 +175,8 @@ def test_ctrl_c_joins_the_device_threads_of_threadpoolflow(monkeypatch):
 
 
 def test_a_second_ctrl_c_during_the_chunk_ends_the_process_at_once():
+    """Killed by the second SIGINT, not ended by the chunk (which would exit 3 after 60 s)
+    nor by the held first one (exit 4)."""
     code = """if True:
     import os, signal, sys, time
     signal.signal(signal.SIGINT, signal.default_int_handler)    # whatever was inherited
@@ -198,7 +200,5 @@ def test_a_second_ctrl_c_during_the_chunk_ends_the_process_at_once():
     except KeyboardInterrupt:
         sys.exit(4)
     """
-    start = time.monotonic()
     p = run_python(code, timeout=120)
     assert p.returncode == -signal.SIGINT, (p.returncode, p.stderr[-2000:])
-    assert time.monotonic() - start < 50

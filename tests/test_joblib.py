@@ -14,6 +14,8 @@ import flowsim
 from flowsim.distribution import JoblibFlow
 from flowsim.targets import double_gaussian
 
+pytestmark = pytest.mark.costly
+
 # Simulations defined here travel by value (workers cannot import this module);
 # loky and Dask both pickle with cloudpickle.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

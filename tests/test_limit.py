@@ -1,4 +1,4 @@
-"""The per-core changes of issue 25 that change how XLA computes a block, never its bits."""
+"""Per-core changes of how XLA computes a block never change its bits."""
 
 
 def test_moments_of_one_value_per_event_are_the_general_arithmetic():

@@ -8,14 +8,16 @@ import warnings
 
 import numpy as np
 import pytest
-from cases_markets import CASES, small_config, venues_config
-from conftest import ROOT, run_python
+from helpers import ROOT, run_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowsim.markets as fm
 from flowsim.markets import stats
 from flowsim.markets.config import Dist, parse
+from flowsim.testing.cases_markets import CASES, small_config, venues_config
+
+pytestmark = pytest.mark.costly
 
 BLOCK = 64          # one block size for the in-process ensembles: one compilation each
 
@@ -246,7 +248,7 @@ def test_keys_pams_ignores_pass_and_unknown_keys_warn_naming_them():
 
 
 def test_counts_are_read_with_int_as_pams_does():
-    """pams reads numAgents with int(): "100" is 100 agents (issue 23 item 10)."""
+    """pams reads numAgents with int(): "100" is 100 agents."""
     c = ci2002()
     c["FCNAgents"]["numAgents"] = "100"
     assert parse(c).groups[0].n_agents == 100
@@ -402,8 +404,8 @@ def test_grid_is_one_table(small_run):
 
 def test_ensemble_and_a_flow_of_from_pams_are_the_same_run():
     """``ensemble(cfg, n, seed=s)`` and ``Flow(from_pams(cfg), n, seed=s).run(1)``, shown
-    side by side in docs/markets.rst, give the same bits (issue 23 item 6: the default
-    block sizes differed: 192 against the Flow's 320 for 300 markets)."""
+    side by side in docs/markets.rst, give the same bits (their default
+    block sizes once differed: 192 against the Flow's 320 for 300 markets)."""
     import flowsim
     a = fm.ensemble(small_config(), 300, seed=1)
     b = flowsim.Flow(fm.from_pams(small_config()), 300, seed=1, quiet=True).run(1)
@@ -481,7 +483,7 @@ def test_several_markets_resume_from_a_checkpoint_in_the_cli(tmp_path, capsys):
 
 def test_several_markets_refuse_what_runs_on_one_market_only():
     """Learned groups and agents that may place no order run on one market only."""
-    import cases_markets
+    from flowsim.testing import cases_markets
     group = fm.LearnedAgents(cases_markets.policy(), 5, time_window=[4, 12],
                              order_margin=[0.0, 0.05], lags=5)
     with pytest.raises(ValueError, match="learned= groups trade one market; this config "
@@ -553,9 +555,8 @@ def test_same_bits_in_any_chunking():
     the learned-agent cases (2 blocks: the cases' own ``events_limit``, which
     ``tests/test_conformance.py`` runs on every backend against Flow; its threads
     schedules cut the other cases' iterations into chunks of other sizes)."""
-    import cases_markets
-
     import flowsim
+    from flowsim.testing import cases_markets
     for name in ("markets_small", "markets_learned"):
         case = CASES[name]
         factory = getattr(cases_markets, case["factory"].split(":")[1])
@@ -573,7 +574,7 @@ def test_events_change_the_market_as_pams_events_do():
     """The events case (shock, price limit, halt, fat finger; tests/cases_markets.py):
     the fundamental drops by 5 % at each of steps 17 and 18 and nowhere else by more
     than 5 sigma; prices stay finite on the (half-)tick grid."""
-    import cases_markets
+    from flowsim.testing import cases_markets
     r = fm.ensemble(cases_markets.events_config(), BLOCK, seed=4, block_markets=BLOCK,
                     paths=4)
     f, p = r.paths["fundamental"], r.paths["market_price"]
@@ -597,9 +598,8 @@ def test_crossed_books_clear_in_sub_books_to_the_bits_of_the_whole_block():
     the others match one arrival: in the events case (~20 such steps in a block of 64,
     up to 11 markets at a step: several chunks of 4 or 1) every market's
     statistics and paths are those of the whole block looping (width 0)."""
-    import cases_markets
-
     import flowsim
+    from flowsim.testing import cases_markets
     cfg = cases_markets.events_config()
     runs = []
     for width in (0, 1, 4):
@@ -635,10 +635,9 @@ def test_book_chunks_give_the_bits_of_whole_book_reductions():
     chunks of 5, padded to 60, the book kept market by market, ``[L, rows]``) every
     market's statistics and paths are those of reducing the whole ``[rows, L]`` book
     at every pass (``Structure.book_chunks`` False)."""
-    import cases_markets
-
     import flowsim
     from flowsim.markets import book_chunks
+    from flowsim.testing import cases_markets
     runs = []
     for chunked in (True, False):
         sim = fm.from_pams(cases_markets.hifreq_config(), block_markets=BLOCK, paths=4)
@@ -655,9 +654,8 @@ def test_book_chunks_give_the_bits_of_whole_book_reductions():
 
 
 def test_events_resume_from_a_checkpoint_to_the_same_bits(tmp_path):
-    import cases_markets
-
     import flowsim
+    from flowsim.testing import cases_markets
     cfg = cases_markets.events_config()
     whole = fm.ensemble(cfg, 2 * BLOCK, seed=6, block_markets=BLOCK, iterations=2)
     path = tmp_path / "events.ckpt"
@@ -671,9 +669,8 @@ def test_events_resume_from_a_checkpoint_to_the_same_bits(tmp_path):
 def test_learned_agents_change_the_market():
     """A learned group's orders enter the book: its markets differ from the FCN-only ones
     with the same seed, and all statistics stay finite."""
-    import cases_markets
-
     import flowsim
+    from flowsim.testing import cases_markets
     kw = dict(n_events=BLOCK, seed=3, block_size=BLOCK, quiet=True)
     plain = flowsim.Flow(cases_markets.small(), **kw).run(1)
     learned = flowsim.Flow(cases_markets.learned(), **kw).run(1)

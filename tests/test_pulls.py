@@ -1,4 +1,4 @@
-"""Honest errors on heavy-tailed and sparse integrands (issue #11, item 2).
+"""Honest errors on heavy-tailed and sparse integrands.
 
 Smooth integrands (test_accuracy, test_vegas) do not show a biased combination
 of iterations: here every case is one where an iteration can miss what matters
@@ -40,6 +40,8 @@ from flowsim.algorithms.vegas import Vegas
 from flowsim.algorithms.vegasplus import VegasPlus
 from flowsim.core.lazy_tf import tf
 from flowsim.targets import double_gaussian, double_gaussian_exact
+
+pytestmark = pytest.mark.costly
 
 SEEDS = range(1000, 1050)
 MAX_MEAN = 0.5
@@ -106,11 +108,11 @@ CASES = list(dict.fromkeys((name, alg, n, it, 0 if alg == "plain" else skip)
 #: Cases that fail the bounds because the iterations themselves are dishonest
 #: (the single-iteration pulls in the message show it), not because of how they
 #: are combined.  Strict: the day one passes, the test fails and this list must
-#: shrink.  Each is an open defect, named in the closing note of issue #11.
+#: shrink.  Each is an open defect.
 KNOWN_DEFECTS = {
     ("double_gaussian", "vegas", 3, 0): "VEGAS's separable map locks onto one of the two "
     "peaks on some seeds (value 0.5 with a tiny error, all iterations agreeing): "
-    "documented in flowsim.Vegas, use VegasPlus.  Stratified Vegas (issue #15) is "
+    "documented in flowsim.Vegas, use VegasPlus.  Stratified Vegas is "
     "honest over 6 iterations, and over 3 after a warm-up since alpha 0.5 (2026-12-01); "
     "with alpha 0.75, over 3: mean -0.67 (skip 1: -0.48), rms 1.27 (1.30), 3 beyond 3 "
     "sigma (pulls down to -5.2; unstratified: -8.8 to -32)",

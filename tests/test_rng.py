@@ -3,7 +3,7 @@ Random123 known answers and a pure-Python reference, its documented counter
 layout (iteration, block, position, stream), and streams that never overlap."""
 import numpy as np
 import pytest
-from conftest import Points
+from helpers import Points
 
 import flowsim
 from flowsim.core import rng

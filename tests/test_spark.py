@@ -24,9 +24,10 @@ import urllib.request
 
 import numpy as np
 import pytest
-from conftest import FAST_JVM, ROOT, SPARK_ENV, SPARK_HOME  # noqa: F401
+from helpers import FAST_JVM, ROOT, SPARK_ENV, SPARK_HOME  # noqa: F401
 
-pytestmark = pytest.mark.spark
+#: Shares the run's SparkContext with test_conformance.py (one JVM for both).
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark"), pytest.mark.costly]
 
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     raise RuntimeError("no java on PATH and no JAVA_HOME: Spark needs Java 17")
@@ -312,7 +313,7 @@ def spark_submit(master, *args, py_files=None):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT,
                           env=dict(os.environ, **SPARK_ENV))
     assert proc.returncode == 0, proc.stderr[-4000:]
-    # Quiet (issue 23, item 9): Spark's JVM at WARN once the driver starts (spark-submit
+    # Quiet: Spark's JVM at WARN once the driver starts (spark-submit
     # logged ~150 INFO lines), no pandas FutureWarning from pyspark's imports.
     info = [line for line in proc.stderr.splitlines() if " INFO " in line]
     assert len(info) <= 5, "\n".join(info[:20])
@@ -567,7 +568,7 @@ def test_worker_replaced_in_time_gives_same_bits(on_cluster, cluster_start, tmp_
 
 def test_worker_lost_for_good_fails_after_executor_timeout(on_cluster, cluster_start, tmp_path,
                                                           caplog):
-    """Issue #11: the worker JVM dies mid-job and none comes back.  Spark alone waits
+    """The worker JVM dies mid-job and none comes back.  Spark alone waits
     forever ('Lost executor 0'); SparkFlow warns at once and fails after executor_timeout."""
     FAULTY.mode, FAULTY.marker = "hang", str(tmp_path / "lost")
     flow = spark_flow(FAULTY, on_cluster, partitions=4, executor_timeout=5)
@@ -590,7 +591,7 @@ def test_worker_lost_for_good_fails_after_executor_timeout(on_cluster, cluster_s
     warned = _warnings(caplog)
     assert any("no Spark executor is alive" in m and "fails after 5 s unless one comes back"
                in m for m in warned), warned
-    # also a Python warning (issue 23, item 3): seen without a logging handler
+    # also a Python warning: seen without a logging handler
     assert any("fails after 5 s unless one comes back" in str(w.message)
                for w in python_warned), [str(w.message) for w in python_warned]
 

@@ -125,9 +125,9 @@ def test_peaked_errors_vegasplus_le_vegas_le_plain():
 
 def test_vegasplus_long_runs_keep_their_precision():
     """VegasPlus's per-iteration error, once at its best, stays near it over 20
-    iterations, and 20 iterations give a smaller error than 6 (issue 23: the map
-    trained on the events as the allocation placed them, narrowed run after run,
-    and the error grew back: here to 2.5-3.4x its best by iteration 20).  Fixed
+    iterations, and 20 iterations give a smaller error than 6 (a map that
+    trains on the events as the allocation placed them narrows run after run,
+    and the error grows back: here to 2.5-3.4x its best by iteration 20).  Fixed
     seeds, so no false failures; the bounds have margin (1.07-1.11x over seeds 1-6)."""
     from flowsim.examples import double_gaussian
     sim = VegasPlus(double_gaussian, 4)
@@ -231,7 +231,7 @@ def test_block_kernel_compiles_once_for_every_block_and_size(make):
     the state) is a compile-time constant of XLA.  Stratified Vegas sliced its block's
     last hypercube at a tensor index, which XLA wants constant: every block of a new
     iteration size compiled anew, seconds each (a 75 s first iteration at 2*10^6
-    events in 8 dimensions, issue 23)."""
+    events in 8 dimensions)."""
     arguments, parameters = xla_entry_parameters(make(), 20_000)
     assert parameters == arguments
 
@@ -416,7 +416,7 @@ def test_checkpoint_resume_same_bits_and_freeze(tmp_path):
 
 
 def test_vegasplus_checkpoint_from_before_the_weighted_map_training_is_refused(tmp_path):
-    """VegasPlus's map trains on events weighted by n / (H n_h) since issue 23 (before:
+    """VegasPlus's map trains on events weighted by n / (H n_h) (formerly:
     unweighted): a checkpoint written before, whose configuration lacks
     ``map_training``, is refused naming it."""
     from flowsim.core import checkpoint as ckpt

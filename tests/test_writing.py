@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 import flowsim
 from flowsim.testing import cases_from, check_executor

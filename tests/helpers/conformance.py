@@ -1,49 +1,31 @@
-"""The backend conformance cases for flowsim's own suite: the shipped ones
-(:mod:`flowsim.testing.conformance`) plus any ``tests/cases_*.py``.
+"""The backend conformance runs for flowsim's own suite, over the shipped cases
+(:mod:`flowsim.testing.conformance`: the core ones and the workloads').
 
 ``tests/test_conformance.py`` compares each backend's summaries with
 :class:`flowsim.Flow`'s, key by key.  Run as a script it serves the backends
 that need their own processes::
 
-    python tests/conformance.py threads OUT    # 4 logical CPUs; on 1, 2, 4 of them
-    mpirun -n K python tests/conformance.py mpi OUT
+    python tests/helpers/conformance.py threads OUT    # 4 logical CPUs; on 1, 2, 4 of them
+    mpirun -n K python tests/helpers/conformance.py mpi OUT
 
 and writes ``OUT/threads.json`` (MPI: ``OUT/rank<r>.json``, one file per rank,
 written last, so a missing file means that rank did not finish).
-
-More cases plug in from ``tests/cases_*.py``: ``CASES = {name: {"factory":
-"module:function", "n_events": int, "n_iters": int, ...}}`` where ``factory()``
-returns a Simulation (optional keys: ``block_size``, ``events_limit``, ``seed``
-(default 2024), ``n_iters`` (default 1)); :func:`flowsim.testing.cases_from`
-reads them.
 """
-import glob
 import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-import flowsim  # noqa: E402
-from flowsim.testing import conformance as shipped  # noqa: E402
+import flowsim
+from flowsim.testing import conformance as shipped
 
 ERROR_TEXT = shipped.ERROR_TEXT
-#: The shipped cases plus tests/cases_*.py.
-CASES = dict(shipped.CASES)
-#: The workloads' case modules: the shipped ones, then tests/cases_*.py.
-MODULES = list(shipped.SHIPPED) + [os.path.basename(p)[:-3] for p in
-                                   sorted(glob.glob(os.path.join(HERE, "cases_*.py")))]
-#: Each module's case names.
-BY_MODULE = {}
-for _module in MODULES:
-    BY_MODULE[_module] = list(shipped.cases_from(_module))
-    CASES.update(shipped.cases_from(_module))
+#: Every shipped case.
+CASES = shipped.CASES
+#: Each shipped workload module's case names.
+BY_MODULE = {module: list(shipped.cases_from(module)) for module in shipped.SHIPPED}
 #: The core cases (Plain, Vegas, ... errors) run on every configuration of every
 #: backend.
 CORE = shipped.CORE
-PLUGGED = {k: v for k, v in CASES.items() if k not in CORE}
 #: The workloads' cases every backend runs besides CORE (on one configuration: MPI on 2
 #: ranks, Spark, joblib on loky): every kind of Simulation the workloads bring (a
 #: market ensemble, a Rollout, a PortfolioRollout sweep keeping per-episode values, a
