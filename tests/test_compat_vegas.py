@@ -18,7 +18,7 @@ import gvar
 import numpy as np
 import pytest
 import vegas  # the anchor (test extra): a missing anchor fails, it does not skip
-from conftest import ROOT
+from helpers import ROOT
 
 from flowsim.compat import vegas as fvegas
 from flowsim.core import covariance

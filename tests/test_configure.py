@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 import flowsim
 from flowsim.core import configuration

@@ -11,7 +11,7 @@ import sys
 import warnings
 
 import pytest
-from conftest import ROOT, run_python
+from helpers import ROOT, run_python
 
 from flowsim._moved import MOVED
 

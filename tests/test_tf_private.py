@@ -3,9 +3,8 @@ no longer has what the shim's fast path needs (flowsim would still run, on the s
 public path: this is where a TensorFlow release that takes a fast path away shows)."""
 import os
 
-from conftest import tf
-
 from flowsim.core import tf_private
+from flowsim.core.lazy_tf import tf
 
 
 def _concrete(fn):
