@@ -120,7 +120,7 @@ def log_positive(x):
 
     Exponent ``e`` and mantissa ``m`` in [sqrt(1/2), sqrt(2)) from the bits,
     ``log x = e ln 2 + 2 atanh(s)`` with ``s = (m - 1) / (m + 1)`` by its odd
-    series to ``s**23`` (|s| <= 0.1716: truncation error below 2e-18).  Measured
+    series to ``s**23`` (``|s| <= 0.1716``: truncation error below 2e-18).  Measured
     error <= 3 ulp for normal positive doubles; zero, negative, subnormal, inf
     and NaN inputs are not supported (callers keep arguments in [1e-300, 1e300]).
     """
