@@ -5,8 +5,7 @@ whose events are whole market runs); ``ensemble(config, n_markets, seed=...)`` r
 and returns a :class:`flowsim.Result` of named statistics; ``grid`` runs a parameter
 study into a DataFrame.  Importing this package loads no TensorFlow.
 """
-import importlib as _importlib
-
+from ..core.lazy import attach
 from .config import MarketConfig, parse  # noqa: F401
 from .registry import ConfigWarning  # noqa: F401
 from .stats import NAMES  # noqa: F401
@@ -15,9 +14,9 @@ __all__ = ["MarketEnsemble", "LearnedAgents", "MLP", "from_pams", "ensemble", "g
            "report", "parse", "NAMES", "CONFIGS", "PAMS_SAMPLES", "config_path",
            "ConfigWarning"]
 
-_LAZY = {"MarketEnsemble": "ensembles", "from_pams": "ensembles", "ensemble": "ensembles",
-         "grid": "ensembles", "report": "ensembles", "LearnedAgents": "learned",
-         "MLP": "learned"}
+__getattr__, __dir__, _ = attach(__name__, {
+    "MarketEnsemble": "ensembles", "from_pams": "ensembles", "ensemble": "ensembles",
+    "grid": "ensembles", "report": "ensembles", "LearnedAgents": "learned", "MLP": "learned"})
 
 #: pams 0.3.0's nine sample configs, bundled as pams ships them (its licence beside
 #: them, ``configs/LICENSE-pams``): ``market_share_mm`` is ``market_share/config-mm.json``.
@@ -39,11 +38,3 @@ def config_path(name):
         raise ValueError(f"unknown bundled config {name!r}; one of {', '.join(CONFIGS)}")
     return os.path.join(os.path.dirname(__file__), "configs", f"{name}.json")
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        module = _importlib.import_module(f"{__name__}.{_LAZY[name]}")
-        value = getattr(module, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'flowsim.markets' has no attribute {name!r}")
