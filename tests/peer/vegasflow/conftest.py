@@ -14,6 +14,7 @@ import contextlib
 import importlib
 import sys
 
+import numpy as np
 import pytest
 
 SUBMODULES = ("configflow", "monte_carlo", "plain", "vflow", "vflowplus")
@@ -56,3 +57,24 @@ def pytest_collection_modifyitems(config, items):
         reason = XFAIL.get(getattr(item, "originalname", item.name))
         if reason and "peer/vegasflow" in str(item.path).replace("\\", "/"):
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+
+
+class _SeedOfTheTest:
+    """Stands in for :mod:`secrets` in the compat layer: an unseeded integrator draws
+    the seed derived from the test's name, not a random one."""
+
+    def __init__(self, nodeid):
+        self.state = np.random.SeedSequence(list(nodeid.encode()))
+
+    def randbits(self, k):
+        return int(self.state.spawn(1)[0].generate_state(1, np.uint64)[0]) >> (64 - k)
+
+
+@pytest.fixture(autouse=True)
+def seed_of_the_test(request, monkeypatch):
+    """VegasFlow's tests never seed: they check each result within 3 sigma of the truth,
+    so with random seeds each check fails about 0.3 % of the time and the suite at
+    random.  Here every unseeded integrator of a test gets a seed derived from the
+    test's name, so a run is repeatable and a failure reproduces."""
+    from flowsim.compat.vegasflow import monte_carlo
+    monkeypatch.setattr(monte_carlo, "secrets", _SeedOfTheTest(request.node.nodeid))
