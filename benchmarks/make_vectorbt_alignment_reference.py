@@ -15,45 +15,14 @@ Needs the ``bench`` extra (vectorbt).  Run from the repository root::
     .venv/bin/python benchmarks/make_vectorbt_alignment_reference.py
 """
 import os
+import sys
 import warnings
 
-import numpy as np
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from flowsim.testing.alignment_cases import METRICS, cases, frames, label  # noqa: E402
+
 PATH = os.path.join(ROOT, "tests", "data", "vectorbt_alignment.csv")
-METRICS = ("total_return", "sharpe_ratio", "calmar_ratio", "omega_ratio", "sortino_ratio")
-N_BARS = 200
-
-
-def inputs(seed=5):
-    """close [200, 2] and boolean entries / exits of the cases (numpy)."""
-    import vectorbt_cases
-    close = vectorbt_cases.market(seed, n=N_BARS, c=2)[0]
-    rng = np.random.default_rng(seed + 2)
-    return close, rng.random(close.shape) < 0.08, rng.random(close.shape) < 0.08
-
-
-def cases():
-    """``{name: (bar spacing, freq keyword, entries' column order)}``."""
-    return {"hourly_none": ("h", None, ["a", "b"]), "hourly_h": ("h", "h", ["a", "b"]),
-            "hourly_1h": ("h", "1h", ["a", "b"]), "hourly_D": ("h", "D", ["a", "b"]),
-            "hourly_1d": ("h", "1d", ["a", "b"]), "daily_none": ("D", None, ["a", "b"]),
-            "daily_reordered": ("D", None, ["b", "a"])}
-
-
-def frames(spacing, order):
-    """close, entries, exits as DataFrames on a ``spacing`` DatetimeIndex; entries in ``order``."""
-    import pandas as pd
-    close, entries, exits = inputs()
-    index = pd.date_range("2024-01-01", periods=N_BARS, freq=spacing)
-    cols = ["a", "b"]
-    ent = pd.DataFrame(entries, index=index, columns=cols)[order]
-    return (pd.DataFrame(close, index=index, columns=cols), ent,
-            pd.DataFrame(exits, index=index, columns=cols))
-
-
-def label(col):
-    return "|".join(map(str, col)) if isinstance(col, tuple) else str(col)
 
 
 def main():
@@ -82,6 +51,4 @@ def main():
 
 
 if __name__ == "__main__":
-    import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

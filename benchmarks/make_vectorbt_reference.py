@@ -15,7 +15,7 @@ Needs the ``bench`` extra (vectorbt).  Run from the repository root::
 
 It also prints how far flowsim.finance.ma_crossover_sweep is from the values.
 
-Then the from_signals cases and the indicators of ``vectorbt_cases.py``:
+Then the from_signals cases and the indicators of ``flowsim/testing/vectorbt_cases.py``:
 ``tests/data/vectorbt_portfolio_cases.npz`` (14 backtests: metrics, trade records,
 value curves) and ``tests/data/vectorbt_indicators.npz``; ``--only-new`` skips the
 crossover grid.
@@ -28,7 +28,8 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
-COLUMNS = ("total_return", "sharpe", "max_drawdown", "trades")
+sys.path.insert(0, ROOT)
+from flowsim.testing.vectorbt_cases import COLUMNS  # noqa: E402
 
 
 def gbm_close(n_bars=2520, s0=100.0, mu=0.08, sigma=0.2, seed=20261130):
@@ -85,19 +86,9 @@ def vectorbt_metrics(close, pairs):
             "trades": np.asarray(pf.trades.count(), dtype=np.float64)}
 
 
-def load_reference(root=ROOT, name="vectorbt_ma"):
-    """(close, pairs, {column: values}) as stored by :func:`main` (``name``:
-    ``"vectorbt_ma"`` for the 1,590-pair grid, ``"vectorbt_ties"`` for the ties case)."""
-    close = np.loadtxt(os.path.join(root, "tests", "data", f"{name}_close.csv"))
-    table = np.loadtxt(os.path.join(root, "tests", "data", f"{name}_sweep.csv"),
-                       delimiter=",")
-    return close, table[:, :2].astype(np.int64), dict(zip(COLUMNS, table[:, 2:].T))
-
-
 def save_new():
-    """The from_signals cases and the indicator outputs (``vectorbt_cases.py``)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import vectorbt_cases as vc
+    """The from_signals cases and the indicator outputs (:mod:`flowsim.testing.vectorbt_cases`)."""
+    from flowsim.testing import vectorbt_cases as vc
     start = time.perf_counter()
     vc.save_cases(os.path.join(DATA, "vectorbt_portfolio_cases.npz"), vc.portfolio_cases())
     x = vc.indicator_inputs()
@@ -128,7 +119,6 @@ def main():
     _save("vectorbt_ma", close, pairs, ref, vectorbt.__version__)
     _save("vectorbt_ties", ties_close(), ties_grid(), vectorbt_metrics(ties_close(), ties_grid()),
           vectorbt.__version__)
-    sys.path.insert(0, ROOT)
     from flowsim.finance import ma_crossover_sweep
     ours = ma_crossover_sweep(close, pairs)
     for col in COLUMNS:

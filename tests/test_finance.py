@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import ROOT
 from scipy import integrate, special
 
 from flowsim.finance import (
@@ -23,11 +24,8 @@ from flowsim.finance import (
     strategy_sweep,
 )
 from flowsim.finance.backtest import ma_crossover_data
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-import vectorbt_cases  # noqa: E402
-from make_vectorbt_reference import COLUMNS, load_reference  # noqa: E402
+from flowsim.testing import vectorbt_cases
+from flowsim.testing.vectorbt_cases import COLUMNS, load_reference
 
 #: float32 vs float64 on the 1,590-pair grid (documented in ma_crossover_sweep).
 F32_TIGHT = 1e-5          # x (1 + |value|): every pair without a float32-scale near tie

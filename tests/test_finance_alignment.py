@@ -1,6 +1,5 @@
 """from_signals lines up pandas inputs and reads the bar length as vectorbt does."""
 import os
-import sys
 import warnings
 
 import numpy as np
@@ -9,10 +8,9 @@ import pytest
 
 from flowsim.finance import from_signals, signal_sweep, strategies
 from flowsim.finance.align import bar_length, conform
+from flowsim.testing import alignment_cases as ref
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-import make_vectorbt_alignment_reference as ref  # noqa: E402
 
 RATIOS = ("sharpe_ratio", "calmar_ratio", "omega_ratio", "sortino_ratio")
 

@@ -12,13 +12,27 @@ fractions: vectorbt's percentages / 100, max drawdown as its negative
 ``indicator_inputs()`` / ``run_indicators(inputs)``: MA, EMA, MSTD, BBANDS, RSI,
 STOCH, MACD, ATR, OBV over several parameter rows and columns.
 
-``make_vectorbt_reference.py`` stores both in ``tests/data/``.
+``benchmarks/make_vectorbt_reference.py`` stores both in ``tests/data/``, and the
+moving-average sweeps that :func:`load_reference` reads back.
 """
 import json
+import os
 
 import numpy as np
 
 N_BARS, N_COLS = 250, 3
+#: The metrics of the stored moving-average sweeps, in their columns' order.
+COLUMNS = ("total_return", "sharpe", "max_drawdown", "trades")
+
+
+def load_reference(root, name="vectorbt_ma"):
+    """(close, pairs, {column: values}) as stored under ``root/tests/data`` by
+    ``benchmarks/make_vectorbt_reference.py`` (``name``: ``"vectorbt_ma"`` for the
+    1,590-pair grid, ``"vectorbt_ties"`` for the ties case)."""
+    close = np.loadtxt(os.path.join(root, "tests", "data", f"{name}_close.csv"))
+    table = np.loadtxt(os.path.join(root, "tests", "data", f"{name}_sweep.csv"),
+                       delimiter=",")
+    return close, table[:, :2].astype(np.int64), dict(zip(COLUMNS, table[:, 2:].T))
 
 STAT_COLUMNS = {  # our name -> (vectorbt stats() title, scale)
     "start_value": ("Start Value", 1), "end_value": ("End Value", 1),
