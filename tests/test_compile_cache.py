@@ -150,7 +150,7 @@ def test_tensorflow_does_not_fold_the_kernels_ranges_into_the_executable(tmp_pat
         sizes[folded] = size
     # folded, a block of 65,536 x 8 counters was 4 MiB of uint64 literals (the generator
     # now adds its counters to a runtime offset, so that no longer happens); other
-    # ranges of the block still fold into literals (about 0.4 MB on 2026-11-30)
+    # ranges of the block still fold into literals (well under 1 MiB)
     assert sizes[False] < 1 << 20 and sizes[False] < sizes[True], sizes
 
 

@@ -113,7 +113,7 @@ KNOWN_DEFECTS = {
     ("double_gaussian", "vegas", 3, 0): "VEGAS's separable map locks onto one of the two "
     "peaks on some seeds (value 0.5 with a tiny error, all iterations agreeing): "
     "documented in flowsim.Vegas, use VegasPlus.  Stratified Vegas is "
-    "honest over 6 iterations, and over 3 after a warm-up since alpha 0.5 (2026-12-01); "
+    "honest over 6 iterations, and over 3 after a warm-up since alpha 0.5; "
     "with alpha 0.75, over 3: mean -0.67 (skip 1: -0.48), rms 1.27 (1.30), 3 beyond 3 "
     "sigma (pulls down to -5.2; unstratified: -8.8 to -32)",
     ("tiny_box", "vegas"): "the VEGAS map puts every interior edge inside the box, so "
