@@ -43,6 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from flowsim.markets import config_path, stats  # noqa: E402
 from flowsim.markets.config import load  # noqa: E402
+from flowsim.markets.stats import several_market_names, several_market_statistics, window  # noqa: E402
 
 #: The configs of one market (flowsim.markets ran these first).
 RUNNABLE = ("ci2002", "two_groups", "fat_finger", "price_limit", "trading_halt", "user_class")
@@ -69,97 +70,6 @@ def user_classes():
                 self._executed_volumes = [int(settings["tradeVolume"])]
 
     return [UserDefinedFCNAgent, ExtendedMarket]
-
-
-# -- statistics of several markets (flowsim.markets computes the same) -------------------------
-#: Name of the statistic of a pair of markets, ``"A|B:return_correlation"``.
-PAIR_STATISTIC = "return_correlation"
-#: Name of the statistic of an index market, ``"INDEX:index_deviation"``.
-INDEX_STATISTIC = "index_deviation"
-
-
-def window(settings):
-    """``(T, t0)`` of a pams config: steps of all sessions, and the first step of the
-    first session with execution (the start of the statistics window)."""
-    steps = [int(s["iterationSteps"]) for s in settings["simulation"]["sessions"]]
-    flags = [bool(s.get("withOrderExecution", False))
-             for s in settings["simulation"]["sessions"]]
-    if True not in flags:
-        raise ValueError("simulation.sessions: no session has withOrderExecution")
-    return sum(steps), sum(steps[:flags.index(True)])
-
-
-def one_step_returns(prices, t0):
-    """``[k, T - t0 - 1]``: the log returns ``volatility_1`` uses, ``ln(p_t / p_{t-1})``
-    for ``t = t0 + 1 .. T - 1`` of prices ``[k, T + 1]``."""
-    prices = np.asarray(prices, np.float64)
-    return np.diff(np.log(prices[:, t0:prices.shape[1] - 1]), axis=1)
-
-
-def return_correlation(prices_a, prices_b, t0):
-    """``[k]``: Pearson correlation of the one-step log returns (:func:`one_step_returns`)
-    of two markets' prices ``[k, T + 1]`` in the same runs; NaN where either market's
-    returns are all equal."""
-    a, b = one_step_returns(prices_a, t0), one_step_returns(prices_b, t0)
-    da = a - a.mean(axis=1, keepdims=True)
-    db = b - b.mean(axis=1, keepdims=True)
-    den = np.sqrt((da * da).sum(axis=1) * (db * db).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, (da * db).sum(axis=1) / np.where(den > 0, den, 1.0), np.nan)
-
-
-def market_index(component_prices, shares):
-    """``[k, T + 1]``: the index of components' prices ``[k, c, T + 1]`` with outstanding
-    shares ``[c]``, ``sum_i shares_i p_i / sum_i shares_i`` -- the formula of pams's
-    ``IndexMarket.compute_fundamental_index`` (index_market.py), applied to prices."""
-    p = np.asarray(component_prices, np.float64)
-    w = np.asarray(shares, np.float64)
-    total = np.zeros(p.shape[:1] + p.shape[2:])
-    for i in range(p.shape[1]):          # pams's order of summation
-        total = total + p[:, i] * w[i]
-    return total / w.sum()
-
-
-def index_deviation(index_prices, component_prices, shares, t0):
-    """``[k]``: mean over ``t = t0 .. T - 1`` (the prices of the statistics window) of
-    ``|ln(P_t / I_t)|``, with ``P`` the index market's price ``[k, T + 1]`` and ``I`` the
-    :func:`market_index` of its components' prices at the same time."""
-    p = np.asarray(index_prices, np.float64)
-    T = p.shape[1] - 1
-    index = market_index(component_prices, shares)
-    return np.abs(np.log(p[:, t0:T] / index[:, t0:T])).mean(axis=1)
-
-
-def several_market_names(markets, indexes=None):
-    """Column names of :func:`several_market_statistics`: ``markets`` in config order,
-    ``indexes`` a dict from index market names to ``(component names, shares)``."""
-    names = [f"{m}:{n}" for m in markets for n in stats.NAMES]
-    names += [f"{a}|{b}:{PAIR_STATISTIC}" for i, a in enumerate(markets)
-              for b in markets[i + 1:]]
-    return names + [f"{m}:{INDEX_STATISTIC}" for m in (indexes or {})]
-
-
-def several_market_statistics(series, t0, indexes=None):
-    """``[k, len(several_market_names)]`` statistics of ``k`` runs of several markets.
-
-    Parameters
-    ----------
-    series : dict
-        Market name -> ``(prices, fundamental, volumes, depth_bid, depth_ask)`` as
-        :func:`flowsim.markets.stats.market_statistics` takes them, in config order.
-    t0 : int
-        First step with execution.
-    indexes : dict, optional
-        Index market name -> ``(component market names, their outstanding shares)``.
-    """
-    markets = list(series)
-    cols = [stats.market_statistics(*series[m], t0) for m in markets]
-    cols += [return_correlation(series[a][0], series[b][0], t0)[:, None]
-             for i, a in enumerate(markets) for b in markets[i + 1:]]
-    for m, (components, shares) in (indexes or {}).items():
-        comp = np.stack([np.asarray(series[c][0], np.float64) for c in components], axis=1)
-        cols.append(index_deviation(series[m][0], comp, shares, t0)[:, None])
-    return np.concatenate(cols, axis=1)
 
 
 def set_up(settings, seed):

@@ -5,7 +5,7 @@ For each of pams's nine samples (:data:`flowsim.markets.PAMS_SAMPLES`) and flows
 ``two_groups``, pams's SequentialRunner runs ``--pams-seeds`` markets and flowsim
 ``--markets`` markets (a "market" is one run of the config, all its markets: with
 several markets the statistics are ``"MARKET:STATISTIC"``, ``"A|B:return_correlation"``
-and ``"INDEX:index_deviation"``, defined in benchmarks/make_pams_reference.py).  Every
+and ``"INDEX:index_deviation"``, defined in flowsim/markets/stats.py).  Every
 statistic is printed with both standard errors and the z-score of the difference.  A
 sample flowsim refuses is listed with flowsim's refusal message.  Then, over all
 z-scores: how many |z| > 3 there are against how many chance expects (and the 99 %

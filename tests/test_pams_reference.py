@@ -2,16 +2,13 @@
 (benchmarks/make_pams_reference.py), on hand-made price paths with known answers."""
 import math
 import os
-import sys
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-import make_pams_reference as ref  # noqa: E402
+from flowsim.markets import stats
 
-from flowsim.markets import stats  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def path(returns, t0=0, start=300.0, tail=1.0):
@@ -26,7 +23,7 @@ def test_one_step_returns_cover_the_window_of_volatility_1():
     r = [0.1, -0.2, 0.05, 0.0, 0.3, -0.1, 0.02, 0.0, 0.01, -0.04, 0.2, 0.1]
     p = path(r, t0=2, tail=5.0)                            # T = 15
     assert p.shape == (1, 16)
-    np.testing.assert_allclose(ref.one_step_returns(p, 2), [r], atol=1e-12)
+    np.testing.assert_allclose(stats.one_step_returns(p, 2), [r], atol=1e-12)
     zeros = np.zeros((1, 15))
     vol = stats.market_statistics(p, p, zeros, zeros, zeros, 2)[0, 0]
     assert stats.NAMES[0] == "volatility_1" and vol == pytest.approx(np.std(r), abs=1e-12)
@@ -36,28 +33,28 @@ def test_return_correlation_known_values():
     a = path([0.0, 1.0, 2.0], t0=1, tail=3.0)
     b = path([0.0, 0.0, 3.0], t0=1, tail=0.2)
     # da = (-1, 0, 1), db = (-1, -1, 2): 3 / sqrt(2 * 6)
-    assert ref.return_correlation(a, b, 1)[0] == pytest.approx(3 / math.sqrt(12), abs=1e-12)
+    assert stats.return_correlation(a, b, 1)[0] == pytest.approx(3 / math.sqrt(12), abs=1e-12)
     r = np.array([0.01, -0.03, 0.02, 0.005])
-    assert ref.return_correlation(path(r), path(2 * r + 0.001), 0)[0] == pytest.approx(1.0)
-    assert ref.return_correlation(path(r), path(-r), 0)[0] == pytest.approx(-1.0)
-    assert ref.return_correlation(path([1, -1, 1, -1]), path([1, 1, -1, -1]), 0)[0] == \
+    assert stats.return_correlation(path(r), path(2 * r + 0.001), 0)[0] == pytest.approx(1.0)
+    assert stats.return_correlation(path(r), path(-r), 0)[0] == pytest.approx(-1.0)
+    assert stats.return_correlation(path([1, -1, 1, -1]), path([1, 1, -1, -1]), 0)[0] == \
         pytest.approx(0.0, abs=1e-12)
     flat = path([0.0, 0.0, 0.0, 0.0])
-    assert np.isnan(ref.return_correlation(path(r), flat, 0)[0])
+    assert np.isnan(stats.return_correlation(path(r), flat, 0)[0])
 
 
 def test_return_correlation_is_per_run():
     r = np.array([0.01, -0.03, 0.02, 0.005])
     a = np.concatenate([path(r), path(r)])
     b = np.concatenate([path(r), path(-r)])
-    np.testing.assert_allclose(ref.return_correlation(a, b, 0), [1.0, -1.0])
+    np.testing.assert_allclose(stats.return_correlation(a, b, 0), [1.0, -1.0])
 
 
 def test_market_index_weights_by_outstanding_shares():
     comp = np.array([[[100.0, 110.0], [200.0, 180.0]]])     # [k=1, c=2, T+1=2]
-    np.testing.assert_allclose(ref.market_index(comp, [1, 3]),
+    np.testing.assert_allclose(stats.market_index(comp, [1, 3]),
                                [[(100 + 600) / 4, (110 + 540) / 4]])
-    np.testing.assert_allclose(ref.market_index(comp, [25000, 25000]), [[150.0, 145.0]])
+    np.testing.assert_allclose(stats.market_index(comp, [25000, 25000]), [[150.0, 145.0]])
 
 
 def test_index_deviation_known_values():
@@ -66,12 +63,12 @@ def test_index_deviation_known_values():
     comp = np.full((1, 2, T + 1), 100.0)
     comp[0, 1] = 300.0                               # index = 200 with equal shares
     index_price = np.full((1, T + 1), 200.0)
-    assert ref.index_deviation(index_price, comp, [1, 1], t0)[0] == 0.0
+    assert stats.index_deviation(index_price, comp, [1, 1], t0)[0] == 0.0
     index_price[0, 3] = 200.0 * math.e               # one of the 4 window prices off by e
     index_price[0, [0, 1, T]] = 1.0                  # outside the window
-    assert ref.index_deviation(index_price, comp, [1, 1], t0)[0] == pytest.approx(0.25)
+    assert stats.index_deviation(index_price, comp, [1, 1], t0)[0] == pytest.approx(0.25)
     index_price[0, 4] = 200.0 / math.e ** 2          # below the index counts as above
-    assert ref.index_deviation(index_price, comp, [1, 1], t0)[0] == pytest.approx(0.75)
+    assert stats.index_deviation(index_price, comp, [1, 1], t0)[0] == pytest.approx(0.75)
 
 
 def test_several_market_columns_in_config_order():
@@ -83,19 +80,19 @@ def test_several_market_columns_in_config_order():
         series[m] = (p, p * 1.01, rng.integers(0, 3, (k, T)), np.ones((k, T)),
                      np.ones((k, T)))
     indexes = {"I": (["S-1", "S-2"], [25000, 25000])}
-    names = ref.several_market_names(list(series), indexes)
+    names = stats.several_market_names(list(series), indexes)
     n = len(stats.NAMES)
     assert names[:2] == [f"S-1:{stats.NAMES[0]}", f"S-1:{stats.NAMES[1]}"]
     assert names[3 * n:] == ["S-1|S-2:return_correlation", "S-1|I:return_correlation",
                              "S-2|I:return_correlation", "I:index_deviation"]
-    x = ref.several_market_statistics(series, t0, indexes)
+    x = stats.several_market_statistics(series, t0, indexes)
     assert x.shape == (k, len(names))
     np.testing.assert_array_equal(x[:, n:2 * n], stats.market_statistics(*series["S-2"], t0))
     np.testing.assert_array_equal(
         x[:, names.index("S-2|I:return_correlation")],
-        ref.return_correlation(series["S-2"][0], series["I"][0], t0))
+        stats.return_correlation(series["S-2"][0], series["I"][0], t0))
     comp = np.stack([series["S-1"][0], series["S-2"][0]], axis=1)
-    np.testing.assert_array_equal(x[:, -1], ref.index_deviation(series["I"][0], comp,
+    np.testing.assert_array_equal(x[:, -1], stats.index_deviation(series["I"][0], comp,
                                                                 [25000, 25000], t0))
 
 
@@ -104,13 +101,13 @@ def test_several_market_columns_in_config_order():
 def test_window_of_the_samples(name, expected):
     from flowsim.markets import config_path
     from flowsim.markets.config import load
-    assert ref.window(load(config_path(name))) == expected
+    assert stats.window(load(config_path(name))) == expected
 
 
 def test_window_needs_a_session_with_execution():
     settings = {"simulation": {"sessions": [{"iterationSteps": 5}]}}
     with pytest.raises(ValueError, match="no session has withOrderExecution"):
-        ref.window(settings)
+        stats.window(settings)
 
 
 #: Markets of the stored samples with several markets, as pams names them (config order;
@@ -131,7 +128,7 @@ def test_stored_tables_of_several_markets(name):
     with open(path) as fh:
         header = next(csv.reader(fh))
     markets, indexes = SEVERAL[name]
-    assert header[1:] == ref.several_market_names(markets, dict.fromkeys(indexes))
+    assert header[1:] == stats.several_market_names(markets, dict.fromkeys(indexes))
     rows = np.loadtxt(path, delimiter=",", skiprows=1)
     assert len(rows) >= 200 and (np.diff(rows[:, 0]) == 1).all()
     mean, err, count = stats.summarize(rows[:, 1:])
