@@ -345,6 +345,40 @@ def test_interrupted_run_resumes_to_the_same_bits(path, monkeypatch):
     assert {c["iteration"] for c in resumed.timeline} == {2, 3}
 
 
+def test_failed_run_names_its_checkpoint_and_the_resume_says_where_it_starts(path, monkeypatch,
+                                                                           caplog):
+    """An iteration that fails (here: a lost cluster, simulated) leaves the error a note
+    on what the checkpoint holds and how to resume; the resumed run says, on the
+    ``flowsim`` logger, the iteration it starts from."""
+    import logging
+    whole = flow().run(3)
+    real = flowsim.Flow._iterate
+
+    def lost_at_third(self, iteration):
+        if iteration == 2:
+            raise RuntimeError("Lost executor 0")
+        return real(self, iteration)
+
+    monkeypatch.setattr(flowsim.Flow, "_iterate", lost_at_third)
+    with pytest.raises(RuntimeError, match="Lost executor 0") as info:
+        flow().run(3, checkpoint=path)
+    monkeypatch.undo()
+    assert info.value.__notes__ == [f"flowsim: checkpoint {str(path)!r} holds iterations 1-2: "
+                                    f"call run() again with this checkpoint to resume"]
+    with caplog.at_level(logging.WARNING, logger="flowsim"):
+        resumed = flow().run(3, checkpoint=path)
+    assert bits(resumed) == bits(whole)
+    assert [r.getMessage() for r in caplog.records if r.name == "flowsim"] == [
+        f"resuming from iteration 3: checkpoint {str(path)!r} holds 2 iteration(s)"]
+
+
+def test_refused_checkpoint_gets_no_resume_note(path):
+    flow().run(1, checkpoint=path)
+    with pytest.raises(ValueError, match="another configuration") as info:
+        flow(cls=flowsim.Vegas).run(2, checkpoint=path)
+    assert not getattr(info.value, "__notes__", [])
+
+
 def test_edited_byte_is_refused(path):
     flow().run(1, checkpoint=path)
     data = bytearray(path.read_bytes())

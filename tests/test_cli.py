@@ -78,7 +78,9 @@ def test_run_writes_and_resumes_a_checkpoint(capsys, tmp_path):
     base = ["run", "gaussian8", "--events", "1024", "--seed", "2", "--json",
             "--checkpoint", path]
     rc, first, _ = main(capsys, *base, "--iters", "1")
-    rc2, out, _ = main(capsys, *base, "--iters", "3")
+    rc2, out, said = main(capsys, *base, "--iters", "3")
+    assert said.splitlines()[0] == (f"flowsim: resuming from iteration 2: checkpoint "
+                                    f"{path!r} holds 1 iteration(s)"), said
     rc3, whole, _ = main(capsys, "run", "gaussian8", "--events", "1024", "--seed", "2",
                          "--json", "--iters", "3")
     assert rc == rc2 == rc3 == 0

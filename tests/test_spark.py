@@ -140,6 +140,53 @@ def test_task_device_follows_spark_resources():
         task_device(None, {"gpu": _Res("5")}, ["GPU:0", "GPU:1", "CPU:0"])
 
 
+class _FakeContext:
+    master = "spark://127.0.0.1:7077"
+
+    def __init__(self):
+        self.cancelled = []
+
+    def cancelJobsWithTag(self, tag):  # noqa: N802 - Spark's name
+        self.cancelled.append(tag)
+
+
+def test_executor_watch_says_what_it_waits_for(caplog):
+    """Without executors the watch warns once, then says every timeout/4 seconds how
+    long it has waited, when the run fails and how to start a worker; then cancels."""
+    from flowsim.distribution.spark_session import ExecutorWatch
+    sc = _FakeContext()
+    watch = ExecutorWatch(sc, 20.0, "tag")
+    watch._since = None
+    assert watch.report_every() == 5.0 and ExecutorWatch(sc, None, "t").report_every() == 30
+    with caplog.at_level(logging.WARNING, logger="flowsim"), \
+            pytest.warns(UserWarning, match="fails after 20 s unless one comes back"):
+        for now in (100.0, 103.0, 105.5, 111.0, 114.0):
+            assert watch._look(0, now)
+        assert not watch._look(0, 120.0)
+    assert watch.expired and sc.cancelled == ["tag"]
+    waiting = [m for m in _warnings(caplog) if "waiting" in m]
+    assert waiting == [
+        "SparkFlow: waiting for a Spark executor on spark://127.0.0.1:7077: none for 6 s; "
+        "the run fails in 14 s (start a worker: spark-class "
+        "org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077)",
+        "SparkFlow: waiting for a Spark executor on spark://127.0.0.1:7077: none for 11 s; "
+        "the run fails in 9 s (start a worker: spark-class "
+        "org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077)"], waiting
+
+
+def test_executor_watch_notes_an_executor_that_comes_back(caplog):
+    from flowsim.distribution.spark_session import ExecutorWatch
+    watch = ExecutorWatch(_FakeContext(), None, "tag")
+    watch._since = None
+    with caplog.at_level(logging.WARNING, logger="flowsim"), \
+            pytest.warns(UserWarning, match=r"waits for one \(executor_timeout=None\)"):
+        assert watch._look(0, 10.0) and watch._look(0, 1000.0) and watch._look(1, 1001.0)
+    assert not watch.expired
+    assert _warnings(caplog)[-1] == ("SparkFlow: a Spark executor is alive on "
+                                     "spark://127.0.0.1:7077 after 991 s without one; "
+                                     "the job goes on")
+
+
 def test_executor_timeout_is_checked():
     """Bad values fail in the constructor, before any Spark session exists."""
     for value, error in ((0, ValueError), (-1.5, ValueError), (float("nan"), ValueError),
@@ -573,11 +620,12 @@ def test_worker_lost_for_good_fails_after_executor_timeout(on_cluster, cluster_s
     FAULTY.mode, FAULTY.marker = "hang", str(tmp_path / "lost")
     flow = spark_flow(FAULTY, on_cluster, partitions=4, executor_timeout=5)
     thread, killed = _kill_worker_mid_job(cluster_start, FAULTY.marker, restart=False)
+    checkpoint = tmp_path / "lost.npz"
     try:
         with caplog.at_level(logging.WARNING, logger="flowsim"), \
                 pytest.warns(UserWarning, match="no Spark executor is alive") as python_warned, \
                 pytest.raises(NoExecutorError) as info:
-            flow.run(2)
+            flow.run(2, checkpoint=checkpoint)
         failed = time.monotonic()
     finally:
         thread.join(30)
@@ -588,9 +636,15 @@ def test_worker_lost_for_good_fails_after_executor_timeout(on_cluster, cluster_s
     for part in ("no live Spark executor for 5 s", on_cluster.sparkContext.master,
                  "Start a Spark worker", "raise executor_timeout"):
         assert part in message, message
+    notes = getattr(info.value, "__notes__", [])
+    assert notes == [f"flowsim: checkpoint {str(checkpoint)!r} holds no iteration yet: "
+                     f"call run() again with this checkpoint to resume"], notes
     warned = _warnings(caplog)
     assert any("no Spark executor is alive" in m and "fails after 5 s unless one comes back"
                in m for m in warned), warned
+    waiting = [m for m in warned if m.startswith("SparkFlow: waiting for a Spark executor")]
+    assert len(waiting) >= 2, warned            # every 1.25 s (a quarter of 5 s)
+    assert "Worker " + on_cluster.sparkContext.master in waiting[0], waiting
     # also a Python warning: seen without a logging handler
     assert any("fails after 5 s unless one comes back" in str(w.message)
                for w in python_warned), [str(w.message) for w in python_warned]

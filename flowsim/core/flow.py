@@ -35,10 +35,15 @@ def interrupted_message(iteration, checkpoint, saved, cli=False):
     if checkpoint is None:
         how = "--checkpoint PATH" if cli else "checkpoint=PATH to run()"
         return f"{said} (no checkpoint: pass {how} to make runs resumable)"
+    return f"{said}; {resume_message(checkpoint, saved, cli)}"
+
+
+def resume_message(checkpoint, saved, cli=False):
+    """What ``checkpoint`` holds (``saved`` iterations) and how to resume from it."""
     held = ("no iteration yet" if not saved else "iteration 1" if saved == 1
             else f"iterations 1-{saved}")
     how = "run the same command again" if cli else "call run() again with this checkpoint"
-    return f"{said}; checkpoint {str(checkpoint)!r} holds {held}: {how} to resume"
+    return f"checkpoint {str(checkpoint)!r} holds {held}: {how} to resume"
 
 
 def _duration(seconds):
@@ -245,6 +250,17 @@ class Flow:
                        "after compilation, x%d device(s))", _duration(total), rate,
                        len(self.devices()))
 
+    def _failed(self, exc, checkpoint):
+        """Note on ``exc`` (raised by an iteration of a run with ``checkpoint``) what
+        the checkpoint holds and how to resume."""
+        if not self.is_root():
+            return
+        try:
+            saved = len(ckpt.load(checkpoint)[1])
+        except Exception:  # noqa: BLE001 - absent or unreadable: holds nothing
+            saved = 0
+        exc.add_note("flowsim: " + resume_message(checkpoint, saved))
+
     def _interrupted(self, exc, iteration, checkpoint):
         """Note on ``exc`` (a KeyboardInterrupt) where the run stopped and how to resume."""
         if not self.is_root():
@@ -336,10 +352,11 @@ class Flow:
         first = 0 if checkpoint is not None else self._next_iteration
         self._last_iteration = first + n_iter - 1
         config = self.config() if checkpoint is not None else None
-        unlock = None
+        unlock, opened = None, False
         try:
             if checkpoint is not None:
                 records, elapsed, unlock = self._open_checkpoint(checkpoint, config, n_iter)
+                opened = True
             self.timeline = []
             self._t0 = time.perf_counter()
             self._begin(max(n_iter - len(records), 0))
@@ -352,6 +369,10 @@ class Flow:
                               self.simulation.get_state())
         except KeyboardInterrupt as exc:
             self._interrupted(exc, first + len(records) + 1, checkpoint)
+            raise
+        except Exception as exc:
+            if opened:
+                self._failed(exc, checkpoint)
             raise
         finally:
             self._last_iteration = -1
@@ -416,7 +437,9 @@ class Flow:
                 for k in ("edges", "values", "errors"):
                     if k in h:
                         h[k] = np.asarray(h[k], dtype=np.float64)
-        logger.info("resuming from %s after %d iteration(s)", path, len(records))
+        if self.is_root():
+            logger.warning("resuming from iteration %d: checkpoint %r holds %d iteration(s)",
+                           len(records) + 1, str(path), len(records))
         return records, elapsed
 
     def _iterate(self, iteration):

@@ -3,7 +3,6 @@ cancels a job when no executor is alive (Spark would wait forever), and the
 exceptions a failed job raises (a task's own, read back from Spark's text)."""
 import base64
 import json
-import math
 import numbers
 import os
 import re
@@ -19,6 +18,8 @@ from .spark_worker import ERROR_TAG
 
 #: Seconds between two looks at the live executors while a job runs on a cluster.
 EXECUTOR_POLL = 0.5
+#: Seconds between two log lines saying that a job still waits for an executor.
+WAITING_REPORT = 30.0
 
 # pyspark's test helpers (imported by its DataFrame module) warn on every start that
 # pandas 3 is not fully supported: nothing SparkFlow uses (it moves no DataFrames).
@@ -94,8 +95,10 @@ def check_timeout(value):
 
 
 class ExecutorWatch:
-    """While a job runs on a cluster: warn when no executor is alive, and after
-    ``timeout`` seconds without one cancel the jobs tagged ``tag`` (``expired``)."""
+    """While a job runs on a cluster: warn when no executor is alive, say every
+    :meth:`report_every` seconds that the job still waits (and how to start a worker),
+    and after ``timeout`` seconds without one cancel the jobs tagged ``tag``
+    (``expired``)."""
 
     def __init__(self, sc, timeout, tag):
         self.sc, self.timeout, self.tag = sc, timeout, tag
@@ -116,30 +119,48 @@ class ExecutorWatch:
             self._thread.join(10)
 
     def _watch(self):
-        since, limit = None, math.inf if self.timeout is None else self.timeout
-        master = self.sc.master
-        when = ("waits for one (executor_timeout=None)" if self.timeout is None else
-                f"fails after {self.timeout:g} s unless one comes back (executor_timeout)")
+        self._since = self._reported = None
         while not self._done.wait(EXECUTOR_POLL):
             try:
                 alive = self.sc._jsc.sc().getExecutorMemoryStatus().size() - 1  # - driver
-                now = time.monotonic()
-                if alive > 0:
-                    if since is not None:
-                        logger.warning("SparkFlow: a Spark executor is alive on %s after %.0f s "
-                                       "without one; the job goes on", master, now - since)
-                    since = None
-                elif since is None:
-                    since = now
-                    message = f"SparkFlow: no Spark executor is alive on {master}; the run {when}"
-                    logger.warning(message)
-                    warnings.warn(message, FlowsimWarning, stacklevel=1)
-                elif now - since >= limit:
-                    self.expired = True
-                    self.sc.cancelJobsWithTag(self.tag)
-                    return
             except Exception:     # the context is stopping: nothing left to watch
                 return
+            if not self._look(alive, time.monotonic()):
+                return
+
+    def _look(self, alive, now):
+        """React to ``alive`` executors at ``now``; False once the jobs are cancelled."""
+        master, since = self.sc.master, self._since
+        if alive > 0:
+            if since is not None:
+                logger.warning("SparkFlow: a Spark executor is alive on %s after %.0f s "
+                               "without one; the job goes on", master, now - since)
+            self._since = None
+        elif since is None:
+            self._since = self._reported = now
+            when = ("waits for one (executor_timeout=None)" if self.timeout is None else
+                    f"fails after {self.timeout:g} s unless one comes back (executor_timeout)")
+            message = f"SparkFlow: no Spark executor is alive on {master}; the run {when}"
+            logger.warning(message)
+            warnings.warn(message, FlowsimWarning, stacklevel=1)
+        elif self.timeout is not None and now - since >= self.timeout:
+            self.expired = True
+            self.sc.cancelJobsWithTag(self.tag)
+            return False
+        elif now - self._reported >= self.report_every():
+            self._reported = now
+            left = ("" if self.timeout is None else
+                    f"; the run fails in {self.timeout - (now - since):.0f} s")
+            logger.warning("SparkFlow: waiting for a Spark executor on %s: none for %.0f s%s "
+                           "(start a worker: spark-class org.apache.spark.deploy.worker.Worker "
+                           "%s)", master, now - since, left, master)
+        return True
+
+    def report_every(self):
+        """Seconds between two 'waiting for a Spark executor' lines: 30, or a quarter
+        of ``executor_timeout`` when that is shorter."""
+        return WAITING_REPORT if self.timeout is None else min(WAITING_REPORT,
+                                                               self.timeout / 4)
 
 
 _ERROR_RE = re.compile(re.escape(ERROR_TAG) + r"\[([A-Za-z0-9+/=]+)\]")
