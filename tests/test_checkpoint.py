@@ -326,16 +326,21 @@ def test_default_config_names_attributes_and_leaves_out_state_and_caches():
 
 
 # -- the file --------------------------------------------------------------------------
-def test_interrupted_run_resumes_to_the_same_bits(path, monkeypatch):
-    whole = flow(cls=flowsim.Vegas).run(4)
+def fail_third_iteration(monkeypatch, error):
+    """Flow's third iteration raises ``error`` until ``monkeypatch.undo()``."""
     real = flowsim.Flow._iterate
 
-    def killed_at_third(self, iteration):
+    def failing_at_third(self, iteration):
         if iteration == 2:
-            raise KeyboardInterrupt("killed")
+            raise error
         return real(self, iteration)
 
-    monkeypatch.setattr(flowsim.Flow, "_iterate", killed_at_third)
+    monkeypatch.setattr(flowsim.Flow, "_iterate", failing_at_third)
+
+
+def test_interrupted_run_resumes_to_the_same_bits(path, monkeypatch):
+    whole = flow(cls=flowsim.Vegas).run(4)
+    fail_third_iteration(monkeypatch, KeyboardInterrupt("killed"))
     with pytest.raises(KeyboardInterrupt):
         flow(cls=flowsim.Vegas).run(4, checkpoint=path)
     monkeypatch.undo()
@@ -352,14 +357,7 @@ def test_failed_run_names_its_checkpoint_and_the_resume_says_where_it_starts(pat
     ``flowsim`` logger, the iteration it starts from."""
     import logging
     whole = flow().run(3)
-    real = flowsim.Flow._iterate
-
-    def lost_at_third(self, iteration):
-        if iteration == 2:
-            raise RuntimeError("Lost executor 0")
-        return real(self, iteration)
-
-    monkeypatch.setattr(flowsim.Flow, "_iterate", lost_at_third)
+    fail_third_iteration(monkeypatch, RuntimeError("Lost executor 0"))
     with pytest.raises(RuntimeError, match="Lost executor 0") as info:
         flow().run(3, checkpoint=path)
     monkeypatch.undo()
