@@ -31,8 +31,8 @@ setup(
         "finance": ["pandas>=2.1,<4"],
         "envs": ["gymnasium>=1.1,<2"],
         # flowsim.scan returns DataFrames; compat.vegas's Q and examples/likelihood_fit.py
-        # use scipy.
-        "physics": ["pandas>=2.1,<4", "scipy>=1.11,<2"],
+        # use scipy; flowsim.unweighted writes Parquet with pyarrow.
+        "physics": ["pandas>=2.1,<4", "scipy>=1.11,<2", "pyarrow>=15,<26"],
         # pytest 9.2 no longer reads the node ids in which pytest-xdist 3.8 carries the
         # xdist_group marks `make test` schedules by (tests/conftest.py).
         "test": ["ruff>=0.6,<1", "pytest>=8,<9.2", "pytest-timeout>=2.3,<3",
@@ -41,7 +41,7 @@ setup(
                  "dask[distributed]>=2024.8,<2027", "cloudpickle>=3,<4",
                  "gymnasium>=1.1,<2", "gym-anytrading>=2.0,<3",
                  "gym-trading-env>=0.3.5,<0.4", "radon>=6,<7", "ray>=2.9,<3",
-                 "vegas>=6.0,<7"],
+                 "vegas>=6.0,<7", "pyarrow>=15,<26"],
         "docs": ["sphinx>=7.2,<10"],
         "bench": ["vegasflow>=1.3,<2", "vegas>=6.0,<7", "vectorbt>=0.26,<2",
                   "backtrader>=1.9.78,<2", "QuantLib>=1.33,<2", "pandas>=2.1,<4",

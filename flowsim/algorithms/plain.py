@@ -163,6 +163,24 @@ class Plain(Simulation):
         del state
         return self._values(self.domain.map(u))
 
+    def map_state(self):
+        """The arrays :meth:`weighted_points` needs (none: the map is the box)."""
+        return {}
+
+    def weighted_points(self, y, valid, state):
+        """Unit-cube points ``y`` ``[n, dim]`` drawn uniformly, as the map sees them:
+        ``(x, w, keep, bad)`` with ``x`` the points in the box, ``w = f(x) J``
+        (float64 ``[n, max(components, 1)]``, its mean the integral; 0 where not
+        kept), ``keep`` the valid events with finite weights and ``bad`` the valid
+        ones without.  ``state``: :meth:`map_state`."""
+        del state
+        t = tf()
+        x = self.domain.map(y)
+        w = self._values(x)
+        finite = t.reduce_all(t.math.is_finite(w), axis=1)
+        keep = finite & valid
+        return x, t.where(keep[:, None], w, t.zeros_like(w)), keep, valid & ~finite
+
     def block_parts(self):
         # Only when block is this class's (Vegas overrides it) and the inputs are the
         # default uniforms; histograms need the points themselves, so they opt out.

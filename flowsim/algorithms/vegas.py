@@ -470,6 +470,17 @@ class Vegas(Plain):
         v = t.where(keep[:, None], v, t.zeros_like(v))
         return x, v, keep, valid & ~finite
 
+    def map_state(self):
+        """The map as :meth:`weighted_points` takes it: ``{"left", "width"}`` of every
+        increment (``[dim * n_bins]`` each)."""
+        return {"left": self.edges[:, :-1].reshape(-1),
+                "width": np.diff(self.edges, axis=1).reshape(-1)}
+
+    def weighted_points(self, y, valid, state):
+        """:meth:`flowsim.Plain.weighted_points` through the map: ``x`` is the map's
+        image of ``y`` and ``J`` its Jacobian (times the box volume)."""
+        return self._core(y, valid, state["left"], state["width"])
+
     def _increments(self, y):
         """``z = y n_bins``, the increment ``iy`` of each coordinate of ``y`` and
         its slot ``iy + d n_bins`` in the training sums (int32 ``[n, dim]`` each)."""

@@ -211,6 +211,7 @@ def _run(name, spec, make_flow, prototypes, tmpdir, label):
         return {"outputs": {k: hexbits(v) for k, v in sorted(outputs.items())},
                 "timeline_faults": coverage_faults(flow.timeline, flow.grid.n_blocks)}
     if spec.pop("rows", False):
+        spec.pop("n_iters", None)           # one iteration's rows
         flow = make_flow(sim, **spec)
         rows = flow.run_blocks(0)
         return {"rows": [hexbits(r) for r in rows], "shape": list(np.shape(rows)),
