@@ -8,6 +8,8 @@
   :mod:`flowsim.finance.indicators`: MA, MSTD, BBANDS, RSI, STOCH, MACD, ATR, OBV.
 - :func:`signal_sweep`: a signal strategy (:mod:`flowsim.finance.strategies`) over a
   grid of parameter rows and assets, through the same portfolio, on any backend.
+- :func:`walk_forward`: ``signal_sweep`` in vectorbt's rolling windows
+  (:func:`rolling_split`), the best in-sample row of each run out-of-sample.
 - :func:`price` with a model (:class:`GBM`, :class:`Heston`) and a payoff
   (:class:`EuropeanCall`, :class:`EuropeanPut`, :class:`AsianCall`,
   :class:`GeometricAsianCall`, :class:`UpAndOutCall`): Monte Carlo prices where
@@ -31,9 +33,11 @@ from .payoffs import AsianCall, EuropeanCall, EuropeanPut, GeometricAsianCall, P
 from .portfolio import STATS, Portfolio, from_signals
 from .pricing import PathSimulation, price
 from .signals import signal_simulation, signal_sweep
+from .walkforward import rolling_split, walk_forward
 
 __all__ = ["GBM", "Heston", "AsianCall", "EuropeanCall", "EuropeanPut", "GeometricAsianCall",
            "Payoff", "UpAndOutCall", "PathSimulation", "price", "METRICS", "backtest_metrics",
            "crossover_positions", "ma_crossover_positions", "ma_crossover_sweep",
            "rolling_means", "strategy_sweep", "STATS", "Portfolio", "from_signals",
-           "indicators", "strategies", "signal_simulation", "signal_sweep"]
+           "indicators", "strategies", "signal_simulation", "signal_sweep", "rolling_split",
+           "walk_forward"]
