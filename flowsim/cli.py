@@ -211,6 +211,46 @@ def _check_output(option, path):
         raise ValueError(f"{option} {path!r}: directory {directory!r} is not writable")
     if importlib.util.find_spec("matplotlib") is None:
         raise ImportError(f"{option} needs matplotlib: pip install 'flowsim[plot]'")
+    from matplotlib.figure import Figure
+    formats = Figure().canvas.get_supported_filetypes()
+    extension = os.path.splitext(path)[1][1:].lower()
+    if extension not in formats:
+        said = f"extension {extension!r}" if extension else "no extension"
+        raise ValueError(f"{option} {path!r}: {said}; the file's extension names its format, "
+                         f"one of {', '.join(sorted(formats))}")
+
+
+def whole_number(text):
+    """An option's count: ``1000000``, ``1_000_000`` or ``1e6`` (a float that is a
+    whole number); refused (argparse names the option) otherwise."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number such as 1000000 or 1e6, "
+                                         f"got {text!r}") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}")
+    return int(value)
+
+
+def print_iteration(n_iter):
+    """The command line's line per finished iteration (on stderr, as it finishes)."""
+    import numpy as np
+
+    def numbers(x, digits):
+        x = np.atleast_1d(x)
+        return (f"{float(x[0]):.{digits}g}" if x.size == 1
+                else np.array2string(x, precision=digits))
+
+    def say(record):
+        print(f"flowsim: iteration {record['iteration']}/{n_iter}: "
+              f"{numbers(record['value'], 10)} +/- {numbers(record['error'], 4)} "
+              f"({record['seconds']:.3g} s)", file=sys.stderr, flush=True)
+    return say
 
 
 def _run(args):
@@ -239,7 +279,8 @@ def _run(args):
         kwargs["schedule"] = args.schedule
     cls = flow_class(args.backend)
     flow = cls(sim, **kwargs)
-    result = flow.run(args.iters, checkpoint=args.checkpoint, skip=args.skip)
+    say = None if args.quiet or args.json else print_iteration(args.iters)
+    result = flow.run(args.iters, checkpoint=args.checkpoint, skip=args.skip, on_iteration=say)
     if flow.is_root():
         _report(args, result, sim)
     return 0
@@ -304,11 +345,11 @@ def parser():
     r = sub.add_parser("run", help="run a simulation: module:callable or a bundled example",
                        epilog=_targets_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("target", help="a bundled example or MODULE:NAME (see targets below)")
-    r.add_argument("--events", type=int, default=1_000_000, help="events per iteration")
+    r.add_argument("--events", type=whole_number, default=1_000_000, help="events per iteration")
     r.add_argument("--iters", type=int, default=5, help="iterations")
     r.add_argument("--seed", type=int, default=None)
-    r.add_argument("--events-limit", type=int, default=None)
-    r.add_argument("--block-size", type=int, default=None,
+    r.add_argument("--events-limit", type=whole_number, default=None)
+    r.add_argument("--block-size", type=whole_number, default=None,
                    help="events per block, a multiple of 64 (changes the random stream)")
     r.add_argument("--no-jit", action="store_true", help="do not compile kernels with XLA")
     r.add_argument("--rng", default=None, choices=["splitmix", "philox", "philox4x32"],
@@ -326,13 +367,14 @@ def parser():
                    "(with --backend threads, scheduled or mpi)")
     r.add_argument("--checkpoint", default=None)
     r.add_argument("--config", default=None, help="pams JSON config (target markets)")
-    r.add_argument("--markets", type=int, default=None,
+    r.add_argument("--markets", type=whole_number, default=None,
                    help="markets in the ensemble (target markets)")
     r.add_argument("--classes", default=None,
                    help="pams user classes as flowsim classes, JSON, e.g. "
                         "'{\"UserDefinedFCNAgent\": \"FCNAgent\"}' (target markets)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
-    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--quiet", action="store_true",
+                   help="no progress bar and no line per iteration")
     r.add_argument("--plot", default=None, help="save a convergence plot: PNG, PDF or any "
                    "format matplotlib writes, from the file's extension")
     r.add_argument("--plot-timeline", default=None, help="save the chunk timeline: PNG, PDF "

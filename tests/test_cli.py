@@ -73,6 +73,38 @@ def test_run_module_callable_with_dim(capsys):
     assert abs(d["value"] - double_gaussian_exact(2)) < 5 * d["error"]
 
 
+def test_counts_in_float_notation_and_a_line_per_iteration_as_it_finishes(capsys):
+    """``--events 1e4`` is 10000 (a float that is not whole is refused, naming the
+    option); each iteration prints a line on stderr as it finishes, as VegasFlow does,
+    unless --quiet or --json."""
+    base = ["run", "gaussian8", "--iters", "2", "--seed", "4"]
+    rc, out, err = main(capsys, *base, "--events", "1e4")
+    rc2, out2, _ = main(capsys, *base, "--events", "10_000", "--quiet")
+    assert rc == rc2 == 0
+    result = [line for line in out.splitlines() if line.startswith("result = ")]
+    assert result and result == [line for line in out2.splitlines()
+                                 if line.startswith("result = ")]
+    lines = err.splitlines()
+    assert [line.split(":")[1] for line in lines] == [" iteration 1/2", " iteration 2/2"], err
+    assert re.fullmatch(r"flowsim: iteration 1/2: \S+ \+/- \S+ \(\S+ s\)", lines[0]), lines
+    rc, _, err = main(capsys, *base, "--events", "1e4", "--json")
+    assert rc == 0 and "iteration 1/2" not in err
+    rc, _, err = main(capsys, *base, "--events", "2.5")
+    assert rc == 2 and "argument --events: must be a whole number, got '2.5'" in err
+
+
+def test_plot_format_follows_the_extension_or_is_refused(capsys, tmp_path):
+    base = ["run", "gaussian8", "--events", "4096", "--iters", "2", "--seed", "4", "--quiet"]
+    rc, out, err = main(capsys, *base, "--plot", str(tmp_path / "out.xyz"))
+    assert rc == 2 and out == "" and err.startswith(
+        f"flowsim: error: --plot {str(tmp_path / 'out.xyz')!r}: extension 'xyz'; the file's "
+        f"extension names its format, one of "), err
+    assert "pdf" in err and not (tmp_path / "out.xyz").exists()
+    rc, _, err = main(capsys, *base, "--plot", str(tmp_path / "out.pdf"))
+    assert rc == 0, err
+    assert (tmp_path / "out.pdf").read_bytes()[:5] == b"%PDF-"
+
+
 def test_run_writes_and_resumes_a_checkpoint(capsys, tmp_path):
     path = str(tmp_path / "cli.ckpt")
     base = ["run", "gaussian8", "--events", "1024", "--seed", "2", "--json",
@@ -102,7 +134,7 @@ def test_run_writes_and_resumes_a_checkpoint(capsys, tmp_path):
      "flowsim: error: unknown algorithm 'magic'"),
     (["run", "gaussian8", "--events", "100", "--backend", "cloud"], 2,
      "flowsim: error: unknown backend 'cloud'"),
-    (["run", "gaussian8", "--events", "abc"], 2, "argument --events: invalid int value: 'abc'"),
+    (["run", "gaussian8", "--events", "abc"], 2, "argument --events: must be a whole number such as 1000000 or 1e6, got 'abc'"),
     (["bogus"], 2, "invalid choice: 'bogus'"),
 ])
 def test_errors_exit_nonzero_with_a_message(capsys, argv, code, message):
@@ -187,7 +219,8 @@ def _after_ctrl_c(proc, timeout=120):
 
 def test_ctrl_c_ends_with_one_line_saying_what_the_checkpoint_holds(capsys, tmp_path):
     path = tmp_path / "run.npz"
-    argv = ["run", "gaussian8", "--events", "20000", "--seed", "3", "--checkpoint", str(path)]
+    argv = ["run", "gaussian8", "--events", "20000", "--seed", "3", "--checkpoint", str(path),
+            "--quiet"]
     proc = subprocess.Popen([*PYTHON_WITH_CTRL_C, "-m", "flowsim", *argv, "--iters", "100000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
@@ -212,7 +245,7 @@ def test_ctrl_c_without_checkpoint_says_how_to_make_runs_resumable(tmp_path):
     code = ("import sys, flowsim.core.flow; flowsim.core.flow.LONG_RUN_EVENTS = 1; "
             "from flowsim.cli import main; sys.exit(main(sys.argv[1:]))")
     argv = ["run", "gaussian8", "--events", "4096", "--block-size", "1024", "--events-limit",
-            "1024", "--iters", "10000000", "--seed", "1"]
+            "1024", "--iters", "10000000", "--seed", "1", "--quiet"]
     errors = tmp_path / "stderr"
     with open(errors, "w") as fh:
         proc = subprocess.Popen([*PYTHON_WITH_CTRL_C, "-c", code, *argv], stdout=subprocess.PIPE,

@@ -915,3 +915,13 @@ def test_a_run_starts_from_the_state_its_simulation_holds_and_meta_says_which(tm
     assert resumed.meta["start_state"] == "fresh"
     assert [r["adapted_before"] for r in resumed.iterations] == [0, 1, 2]
     assert run(resumed_sim, 1).meta["start_state"] == "adapted: 3 iterations"
+
+
+def test_on_iteration_sees_each_record_as_it_finishes():
+    seen = []
+    flow = flowsim.Flow(flowsim.Plain(lambda x: x[:, 0], 2), 4096, seed=1, quiet=True,
+                        jit_compile=False)
+    res = flow.run(3, on_iteration=lambda record: seen.append(record["iteration"]))
+    assert seen == [1, 2, 3] and [r["iteration"] for r in res.iterations] == seen
+    with pytest.raises(TypeError, match="on_iteration must be callable or None, got 5"):
+        flow.run(1, on_iteration=5)

@@ -171,6 +171,7 @@ class Flow:
         self._short_run = False       # the current run() call is short (kernel.SHORT_RUN_BLOCKS)
         self._t0 = None
         self._bar = None
+        self._on_iteration = None     # run(on_iteration=...) of the current call
         self._eta = None
 
     def _check_arguments(self, simulation, n_events, events_limit, block_size, nonfinite):
@@ -299,7 +300,7 @@ class Flow:
         """Rows ``[n_blocks, width]`` of one iteration, without estimate or adaptation."""
         return self._execute(self.task(iteration))
 
-    def run(self, n_iter, checkpoint=None, skip=0):
+    def run(self, n_iter, checkpoint=None, skip=0, on_iteration=None):
         """Run ``n_iter`` iterations and return a :class:`~flowsim.Result`.
 
         Parameters
@@ -327,8 +328,15 @@ class Flow:
         skip : int
             Leading iterations left out of the combined estimate (warm-up of
             adaptive algorithms).  They are still listed in the table.
+        on_iteration : callable or None
+            Called with each iteration's record (``iteration``, ``value``,
+            ``error``, ``events``, ``seconds``...) as soon as it finishes, on the root
+            process (the command line prints a line per iteration with it).
         """
         n_iter = check_count("n_iter", n_iter)
+        if on_iteration is not None and not callable(on_iteration):
+            raise TypeError(f"on_iteration must be callable or None, got {on_iteration!r}")
+        self._on_iteration = on_iteration if self.is_root() else None
         skip = check_count("skip", skip, minimum=0)
         if skip >= n_iter:
             raise ValueError(f"skip ({skip}) must be smaller than n_iter ({n_iter})")
@@ -367,6 +375,8 @@ class Flow:
                     ckpt.save(checkpoint, config, jsonable(records),
                               elapsed + time.perf_counter() - self._t0,
                               self.simulation.get_state())
+                if self._on_iteration is not None:
+                    self._on_iteration(records[-1])
         except KeyboardInterrupt as exc:
             self._interrupted(exc, first + len(records) + 1, checkpoint)
             raise

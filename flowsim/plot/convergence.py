@@ -130,13 +130,15 @@ def grid(vegas, ax=None, dims=None):
 
 
 def save_convergence(result, path, simulation=None, dpi=120):
-    """Write the convergence plot (and the map, if ``simulation`` is a Vegas) as PNG.
+    """Write the convergence plot (and the map, if ``simulation`` is a Vegas) to ``path``
+    in the format its extension names (``.png``, ``.pdf``, ``.svg``... any format
+    matplotlib writes; PNG without an extension).
 
     Parameters
     ----------
     result : flowsim.Result
     path : str or path-like
-        Output file; PNG whatever the extension.
+        Output file.
     simulation : Simulation or None
         The run's simulation; a :class:`flowsim.Vegas` (or VegasPlus) adds a
         second panel with its trained grid.
@@ -152,6 +154,6 @@ def save_convergence(result, path, simulation=None, dpi=120):
         grid(simulation, ax=bottom)
     else:
         convergence(result, ax=fig.add_subplot())
-    fig.savefig(path, format="png", dpi=dpi)
+    fig.savefig(path, dpi=dpi)
     return path
 
