@@ -134,7 +134,8 @@ def test_run_writes_and_resumes_a_checkpoint(capsys, tmp_path):
      "flowsim: error: unknown algorithm 'magic'"),
     (["run", "gaussian8", "--events", "100", "--backend", "cloud"], 2,
      "flowsim: error: unknown backend 'cloud'"),
-    (["run", "gaussian8", "--events", "abc"], 2, "argument --events: must be a whole number such as 1000000 or 1e6, got 'abc'"),
+    (["run", "gaussian8", "--events", "abc"], 2,
+     "argument --events: must be a whole number such as 1000000 or 1e6, got 'abc'"),
     (["bogus"], 2, "invalid choice: 'bogus'"),
 ])
 def test_errors_exit_nonzero_with_a_message(capsys, argv, code, message):
