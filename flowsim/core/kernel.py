@@ -296,7 +296,10 @@ def _build(simulation, spec, device, names=None):
         return rows.stack()
 
     if not spec.jit_compile:
-        return lambda *args, short_run=False: chunk(*args)
+        def plain(*args, short_run=False):
+            return chunk(*args)
+        plain.chunk = chunk
+        return plain
 
     concrete = []       # the block function's one concrete function (looked up once)
 
@@ -327,6 +330,7 @@ def _build(simulation, spec, device, names=None):
             rows = [call(b) for b in range(first, first + n)]
         return t.stack(rows) if rows else t.zeros([0, width], t.float64)
 
+    run.chunk = chunk
     return run
 
 
@@ -364,6 +368,14 @@ def compiled(simulation, spec, device):
         while len(_KERNELS) > MAX_KERNELS:
             _KERNELS.popitem(last=False)
     return fn
+
+
+def traced_chunk(simulation, spec, device):
+    """The concrete function of ``simulation``'s chunk loop as :func:`compiled` builds
+    it for ``device`` (``"GPU:0"`` takes a GPU's path even where there is none):
+    traced, never run, and not kept in the cache.  Its graph holds every op a chunk
+    runs, the block kernel's among them (:func:`flowsim.testing.check_gpu_ready`)."""
+    return _build(simulation, spec, device).chunk.get_concrete_function()
 
 
 def cached_kernels(simulation):
