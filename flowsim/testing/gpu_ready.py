@@ -103,20 +103,24 @@ class GpuReadiness:
                   f"{_types_text(u.types)} in {u.function}" for u in self.missing]
         if self.ok:
             lines.append(f"  every op has a GPU kernel ({self.n_ops} ops traced)")
+        return "\n".join(lines + self.information())
+
+    def information(self):
+        """The lines on host round-trips inside loops and on int64/float64 work."""
         calls = collections.Counter(f"{u.op} in {u.function}" for u in self.round_trips
                                     if u.op in HOST_CALLS)
-        lines.append("  information: Python calls inside loops (a host round-trip each): "
-                     + (", ".join(f"{k} (x{n})" for k, n in sorted(calls.items())) or "none"))
         held = collections.Counter(u.op for u in self.round_trips if u.op not in HOST_CALLS)
-        lines.append("  information: ops with host-memory arguments inside loops (int32 "
-                     "indices and shapes TensorFlow keeps on the host): "
-                     + (", ".join(f"{op} {n}" for op, n in held.most_common()) or "none"))
+        lines = ["  information: Python calls inside loops (a host round-trip each): "
+                 + (", ".join(f"{k} (x{n})" for k, n in sorted(calls.items())) or "none"),
+                 "  information: ops with host-memory arguments inside loops (int32 "
+                 "indices and shapes TensorFlow keeps on the host): "
+                 + (", ".join(f"{op} {n}" for op, n in held.most_common()) or "none")]
         for name in ("float64", "int64"):
             ops = self.slow.get(name, collections.Counter())
             top = ", ".join(f"{op} {n}" for op, n in ops.most_common(6))
             lines.append(f"  information: {name} work (slow on most GPUs): "
                          f"{sum(ops.values())} ops" + (f" ({top})" if top else ""))
-        return "\n".join(lines)
+        return lines
 
 
 def check_gpu_ready(workload, *, dtype="float64", jit_compile=None, n_events=None):
