@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import interrupts, rng
-from .blocks import layout  # noqa: F401  (public here too: kernel.layout)
+from .blocks import layout, out_of_memory_message  # noqa: F401  (public: kernel.layout)
 from .integrand import autograph_kernel, user_error
 from .lazy_tf import tf
 from .stable_names import content_key, stable_names
@@ -386,6 +386,16 @@ def cached_kernels(simulation):
                    if k[0] == type(simulation).__qualname__ and k[1] == key)
 
 
+def _out_of_memory(exc, device, first_block, n_blocks, spec):
+    """``exc`` (TensorFlow's out-of-memory error, pages long) as one line of the same
+    type (:func:`flowsim.core.blocks.out_of_memory_message`); TensorFlow's text goes
+    to the ``flowsim`` logger at debug level."""
+    from .log import logger
+    logger.debug("out of memory on %s: %s", device, exc)
+    return type(exc)(getattr(exc, "node_def", None), getattr(exc, "op", None),
+                     out_of_memory_message(device, first_block, n_blocks, spec.block_size))
+
+
 def check_seed(seed):
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an integer, got {seed!r}")
@@ -412,6 +422,8 @@ def _run_chunk(task, first_block, n_blocks, device):
         try:
             rows = fn(base, t.constant(first_block, t.int64), t.constant(n_blocks, t.int64),
                       t.constant(task.n_events, t.int64), tensors, short_run=task.short_run)
+        except t.errors.ResourceExhaustedError as exc:
+            raise _out_of_memory(exc, device, first_block, n_blocks, task.spec) from None
         except Exception as exc:
             own = user_error(exc) if hasattr(exc, "ag_error_metadata") else None
             if own is None or own is exc:

@@ -10,6 +10,7 @@ Usage::
     run = tf_private.quick_call(atomic, captures)       # ``call_flat`` when not available
     atomic = tf_private.graph_function(concrete)        # None: call ``concrete`` itself
     kernels = tf_private.registered_kernels("AddV2")    # None: no kernel registry to read
+    limits = tf_private.device_memory_limits()          # None: memory not reported
 
 TensorFlow does not promise these names across releases.  Each shim checks that
 what it needs is there and, when it is not, returns what says so and flowsim
@@ -185,3 +186,15 @@ def _register_xla_kernels(kernels):
             with tensorflow.device("CPU:0"):
                 tensorflow.function(lambda x: x + 1.0, jit_compile=True)(tensorflow.constant(0.0))
         _xla_kernels_registered.append(True)
+
+
+def device_memory_limits():
+    """``{"GPU:0": bytes, ...}``: the memory TensorFlow's allocator may use on each
+    local device (``device_lib``'s ``memory_limit``: a GPU's memory, or the limit its
+    logical device was given); None when this TensorFlow does not report it."""
+    try:
+        from tensorflow.python.client import device_lib
+        found = device_lib.list_local_devices()
+    except (ImportError, AttributeError):
+        return None
+    return {d.name.rpartition("device:")[2]: int(d.memory_limit) for d in found}
