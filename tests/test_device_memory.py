@@ -59,12 +59,6 @@ def test_a_flow_on_a_cpu_keeps_todays_defaults():
     assert flow.events_limit == 10**6
 
 
-def test_tf_private_reports_the_memory_of_local_devices():
-    limits = tf_private.device_memory_limits()
-    assert limits is not None, "device_lib is gone: GPU memory defaults are not chosen"
-    assert limits["CPU:0"] > 0
-
-
 @pytest.fixture
 def out_of_memory(monkeypatch):
     """Every chunk fails as TensorFlow does when a device's allocator is exhausted."""

@@ -8,9 +8,9 @@ from flowsim.core.lazy_tf import tf
 from flowsim.testing import check_gpu_ready
 
 #: One conformance case per workload family.
-FAMILIES = ("plain", "vegas", "vegasplus", "path", "sweep", "markets_small", "rollout_coin",
-            "portfolio_coin", "finance_rsi_sweep", "physics_scan_vegasplus",
-            "physics_gradient_vegas", "physics_complex_plain")
+FAMILIES = ("plain", "vegas", "vegasplus", "path", "sweep", "markets_small", "markets_learned",
+            "rollout_coin", "rollout_mlp", "portfolio_coin", "finance_rsi_sweep",
+            "physics_scan_vegasplus", "physics_gradient_vegas", "physics_complex_plain")
 
 
 @pytest.mark.parametrize("case", FAMILIES)

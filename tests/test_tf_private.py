@@ -65,3 +65,9 @@ def test_registered_kernels_lists_gpu_and_xla_gpu_kernels_with_their_constraints
                  for dt in allowed.get("T", ())}
     assert tf().float32.as_datatype_enum in gpu_types
     assert {device for device, _, _ in tf_private.registered_kernels("StringJoin")} == {"CPU"}
+
+
+def test_device_memory_limits_reports_the_memory_of_local_devices():
+    limits = tf_private.device_memory_limits()
+    assert limits is not None, "device_lib is gone: GPU memory defaults are not chosen"
+    assert limits["CPU:0"] > 0
