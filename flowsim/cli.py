@@ -4,6 +4,7 @@ Usage::
 
     flowsim --version
     flowsim devices [--json]                   # every TensorFlow device
+    flowsim devices --check                    # each device type on short cases, GPU readiness
     flowsim run gaussian8 --events 2000000 --iters 5 --seed 7
     flowsim run gaussian8 --algorithm vegas --iters 6 --skip 1 --plot convergence.pdf
     flowsim run mymodule:my_simulation --json  # a Simulation, a function returning one...
@@ -33,7 +34,19 @@ from . import __version__
 from .cli_options import flow_options  # noqa: F401  (flowsim.cli.flow_options, as before)
 
 
+def _check_devices(args):
+    from .testing import device_check
+    found = device_check.check_devices()
+    if args.json:
+        print(json.dumps(device_check.as_json(found), indent=2))
+    else:
+        print(device_check.table(found))
+    return 0 if all(report.ok for report in found["readiness"]) else 1
+
+
 def _devices(args):
+    if args.check:
+        return _check_devices(args)
     from .core.lazy_tf import logical_devices, tf
     t = tf()
     rows = []
@@ -336,6 +349,9 @@ def parser():
     sub = p.add_subparsers(dest="command")
     d = sub.add_parser("devices", help="list every TensorFlow device")
     d.add_argument("--json", action="store_true")
+    d.add_argument("--check", action="store_true",
+                   help="run each device type on short Plain, Vegas and markets cases "
+                        "(events/s, float32 vs float64) and check GPU readiness")
     d.set_defaults(func=_devices)
     c = sub.add_parser("cache", help="the persistent cache of compiled kernels "
                        "(FLOWSIM_CACHE_DIR moves it; 'off' turns it off)")

@@ -54,3 +54,20 @@ def test_quick_call_goes_straight_to_tensorflows_executor():
     assert run.quick, "quick_execute is gone: env steps take call_flat's slower path"
     (out,) = run(t.constant([1.0, 2.0], t.float64))
     assert out.numpy().tolist() == [12.0, 24.0]
+
+
+def test_registered_kernels_lists_gpu_and_xla_gpu_kernels_with_their_constraints():
+    kernels = tf_private.registered_kernels("AddV2")
+    assert kernels is not None, "no kernel registry: check_gpu_ready cannot read kernels"
+    devices = {device for device, _, _ in kernels}
+    assert {"CPU", "GPU", "XLA_GPU_JIT"} <= devices, devices
+    gpu_types = {dt for device, allowed, _ in kernels if device == "GPU"
+                 for dt in allowed.get("T", ())}
+    assert tf().float32.as_datatype_enum in gpu_types
+    assert {device for device, _, _ in tf_private.registered_kernels("StringJoin")} == {"CPU"}
+
+
+def test_device_memory_limits_reports_the_memory_of_local_devices():
+    limits = tf_private.device_memory_limits()
+    assert limits is not None, "device_lib is gone: GPU memory defaults are not chosen"
+    assert limits["CPU:0"] > 0

@@ -9,6 +9,7 @@ grouped into chunks, where they ran or when they finished.
 """
 import math
 import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,6 +136,59 @@ def available_memory():
     except (OSError, ValueError):
         pass
     return free
+
+
+#: Share of a device's memory the events of one call may fill.
+DEVICE_MEMORY_SHARE = 0.5
+#: Bytes an event of a block takes per dimension plus one, on a device that reports its
+#: memory: its uniforms, the integrand's temporaries and the in-block sums in float64,
+#: with room to spare.
+EVENT_BYTES = 128
+
+
+def device_memory(devices):
+    """Bytes TensorFlow may allocate on the smallest GPU among ``devices`` (names like
+    ``"GPU:0"``), or None when none of them is a local GPU that reports it.  A CPU
+    never does: there TensorFlow is not asked (and not imported)."""
+    gpus = [d for d in devices if isinstance(d, str) and re.fullmatch(r"GPU:\d+", d)]
+    if not gpus:
+        return None
+    from . import tf_private
+    limits = tf_private.device_memory_limits() or {}
+    known = [limits[d] for d in gpus if limits.get(d)]
+    return min(known) if known else None
+
+
+def memory_defaults(memory, dim, events_limit):
+    """``(largest default block, events_limit)`` for a device of ``memory`` bytes
+    (None: ``(MAX_BLOCK, events_limit)``, the choice on CPUs).
+
+    The events of one call may fill :data:`DEVICE_MEMORY_SHARE` of the memory at
+    :data:`EVENT_BYTES` ``* (dim + 1)`` bytes each: ``events_limit`` is lowered to
+    that (it never changes the bits), and the default block size only when not even
+    a block of :data:`MAX_BLOCK` events fits (a device of less than about
+    ``16 MiB * (dim + 1)``): that changes the random stream, as ``block_size=``
+    does, so such a device gives other bits than a larger one.
+    """
+    if memory is None:
+        return MAX_BLOCK, events_limit
+    fits = int(memory * DEVICE_MEMORY_SHARE) // (EVENT_BYTES * (max(int(dim or 0), 0) + 1))
+    largest = max(BLOCK_QUANTUM, min(MAX_BLOCK, fits // BLOCK_QUANTUM * BLOCK_QUANTUM))
+    return largest, max(BLOCK_QUANTUM, min(events_limit, fits))
+
+
+def out_of_memory_message(device, first_block, n_blocks, block_size):
+    """One line: ``device`` ran out of memory on blocks ``first_block..`` of
+    ``block_size`` events, and the keyword that lowers what was tried."""
+    blocks = (f"a chunk of {n_blocks:,} blocks of {block_size:,} events (blocks "
+              f"{first_block}..{first_block + n_blocks - 1}, {n_blocks * block_size:,} "
+              f"events)" if n_blocks > 1 else
+              f"one block of {block_size:,} events (block {first_block})")
+    lower = (f"lower events_limit= (--events-limit) below {n_blocks * block_size:,}: the bits "
+             f"stay the same" if n_blocks > 1 else
+             f"lower block_size= (--block-size) below {block_size:,}: a new block size "
+             f"changes the random stream")
+    return f"{device} ran out of memory on {blocks}; {lower}"
 
 
 def layout(simulation):

@@ -17,7 +17,14 @@ import numpy as np
 from . import checkpoint as ckpt
 from . import kernel
 from .backend import Executor, Iteration, LocalExecutor
-from .blocks import BlockGrid, check_count, check_memory, default_block_size
+from .blocks import (
+    BlockGrid,
+    check_count,
+    check_memory,
+    default_block_size,
+    device_memory,
+    memory_defaults,
+)
 from .kernel import IterationTask, KernelSpec, check_seed, layout, same_state, unpack
 from .log import RESULT_WARNING, logger
 from .result import Result, jsonable, warn_if_inconsistent
@@ -84,10 +91,12 @@ class Flow:
         run can be repeated.  Same seed gives the same float64 bits whatever
         ``events_limit``, device count or backend.
     events_limit : int or None
-        Most events handed to a device in one call (default 10**6).  Bounds
-        memory and Python overhead against latency; it does *not* change the
-        result.  Must be at least ``block_size``.  Lower it if a device runs
-        out of memory.
+        Most events handed to a device in one call (default 10**6, less on a
+        GPU whose memory TensorFlow reports and that would not hold them:
+        :func:`flowsim.core.blocks.memory_defaults`).  Bounds memory and Python
+        overhead against latency; it does *not* change the result.  Must be at
+        least ``block_size``.  Lower it if a device runs out of memory (the
+        error says so, naming the device and the blocks tried).
     device : str or None
         ``"CPU:0"``, ``"GPU:1"``...  Default: the first GPU, else CPU:0.  Give
         ``device`` or ``executor``, not both.
@@ -97,7 +106,8 @@ class Flow:
         GPUs; its bits differ from float64's.
     block_size : int or None
         Events per block (multiple of 64).  Default: the iteration cut into
-        equal blocks of at most 65,536 events.  It is part of the random stream:
+        equal blocks of at most 65,536 events (fewer only on a GPU too small for
+        one such block).  It is part of the random stream:
         changing it changes the bits (unlike ``events_limit``).
     jit_compile : bool
         Compile the block kernel (random numbers + integrand + in-block sums)
@@ -181,11 +191,15 @@ class Flow:
                             f"got {type(simulation).__name__}")
         self.simulation = simulation
         self.n_events = check_count("n_events", n_events)
+        largest, limit = memory_defaults(
+            None if block_size is not None and events_limit is not None
+            else device_memory(self.executor.devices()),
+            getattr(simulation, "dim", 1), DEFAULT_EVENTS_LIMIT)
         if block_size is None:
-            block_size = default_block_size(self.n_events)
+            block_size = default_block_size(self.n_events, max_block=largest)
         self.grid = BlockGrid(self.n_events, check_count("block_size", block_size))
         if events_limit is None:
-            events_limit = max(DEFAULT_EVENTS_LIMIT, self.grid.block_size)
+            events_limit = max(limit, self.grid.block_size)
         self.events_limit = check_count("events_limit", events_limit)
         if self.events_limit < self.grid.block_size:
             raise ValueError(

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import interrupts, rng
-from .blocks import layout  # noqa: F401  (public here too: kernel.layout)
+from .blocks import layout, out_of_memory_message  # noqa: F401  (public: kernel.layout)
 from .integrand import autograph_kernel, user_error
 from .lazy_tf import tf
 from .stable_names import content_key, stable_names
@@ -296,7 +296,10 @@ def _build(simulation, spec, device, names=None):
         return rows.stack()
 
     if not spec.jit_compile:
-        return lambda *args, short_run=False: chunk(*args)
+        def plain(*args, short_run=False):
+            return chunk(*args)
+        plain.chunk = chunk
+        return plain
 
     concrete = []       # the block function's one concrete function (looked up once)
 
@@ -327,6 +330,7 @@ def _build(simulation, spec, device, names=None):
             rows = [call(b) for b in range(first, first + n)]
         return t.stack(rows) if rows else t.zeros([0, width], t.float64)
 
+    run.chunk = chunk
     return run
 
 
@@ -366,12 +370,30 @@ def compiled(simulation, spec, device):
     return fn
 
 
+def traced_chunk(simulation, spec, device):
+    """The concrete function of ``simulation``'s chunk loop as :func:`compiled` builds
+    it for ``device`` (``"GPU:0"`` takes a GPU's path even where there is none):
+    traced, never run, and not kept in the cache.  Its graph holds every op a chunk
+    runs, the block kernel's among them (:func:`flowsim.testing.check_gpu_ready`)."""
+    return _build(simulation, spec, device).chunk.get_concrete_function()
+
+
 def cached_kernels(simulation):
     """How many compiled functions the cache holds for ``simulation``."""
     key = simulation.trace_key()
     with _lock:
         return sum(1 for k in _KERNELS
                    if k[0] == type(simulation).__qualname__ and k[1] == key)
+
+
+def _out_of_memory(exc, device, first_block, n_blocks, spec):
+    """``exc`` (TensorFlow's out-of-memory error, pages long) as one line of the same
+    type (:func:`flowsim.core.blocks.out_of_memory_message`); TensorFlow's text goes
+    to the ``flowsim`` logger at debug level."""
+    from .log import logger
+    logger.debug("out of memory on %s: %s", device, exc)
+    return type(exc)(getattr(exc, "node_def", None), getattr(exc, "op", None),
+                     out_of_memory_message(device, first_block, n_blocks, spec.block_size))
 
 
 def check_seed(seed):
@@ -400,6 +422,8 @@ def _run_chunk(task, first_block, n_blocks, device):
         try:
             rows = fn(base, t.constant(first_block, t.int64), t.constant(n_blocks, t.int64),
                       t.constant(task.n_events, t.int64), tensors, short_run=task.short_run)
+        except t.errors.ResourceExhaustedError as exc:
+            raise _out_of_memory(exc, device, first_block, n_blocks, task.spec) from None
         except Exception as exc:
             own = user_error(exc) if hasattr(exc, "ag_error_metadata") else None
             if own is None or own is exc:

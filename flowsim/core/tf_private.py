@@ -9,6 +9,8 @@ Usage::
     tf_private.autograph_context(("flowsim.core.lazy_tf",))  # None: convert everything
     run = tf_private.quick_call(atomic, captures)       # ``call_flat`` when not available
     atomic = tf_private.graph_function(concrete)        # None: call ``concrete`` itself
+    kernels = tf_private.registered_kernels("AddV2")    # None: no kernel registry to read
+    limits = tf_private.device_memory_limits()          # None: memory not reported
 
 TensorFlow does not promise these names across releases.  Each shim checks that
 what it needs is there and, when it is not, returns what says so and flowsim
@@ -26,6 +28,9 @@ import mmap
 import os
 import re
 import threading
+
+#: The device types of XLA's compilation kernels (registered on XLA's first use).
+XLA_JIT_DEVICES = ("XLA_CPU_JIT", "XLA_GPU_JIT")
 
 #: absl's ``SetMinLogLevel(LogSeverityAtLeast)``, with or without its LTS inline namespace.
 _SET_MIN_LOG_LEVEL = re.compile(rb"_ZN4absl(?:12lts_\d{8})?14SetMinLogLevelENS\d?_"
@@ -148,3 +153,48 @@ def _quick_execute(atomic):
     except (ImportError, AttributeError):
         return None
     return ctx, name, n_out, quick
+
+
+def registered_kernels(op_name):
+    """Every kernel this TensorFlow registered for op ``op_name``: a list of
+    ``(device_type, {attr: allowed DataType numbers}, host_memory_args)``, XLA's
+    compilation kernels (:data:`XLA_JIT_DEVICES`) included -- TensorFlow registers
+    those on XLA's first use, so the first call compiles a one-op XLA function.
+    None when this TensorFlow has no kernel registry to read."""
+    try:
+        from tensorflow.python.framework import kernels
+        found = kernels.get_registered_kernels_for_op(op_name).kernel
+    except (ImportError, AttributeError):
+        return None
+    if not _xla_kernels_registered:
+        _register_xla_kernels(kernels)
+        found = kernels.get_registered_kernels_for_op(op_name).kernel
+    return [(k.device_type, {c.name: tuple(c.allowed_values.list.type) for c in k.constraint},
+             tuple(k.host_memory_arg)) for k in found]
+
+
+_xla_kernels_registered = []
+
+
+def _register_xla_kernels(kernels):
+    with _lock:
+        if _xla_kernels_registered:
+            return
+        listed = {k.device_type for k in kernels.get_registered_kernels_for_op("AddV2").kernel}
+        if not set(XLA_JIT_DEVICES) <= listed:
+            import tensorflow
+            with tensorflow.device("CPU:0"):
+                tensorflow.function(lambda x: x + 1.0, jit_compile=True)(tensorflow.constant(0.0))
+        _xla_kernels_registered.append(True)
+
+
+def device_memory_limits():
+    """``{"GPU:0": bytes, ...}``: the memory TensorFlow's allocator may use on each
+    local device (``device_lib``'s ``memory_limit``: a GPU's memory, or the limit its
+    logical device was given); None when this TensorFlow does not report it."""
+    try:
+        from tensorflow.python.client import device_lib
+        found = device_lib.list_local_devices()
+    except (ImportError, AttributeError):
+        return None
+    return {d.name.rpartition("device:")[2]: int(d.memory_limit) for d in found}

@@ -21,6 +21,9 @@ over independent seeds, ``(value - exact) / error`` should be close to N(0, 1).
 :func:`check_executor` (:mod:`flowsim.testing.conformance`) checks that a
 backend gives :class:`flowsim.Flow`'s bits on every conformance case;
 :func:`cases_from` reads a workload's case module.
+
+:func:`check_gpu_ready` (:mod:`flowsim.testing.gpu_ready`) lists the ops of a
+workload's compiled kernels that have no GPU kernel in this TensorFlow build.
 """
 import cmath
 import math
@@ -195,10 +198,15 @@ def check_pulls(p, sigmas=4.0):
 
 #: Names of :mod:`flowsim.testing.conformance`, loaded on first use.
 _CONFORMANCE = ("check_executor", "cases_from", "reference", "CASES")
+#: Names of :mod:`flowsim.testing.gpu_ready`, loaded on first use.
+_GPU_READY = ("check_gpu_ready", "GpuReadiness")
 
 
 def __getattr__(name):
     if name in _CONFORMANCE:
         from . import conformance
         return getattr(conformance, name)
+    if name in _GPU_READY:
+        from . import gpu_ready
+        return getattr(gpu_ready, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
