@@ -10,11 +10,14 @@ so it runs in its own virtual environment::
 
 The stored tables: ``ci2002`` and ``two_groups`` 400 seeds from 0; ``fat_finger``,
 ``price_limit``, ``trading_halt`` 200 seeds from 0; ``user_class`` (``ci2002`` with a
-user subclass of FCNAgent) 200 seeds from 1000, so that its table is not ci2002's; the
+user subclass of FCNAgent) 200 seeds from 1000, so that its table is not ci2002's;
+``contrarian`` (two_groups with its Chartists a contrarian user subclass) 200 seeds from
+2000; the
 samples with several markets (:data:`SEVERAL`) 400 seeds from 0::
 
     ... make_pams_reference.py --seeds 200 --configs fat_finger,price_limit,trading_halt
     ... make_pams_reference.py --seeds 200 --first-seed 1000 --configs user_class
+    ... make_pams_reference.py --seeds 200 --first-seed 2000 --configs contrarian
     ... make_pams_reference.py --seeds 400 --configs shock_transfer  (and test, ...)
 
 With several markets a table's columns are ``"MARKET:STATISTIC"`` for every statistic
@@ -44,12 +47,15 @@ sys.path.insert(0, ROOT)
 from flowsim.markets import config_path, stats  # noqa: E402
 from flowsim.markets.config import load  # noqa: E402
 from flowsim.markets.stats import several_market_names, several_market_statistics, window  # noqa: E402
+from flowsim.testing.cases_markets import contrarian_config  # noqa: E402
 
 #: The configs of one market (flowsim.markets ran these first).
 RUNNABLE = ("ci2002", "two_groups", "fat_finger", "price_limit", "trading_halt", "user_class")
 #: pams's samples with several markets.
 SEVERAL = ("shock_transfer", "test", "market_share", "market_share_mm")
 CONFIGS = {name: config_path(name) for name in RUNNABLE + SEVERAL}
+#: pams's two_groups with its Chartists a user's contrarian subclass of FCNAgent.
+CONFIGS["contrarian"] = contrarian_config()
 #: flowsim's ``classes=`` mapping of the samples' user classes.
 CLASSES = {"UserDefinedFCNAgent": "FCNAgent", "ExtendedMarket": ("Market", ["tradeVolume"])}
 
@@ -61,6 +67,11 @@ def user_classes():
     class UserDefinedFCNAgent(pams.agents.FCNAgent):     # samples/user_class/main.py
         pass
 
+    class ContrarianFCNAgent(pams.agents.FCNAgent):      # a user's contrarian FCN
+        def setup(self, settings, accessible_markets_ids, *args, **kwargs):
+            super().setup(settings, accessible_markets_ids, *args, **kwargs)
+            self.is_chart_following = False
+
     class ExtendedMarket(pams.Market):                   # samples/market_share/main.py
         def setup(self, settings, *args, **kwargs):
             super().setup(settings, *args, **kwargs)
@@ -69,7 +80,7 @@ def user_classes():
                     raise ValueError("tradeVolume must be int")
                 self._executed_volumes = [int(settings["tradeVolume"])]
 
-    return [UserDefinedFCNAgent, ExtendedMarket]
+    return [UserDefinedFCNAgent, ContrarianFCNAgent, ExtendedMarket]
 
 
 def set_up(settings, seed):

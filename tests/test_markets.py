@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 import flowsim.markets as fm
 from flowsim.markets import stats
 from flowsim.markets.config import Dist, parse
-from flowsim.testing.cases_markets import CASES, small_config, venues_config
+from flowsim.testing.cases_markets import (
+    CASES,
+    CONTRARIAN_CLASSES,
+    contrarian_config,
+    small_config,
+    venues_config,
+)
 
 pytestmark = pytest.mark.costly
 
@@ -517,8 +523,14 @@ def test_fundamental_correlations_follow_pams_cholesky():
 #: user_class is ci2002 with a renamed class and shares its compilation).
 REFERENCE = {"ci2002": 512, "two_groups": 256, "fat_finger": 256, "price_limit": 256,
              "trading_halt": 256, "user_class": 512, "test": 256, "market_share": 256,
-             "market_share_mm": 256, "shock_transfer": 256}
-CLASSES = {"UserDefinedFCNAgent": "FCNAgent", "ExtendedMarket": ("Market", ["tradeVolume"])}
+             "market_share_mm": 256, "shock_transfer": 256, "contrarian": 256}
+CLASSES = {"UserDefinedFCNAgent": "FCNAgent", "ExtendedMarket": ("Market", ["tradeVolume"]),
+           **CONTRARIAN_CLASSES}
+
+
+def reference_config(name):
+    """A stored table's config: a bundled pams sample, or the contrarian user class."""
+    return contrarian_config() if name == "contrarian" else fm.config_path(name)
 
 
 @pytest.mark.parametrize("name", sorted(REFERENCE))
@@ -531,14 +543,16 @@ def test_statistics_agree_with_pams(name):
     ``market_share`` (two markets, MarketShareFCNAgents: 39 statistics, ~0.25 %);
     ``market_share_mm`` (the same with a MarketMakerAgent in the high-frequency phase:
     39 statistics, ~0.25 %); ``shock_transfer`` (two spots, their IndexMarket,
-    ArbitrageAgents: 61 statistics, ~0.4 %); 313 statistics, ~2 % for the ten together."""
+    ArbitrageAgents: 61 statistics, ~0.4 %); ``contrarian`` (two_groups whose Chartists
+    are a user's contrarian subclass, mapped with its attribute: 19, ~0.1 %); 332
+    statistics, ~2 % for the eleven together."""
     path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
     with open(path) as fh:
         columns = fh.readline().strip().split(",")[1:]
     ref = np.loadtxt(path, delimiter=",", skiprows=1)[:, 1:]
     assert len(ref) >= 200
     mean, err, _ = stats.summarize(ref)
-    result = fm.ensemble(fm.config_path(name), REFERENCE[name], seed=2026,
+    result = fm.ensemble(reference_config(name), REFERENCE[name], seed=2026,
                          block_markets=REFERENCE[name], classes=CLASSES)
     assert columns == result.names
     z = stats.z_scores(result.value, result.error, mean, err)
@@ -738,3 +752,87 @@ def test_cli_runs_markets(tmp_path, capsys):
     assert main(["run", "markets", "--config", str(cfg), "--classes", "MyFCN"]) == 2
     assert "--classes must be a JSON object" in capsys.readouterr().err
     assert main(["run", "gaussian8", "--classes", "{}"]) == 2
+
+
+def test_contrarian_run_as_plain_fcn_is_far_from_pams():
+    """The power of the contrarian comparison: mapped as a plain FCNAgent (the
+    attribute dropped), the same config is many standard errors from pams's table."""
+    path = os.path.join(ROOT, "tests", "data", "pams_markets_contrarian.csv")
+    mean, err, _ = stats.summarize(np.loadtxt(path, delimiter=",", skiprows=1)[:, 1:])
+    plain = fm.ensemble(contrarian_config(), 256, seed=2026, block_markets=256,
+                        classes={"ContrarianFCNAgent": "FCNAgent"})
+    z = stats.z_scores(plain.value, plain.error, mean, err)
+    assert np.nanmax(np.abs(z)) > 6, dict(zip(plain.names, np.round(z, 1)))
+
+
+class _PamsFCNAgent:
+    """Stands for pams's FCNAgent (a class of a ``pams`` module) in the tests below."""
+
+    def setup(self, settings, accessible_markets_ids):
+        self.settings = settings
+
+
+_PamsFCNAgent.__module__ = "pams.agents.fcn_agent"
+
+
+class ContrarianFCNAgent(_PamsFCNAgent):
+    def setup(self, settings, accessible_markets_ids, *args, **kwargs):
+        super().setup(settings, accessible_markets_ids, *args, **kwargs)
+        self.is_chart_following = False
+
+
+class FCNWithOwnOrders(_PamsFCNAgent):
+    def submit_orders(self, markets):
+        return []
+
+
+class FCNWithComputedSetting(_PamsFCNAgent):
+    def setup(self, settings, accessible_markets_ids):
+        super().setup(settings, accessible_markets_ids)
+        self.is_chart_following = settings["chartWeight"] > 0.5
+
+
+@pytest.mark.parametrize("classes", [
+    CONTRARIAN_CLASSES,
+    {"ContrarianFCNAgent": ["FCNAgent", [], {"is_chart_following": False}]},   # JSON form
+    {ContrarianFCNAgent: "FCNAgent"},                  # the class: its setup is read
+])
+def test_user_class_mapped_with_its_attribute_runs_contrarian(classes):
+    cfg = parse(contrarian_config(), classes=classes)
+    assert [g.chart_following for g in cfg.groups] == [True, False]
+
+
+def test_pams_key_that_pams_ignores_is_ignored_with_a_warning():
+    """pams's FCNAgent never reads "isChartFollowing": flowsim ignores it too (it obeyed
+    it once: the same JSON gave other markets); "flowsim.isChartFollowing" is flowsim's."""
+    cfg = small_config()
+    cfg["Contrarians"]["isChartFollowing"] = cfg["Contrarians"].pop("flowsim.isChartFollowing")
+    with pytest.warns(fm.ConfigWarning, match=r"Contrarians: key 'isChartFollowing' is ignored: "
+                                           r"pams 0.3.0 does not read it.*is_chart_following"):
+        assert parse(cfg).groups[1].chart_following
+    assert not parse(small_config()).groups[1].chart_following
+
+
+@pytest.mark.parametrize("user, message", [
+    (FCNWithOwnOrders, r"Chartists: user class 'FCNWithOwnOrders' overrides submit_orders of "
+                       r"pams's FCNAgent; flowsim.markets would run FCNAgent's rules"),
+    (FCNWithComputedSetting, r"'FCNWithComputedSetting' overrides setup of pams's FCNAgent"),
+])
+def test_user_class_flowsim_cannot_run_is_refused_naming_it(user, message):
+    cfg = contrarian_config()
+    cfg["Chartists"]["class"] = user.__name__
+    with pytest.raises(ValueError, match=message):
+        parse(cfg, classes={user: "FCNAgent"})
+
+
+@pytest.mark.parametrize("classes, error, message", [
+    ({"ContrarianFCNAgent": ("FCNAgent", {"is_chart_folowing": False})}, ValueError,
+     r"Chartists: classes= gives attributes is_chart_folowing for a FCNAgent; "
+     r"flowsim.markets models is_chart_following"),
+    ({"ContrarianFCNAgent": ("FCNAgent", 3)}, TypeError,
+     r"after the class name give a list of extra keys and/or a dict of attributes"),
+    ({3: "FCNAgent"}, TypeError, "classes= keys must be class names or classes"),
+])
+def test_malformed_class_mappings_are_refused(classes, error, message):
+    with pytest.raises(error, match=message):
+        parse(contrarian_config(), classes=classes)

@@ -64,17 +64,26 @@ def check_keys(settings, implemented, where, pams_only=(), extra_ok=()):
                       stacklevel=4)
 
 
+def warn_ignored(g, key, fix, where):
+    """A ConfigWarning: ``key`` is in the config, pams ignores it, so flowsim does."""
+    if key in g:
+        warnings.warn(f"{where}: key {key!r} is ignored: pams 0.3.0 does not read it, so "
+                      f"flowsim.markets does not either (the same config gives the same "
+                      f"markets in both); {fix}", ConfigWarning, stacklevel=5)
+
+
 def lookup(kind, class_name, where, classes=None):
-    """The registered module of pams class ``class_name`` (after the user's ``classes``
-    mapping), or a ValueError naming it and the ``classes=`` keyword."""
+    """``(module, extra keys, attributes)`` of pams class ``class_name`` after the user's
+    ``classes`` mapping (:mod:`flowsim.markets.user_classes`), or a ValueError naming it
+    and the ``classes=`` keyword."""
+    from .user_classes import inspect_class, normalise
     table = _KINDS[kind]
-    classes = classes or {}
-    mapped = classes.get(class_name, class_name)
-    extra = ()
-    if isinstance(mapped, (tuple, list)):
-        mapped, extra = mapped[0], tuple(mapped[1])
+    classes = normalise(classes)
+    mapped, extra, attributes, user = classes.get(class_name, (class_name, (), {}, None))
     if mapped in table:
-        return table[mapped], frozenset(extra)
+        if user is not None and not attributes:
+            attributes = inspect_class(user, mapped, where)
+        return table[mapped], frozenset(extra), attributes
     known = ", ".join(sorted(table))
     if mapped in PAMS_NOT_RUN:
         raise ValueError(f"{where}: pams's {kind} class {mapped!r} is not implemented in "

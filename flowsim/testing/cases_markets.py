@@ -27,12 +27,34 @@ def small_config():
                       "noiseWeight": {"expon": [1.0]}, "noiseScale": 0.001,
                       "timeWindowSize": [5, 15], "orderMargin": [0.0, 0.05]},
         "Contrarians": {"class": "FCNAgent", "numAgents": 6, "markets": ["Market"],
-                        "assetVolume": 50, "cashAmount": 10000, "isChartFollowing": False,
+                        "assetVolume": 50, "cashAmount": 10000, "flowsim.isChartFollowing": False,
                         "fundamentalWeight": 0.5, "chartWeight": {"expon": [0.5]},
                         "noiseWeight": {"expon": [1.0]}, "noiseScale": 0.002,
                         "timeWindowSize": [3, 10], "orderMargin": [0.05, 0.2],
                         "marginType": "normal", "meanReversionTime": {"const": [20]}},
     }
+
+
+#: How flowsim runs :func:`contrarian_config`'s user class (pams's FCNAgent with
+#: ``is_chart_following = False`` set in ``setup``).
+CONTRARIAN_CLASSES = {"ContrarianFCNAgent": ("FCNAgent", {"is_chart_following": False})}
+
+
+def contrarian_config():
+    """pams's ``two_groups`` sample with its Chartists a user class, ``ContrarianFCNAgent``
+    (chart weights 1-3): an FCNAgent whose ``setup`` sets ``is_chart_following = False``
+    (the stored pams
+    table ``pams_markets_contrarian`` ran it; flowsim maps it with
+    :data:`CONTRARIAN_CLASSES`)."""
+    import copy
+    import json
+
+    from flowsim.markets import config_path
+    with open(config_path("two_groups")) as fh:
+        cfg = copy.deepcopy(json.load(fh))
+    cfg["Chartists"]["class"] = "ContrarianFCNAgent"
+    cfg["Chartists"]["chartWeight"] = [1.0, 3.0]        # the chart term dominates
+    return cfg
 
 
 def small():

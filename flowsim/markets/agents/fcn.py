@@ -9,14 +9,17 @@ market of them, one order each, in the config's market order), ``fundamentalWeig
 ``noiseScale``, ``timeWindowSize``, ``orderMargin`` (required), ``marginType``
 (``"fixed"``, default, or ``"normal"``), ``meanReversionTime`` (default: the time
 window), ``cashAmount`` and ``assetVolume`` (no effect: pams's FCN agents have no cash
-or position limits), ``prefix``; and one extension pams ignores, ``isChartFollowing``
-(default true; false makes the group contrarian).
+or position limits), ``prefix``; and one flowsim-only key, ``flowsim.isChartFollowing``
+(default true; false makes the group contrarian: pams's ``is_chart_following``, set in
+code, not from the config; a user class that sets it maps as ``("FCNAgent",
+{"is_chart_following": False})``, :mod:`flowsim.markets.user_classes`).  pams ignores
+``isChartFollowing``, so flowsim does too, with a ConfigWarning.
 """
 import dataclasses
 import math
 from dataclasses import dataclass
 
-from ..registry import AGENT_KEYS, check_keys, register
+from ..registry import AGENT_KEYS, check_keys, register, warn_ignored
 from ..values import Dist, count, flag
 
 #: Largest time window (= order time-to-live) a book is sized for.
@@ -28,7 +31,12 @@ FCN_PARAMS = {"fundamentalWeight": "fundamental_weight", "chartWeight": "chart_w
               "meanReversionTime": "mean_reversion_time"}
 REQUIRED = ("fundamentalWeight", "chartWeight", "noiseWeight", "noiseScale",
             "timeWindowSize", "orderMargin")
-KEYS = set(FCN_PARAMS) | AGENT_KEYS | {"marginType", "isChartFollowing"}
+KEYS = set(FCN_PARAMS) | AGENT_KEYS | {"marginType", "flowsim.isChartFollowing"}
+#: Keys pams ignores that flowsim once read: ignored too, with a ConfigWarning.
+IGNORED = {"isChartFollowing": "a contrarian group is a user class setting "
+                               "is_chart_following = False, mapped as classes={'Contrarian"
+                               "FCNAgent': ('FCNAgent', {'is_chart_following': False})}, or "
+                               "the flowsim-only key 'flowsim.isChartFollowing'"}
 
 
 @dataclass(frozen=True)
@@ -93,7 +101,9 @@ def accessible(name, g, markets):
 def parse_group(name, g, markets, extra_keys=frozenset()):
     """:class:`FCNGroup` of the (extended) settings ``g`` of group ``name``; ``markets``
     maps the config's market entry names to their markets' indices."""
-    check_keys(g, KEYS, name, extra_ok=extra_keys)
+    for key, fix in IGNORED.items():
+        warn_ignored(g, key, fix, name)
+    check_keys(g, KEYS, name, extra_ok=extra_keys | set(IGNORED))
     venues = accessible(name, g, markets)
     for key in REQUIRED:
         if key not in g:
@@ -106,7 +116,8 @@ def parse_group(name, g, markets, extra_keys=frozenset()):
     margin = g.get("marginType", "fixed")
     if margin not in ("fixed", "normal", None):
         raise ValueError(f"{name}.marginType must be 'fixed' or 'normal', got {margin!r}")
-    following = flag(g.get("isChartFollowing", True), f"{name}.isChartFollowing")
+    following = flag(g.get("flowsim.isChartFollowing", True),
+                     f"{name}.flowsim.isChartFollowing")
     group = FCNGroup(name, count(g, "numAgents", name),
                      tuple((a, dists[a]) for a in FCN_PARAMS.values()),
                      margin == "normal", following, venues)
