@@ -554,6 +554,11 @@ def drift_feature(history):
     return history["data_close", -1] / history["data_close", 0] - 1
 
 
+#: The metrics of gym-trading-env's README, as its users add them.
+README_METRICS = {"Position Changes": lambda history: np.sum(np.diff(history["position"]) != 0),
+                  "Episode Lenght": lambda history: len(history["position"])}
+
+
 #: name -> (PortfolioVectorEnv / TradingEnv keywords, how actions are drawn)
 PORTFOLIO_CASES = {
     "random_long_flat": dict(),
@@ -649,11 +654,15 @@ def test_portfolio_env_equals_gym_trading_env(gte, case):
     n_steps = (p.length - 1 - p.first_row if p.max_episode_duration == "max"
                else p.max_episode_duration - 1)
     actions = portfolio_actions(len(p.positions), n_steps, n_envs, seed=len(case))
+    for name, metric in README_METRICS.items():
+        env.add_metric(name, metric)
     obs, info = env.reset(seed=21)
     starts, initial = env.episode_starts(21)
     refs = []
     for i in range(n_envs):
         ref = gte(df, verbose=0, **kwargs)
+        for name, metric in README_METRICS.items():
+            ref.add_metric(name, metric)
         with patched_draws(starts[i], initial[i], p.start_low,
                            p.start_high if p.start_high > p.start_low else None):
             o, ref_info = ref.reset(seed=21 + i)
@@ -675,6 +684,7 @@ def test_portfolio_env_equals_gym_trading_env(gte, case):
     assert trunc.all()
     for i, ref in enumerate(refs):
         assert env.get_metrics()[i] == ref.get_metrics()
+        assert set(README_METRICS) <= set(env.get_metrics()[i])
     # the next step starts episode 1 (next-step autoreset), with the action ignored
     _, reward, term, trunc, info = env.step(actions[0])
     assert not reward.any() and not term.any() and not trunc.any()
@@ -1062,3 +1072,36 @@ def test_quick_call_follows_tf_config_changed_after_it_was_made(monkeypatch):
     finally:
         tf.config.set_soft_device_placement(was)
     assert passed[0]["config_proto"] != passed[1]["config_proto"]
+
+
+def test_a_metric_that_cannot_work_is_refused_when_added_naming_it():
+    """gym-trading-env would fail only when the first episode ends; flowsim calls the
+    metric on a short history at once."""
+    env = PortfolioVectorEnv(market_frame(rows=40), 2)
+
+    def wealth_ratio(history):
+        return history["portfolio_value", -1] / history["portfolio_value", 0]
+
+    with pytest.raises(TypeError, match=r"add_metric\('Wealth', wealth_ratio\): calling it "
+                                        r"on an episode's history .* raised ValueError: "
+                                        r"Feature portfolio_value does not exist"):
+        env.add_metric("Wealth", wealth_ratio)
+    with pytest.raises(TypeError, match=r"add_metric\('x', \.\.\.\): the metric must be a "
+                                        r"function of the history, got 3"):
+        env.add_metric("x", 3)
+    assert env.log_metrics == []
+
+
+def test_metrics_see_each_environments_whole_episode():
+    """Episodes of different lengths in one batch (random starts): each environment's
+    metrics see its own episode, from its reset to its last entry."""
+    env = PortfolioVectorEnv(market_frame(rows=80), 3, max_episode_duration=20)
+    env.add_metric("length", lambda history: len(history))
+    env.add_metric("first step", lambda history: history["step", 0])
+    env.add_metric("steps", lambda history: history[["step"]][:, 0].tolist())
+    env.reset(seed=3)
+    for _ in range(19):
+        env.step(np.zeros(3, dtype=np.int64))
+    for metrics in env.get_metrics():
+        assert metrics["length"] == 20 and metrics["first step"] == 0
+        assert metrics["steps"] == list(range(20))

@@ -166,6 +166,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         self._seeded = False
         self._ones = np.ones(self.num_envs, dtype=bool)
         self._first = np.zeros((len(p.columns), self.num_envs))   # entry 0, for metrics
+        self._recorder = None           # the episodes' entries the added metrics read
         self._episode = []              # environment 0's entries, for render()
         self._data = {c: p.info_frame[c].to_numpy() for c in p.info_frame.columns}
 
@@ -363,6 +364,8 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         fresh = np.flatnonzero(infos["step"] == 0 if fresh is None else fresh)
         if fresh.size:
             self._first[:, fresh] = self._entries(infos, fresh)
+        if self._recorder is not None:
+            self._recorder.add(infos, fresh)
         if self._mask_keys is None:
             self._mask_keys = [f"_{k}" for k in infos]
         if mask is self._ones:
@@ -391,14 +394,10 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         self._metrics = None
         for i in rows:
             self._added[i] = {}
-        if self.log_metrics:
-            from .portfolio_history import History
-            history = History(p.columns, first, [last])
+        for i in rows if self._recorder is not None else ():
+            history = self._recorder.episode(i)
             for metric in self.log_metrics:
-                values = np.asarray(metric["function"](history))
-                for j, i in enumerate(rows):
-                    self._added[i][metric["name"]] = (
-                        values.reshape(-1)[j] if values.size > 1 else values.item())
+                self._added[i][metric["name"]] = metric["function"](history)
         if self.verbose > 0:
             for i in rows:
                 print("".join(f"{k} : {v}   |   " for k, v in self._metrics_of(i).items()))
@@ -410,10 +409,21 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         return {**metrics_text(*self._returns[:, i]), **self._added[i]}
 
     def add_metric(self, name, function):
-        """Add a metric ``function(history)`` computed when an episode ends (as
-        gym-trading-env's; ``history`` holds entry 0 and the last entry of the
-        environments whose episode ended)."""
-        self.log_metrics.append({"name": name, "function": function})
+        """Add a metric ``function(history)`` computed for each environment whose
+        episode ends, as gym-trading-env's: ``history`` is that episode's history from
+        its reset on (:class:`flowsim.envs.episode_history.EpisodeHistory`:
+        ``history["position"]`` every entry's position, ``history["position", -1]`` the
+        last).  The function is called once right away on a short history, so one that
+        cannot work is refused now, naming it (a TypeError), not when an episode ends.
+        Add metrics before :meth:`reset`: an episode already running keeps only its
+        entries from the call on."""
+        from .episode_history import EpisodeRecorder, check_metric
+        columns = [*self.portfolio.columns, *(c for c in ("reward",)
+                                              if c not in self.portfolio.columns)]
+        read = check_metric(name, function, columns)
+        self.log_metrics.append({"name": name, "function": function, "columns": read})
+        needed = sorted({c for m in self.log_metrics for c in m["columns"]})
+        self._recorder = EpisodeRecorder(needed, self.num_envs)
 
     def get_metrics(self):
         """Each environment's metrics of its last finished episode (gym-trading-env's

@@ -273,7 +273,11 @@ def reads(functions, columns, history_length):
         placeholder = t.compat.v1.placeholder(t.float64, [None])
         history = _Recording(columns, history_length, placeholder)
         for function in functions:
-            function(history)
+            try:
+                function(history)
+            except (TypeError, ValueError, KeyError, IndexError) as exc:
+                name = getattr(function, "__name__", repr(function))
+                raise type(exc)(f"{name}(history): {exc}") from exc
     return history.read
 
 
