@@ -181,6 +181,32 @@ if n == 2:
     out["tf_bug"] = catch(lambda: ThreadPoolFlow(flowsim.Plain(assert_kernel, 4),
                                                  **KW_ADAPTIVE))
 
+# -- mixed device types: 2 of 4 logical CPUs counted as GPUs, random delays -------------
+if n == 4:
+  import random
+  from flowsim.testing import device_types
+
+  def bits(res):
+      return [np.asarray(r["value"]).tobytes().hex() + np.asarray(r["error"]).tobytes().hex()
+              for r in res.iterations]
+
+  mixed = {}
+  for name, make in [("Plain", lambda: flowsim.Plain(double_gaussian, 4)),
+                     ("VegasPlus", lambda: flowsim.VegasPlus(double_gaussian, 4))]:
+      all_cpu = bits(ThreadPoolFlow(make(), **KW_ADAPTIVE).run(2))
+      seen, used, rng = {}, set(), random.Random(7)
+      for run in range(6):
+          delays = {f"CPU:{i}": rng.choice([0.0, 0.002, 0.01]) for i in range(4)}
+          for policy in ("static", "dynamic", "guided", "weighted"):
+              with device_types({"CPU:2": "GPU", "CPU:3": "GPU"}, delays=delays):
+                  res = ScheduledFlow(make(), schedule=policy, **KW_ADAPTIVE).run(2)
+              seen.setdefault(tuple(bits(res)), []).append(f"{policy} run {run}")
+              used |= {c["device"] for c in res.timeline}
+      mixed[name] = {"variants": list(seen.values()), "all_cpu_seen": tuple(all_cpu) in seen,
+                     "used": sorted(used), "type_weights": res.meta.get("type_weights"),
+                     "device_types": res.meta.get("device_types")}
+  out["mixed"] = mixed
+
 # -- integrate(backend="threads") -------------------------------------------------------
 if n == 1:
   r = flowsim.integrate(double_gaussian, 4, 60_017, 2, seed=123, backend="threads",
@@ -342,3 +368,17 @@ def test_timeline_plot_in_process(tmp_path):
     path = save_timeline(res, tmp_path / "t.png")
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
     assert path == tmp_path / "t.png"
+
+
+def test_mixed_device_types_give_bits_without_timing(runs):
+    """Under ``device_types`` with CPU:2 and CPU:3 counted as GPUs (rows rounded one ulp
+    apart), 6 runs with random per-device delays of every schedule give one set of bits
+    on Plain and VegasPlus, which differs from the all-CPU run (the perturbation is
+    live); every device ran blocks; the weights used are in Result.meta."""
+    for name, got in result(runs, 4)["mixed"].items():
+        assert len(got["variants"]) == 1, (name, got["variants"])
+        assert not got["all_cpu_seen"], name
+        assert got["used"] == ["CPU:0", "CPU:1", "CPU:2", "CPU:3"], (name, got["used"])
+        assert got["type_weights"] == {"CPU": 2.0, "GPU": 40.0}, name
+        assert got["device_types"] == {"CPU:0": "CPU", "CPU:1": "CPU", "CPU:2": "GPU",
+                                       "CPU:3": "GPU"}, name

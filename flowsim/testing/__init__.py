@@ -24,6 +24,9 @@ backend gives :class:`flowsim.Flow`'s bits on every conformance case;
 
 :func:`check_gpu_ready` (:mod:`flowsim.testing.gpu_ready`) lists the ops of a
 workload's compiled kernels that have no GPU kernel in this TensorFlow build.
+
+:func:`device_types` (:mod:`flowsim.testing.fleet`) counts logical CPUs as other
+device types (their own rounding, delays), to test mixed fleets without GPUs.
 """
 import cmath
 import math
@@ -200,6 +203,8 @@ def check_pulls(p, sigmas=4.0):
 _CONFORMANCE = ("check_executor", "cases_from", "reference", "CASES")
 #: Names of :mod:`flowsim.testing.gpu_ready`, loaded on first use.
 _GPU_READY = ("check_gpu_ready", "GpuReadiness")
+#: Names of :mod:`flowsim.testing.fleet`, loaded on first use.
+_FLEET = ("device_types",)
 
 
 def __getattr__(name):
@@ -209,4 +214,7 @@ def __getattr__(name):
     if name in _GPU_READY:
         from . import gpu_ready
         return getattr(gpu_ready, name)
+    if name in _FLEET:
+        from . import fleet
+        return getattr(fleet, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
