@@ -240,3 +240,61 @@ def test_without_gvar_results_carry_their_covariance(python):
         "print(round(r['a'].sdev ** 2 / r.cov[0, 0], 9), r.flat_mean.shape, rho > 0.8)\n")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split()[-3:] == ["1.0", "(2,)", "True"], proc.stdout
+
+
+def peak_values(x):
+    """exp(-|x - 1/2|^2 / 0.02) of a batch of points ``x [n, 4]``."""
+    return np.exp(-np.sum((x - 0.5) ** 2, axis=1) / 0.02)
+
+
+narrow_peak = fvegas.lbatchintegrand(peak_values)
+
+
+@pytest.mark.parametrize("rtol", [1e-2, 3e-3])
+def test_rtol_stops_where_vegas_stops(rtol):
+    """Iterations until the average's sdev < rtol |mean| (nitn 30, neval 4000, fresh map)
+    over 6 seeds: vegas stops at 4-5 (1e-2) and 10 (3e-3) iterations; flowsim's
+    median within one iteration of vegas's."""
+    limits = [[0, 1]] * 4
+    ours, theirs = [], []
+    for seed in range(1, 7):
+        np.random.seed(seed)                     # vegas draws from numpy's generator
+        theirs.append(len(vegas.Integrator(limits, rtol=rtol)(
+            vegas.lbatchintegrand(peak_values), nitn=30, neval=4000).itn_results))
+        ours.append(len(fvegas.Integrator(limits, seed=seed, rtol=rtol)(
+            narrow_peak, nitn=30, neval=4000).itn_results))
+    assert abs(np.median(ours) - np.median(theirs)) <= 1, (ours, theirs)
+    assert max(ours) < 30
+
+
+def test_rtol_stops_after_the_first_converged_average_with_the_bits_of_a_full_run():
+    limits = [[0, 1]] * 4
+    stopped = fvegas.Integrator(limits, seed=3, rtol=1e-2)(narrow_peak, nitn=30, neval=4000)
+    full = fvegas.Integrator(limits, seed=3)(narrow_peak, nitn=30, neval=4000)
+    k = len(stopped.itn_results)
+    assert 1 < k < 30 and len(full.itn_results) == 30
+    for i in range(1, k + 1):
+        mean, sdev, _, _ = full._running(i)
+        assert (sdev < 1e-2 * abs(mean)) == (i == k), i
+    assert [str(r) for r in stopped.itn_results] == [str(r) for r in full.itn_results[:k]]
+    mean, sdev, _, _ = full._running(k)
+    assert (stopped.mean, stopped.sdev) == (mean, sdev)
+
+
+def test_atol_on_a_dict_integrand_needs_every_output():
+    @fvegas.lbatchintegrand
+    def two(x):
+        peak = narrow_peak(x)
+        return {"peak": peak, "double": 2 * peak}
+    out = fvegas.Integrator([[0, 1]] * 4, seed=2, atol=2e-4)(two, nitn=30, neval=4000)
+    assert len(out.itn_results) < 30
+    assert out["peak"].sdev < out["double"].sdev < 2e-4
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"rtol": -1}, "rtol must be a number >= 0, got -1"),
+    ({"atol": "small"}, "atol must be a number >= 0, got 'small'"),
+])
+def test_bad_tolerances_are_refused(settings, message):
+    with pytest.raises(ValueError, match=message):
+        fvegas.Integrator([[0, 1]], **settings)

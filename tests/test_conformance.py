@@ -230,6 +230,20 @@ def threads(background):
     return got
 
 
+def test_threads_mixed_device_types(threads, reference):
+    """check_executor's "mixed device types" case on ThreadExecutor: with 2 and 4
+    devices, the second half counted as GPUs, a run with a slowed device gives the bits
+    of one without, and not Flow's; with one device the case does not apply."""
+    mixed = threads["mixed"]
+    assert mixed["1"] is None
+    for n in ("2", "4"):
+        got = mixed[n]
+        assert got["problems"] == [], got["problems"]
+        assert got["runs"][0] == got["runs"][1]
+        assert got["runs"][0] != reference["plain"] and "raised" not in got["runs"][0]
+        assert list(got["mapping"]) == [f"CPU:{i}" for i in range(int(n) // 2, int(n))]
+
+
 @pytest.mark.parametrize("n", conformance.DEVICE_COUNTS)
 def test_threads_every_schedule(threads, reference, n):
     got = dict(threads[str(n)])

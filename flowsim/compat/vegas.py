@@ -270,6 +270,11 @@ class _Averaged:
                        r["events"], r.get("state_id")) for r in records]
         self._records = None if combined is None else list(records)
 
+    def converged(self, rtol, atol):
+        """Every output's ``sdev < atol + rtol |mean|`` (vegas's ``converged``)."""
+        sdev = np.sqrt(np.maximum(np.diag(self.cov), 0.0))
+        return bool(np.all(sdev < atol + rtol * np.abs(self.flat_mean)))
+
     def summary(self):
         """The iteration table of ``vegas`` (first component; the ``chi2/dof`` of
         every component, correlations included, for arrays and dicts)."""
@@ -311,6 +316,10 @@ class RAvg(_Averaged):
     @property
     def val(self):
         return gvalue(self.mean, self.sdev)
+
+    def converged(self, rtol, atol):
+        """``sdev < atol + rtol |mean|`` (vegas's ``RAvg.converged``)."""
+        return self.sdev < atol + rtol * abs(self.mean)
 
     def __str__(self):
         return fmt(self.mean, self.sdev)
@@ -387,6 +396,11 @@ class Integrator:
         integrand (default True, as ``vegas``): ``size (size - 1) / 2`` more
         columns (a size of 30 ran about 6 times slower than 10); False sets
         them to zero.
+    rtol, atol : float
+        Stop a call's iterations early, as ``vegas`` does: after each iteration
+        (and its adaptation), once the average so far has every ``sdev < atol +
+        rtol |mean|`` (default 0 and 0: never; ``vegas`` warns this is unreliable
+        in early iterations, and so it is here).
     **flowsim_kwargs
         Passed to the flowsim Flow (``events_limit``, ``dtype``...).
 
@@ -398,7 +412,8 @@ class Integrator:
     """
 
     def __init__(self, map, nitn=10, neval=1000, alpha=0.5, beta=0.75, adapt=True, seed=None,
-                 backend=None, correlate_integrals=True, **flowsim_kwargs):
+                 backend=None, correlate_integrals=True, rtol=0.0, atol=0.0,
+                 **flowsim_kwargs):
         limits = np.array(map, dtype=np.float64)
         if limits.ndim != 2 or limits.shape[1] != 2:
             raise ValueError(f"map must be a list of (low, high) pairs, one per dimension, "
@@ -406,7 +421,9 @@ class Integrator:
         self.limits = limits
         self.dim = limits.shape[0]
         self.settings = {"nitn": nitn, "neval": neval, "alpha": alpha, "beta": beta,
-                         "adapt": adapt, "correlate_integrals": bool(correlate_integrals)}
+                         "adapt": adapt, "correlate_integrals": bool(correlate_integrals),
+                         "rtol": 0.0, "atol": 0.0}
+        self.set(rtol=rtol, atol=atol)
         self.seed = seed
         self.backend = backend
         self.flowsim_kwargs = flowsim_kwargs
@@ -421,6 +438,13 @@ class Integrator:
         if unknown:
             raise TypeError(f"unknown vegas setting(s) {sorted(unknown)}; flowsim's "
                             f"compat.vegas supports {sorted(self.settings)}")
+        for key in ("rtol", "atol"):
+            if key in settings:
+                value = settings[key]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                        or not value >= 0:
+                    raise ValueError(f"{key} must be a number >= 0, got {value!r}")
+                settings[key] = float(value)
         self.settings.update(settings)
 
     def _new_simulation(self, integrand):
@@ -464,12 +488,35 @@ class Integrator:
         opts = {"quiet": True, "jit_compile": False, **self.flowsim_kwargs}
         flow = flow_class(self.backend)(self.simulation, n_events=int(self.settings["neval"]),
                                         seed=seed, **opts)
-        result = flow.run(int(self.settings["nitn"]))
-        if layout.kind == "scalar":
-            return RAvg(result, layout, result.iterations)
-        result = _without_pair_sums(result, layout)
-        cls = RAvgArray if layout.kind == "array" else RAvgDict
-        return cls(result, layout, result.iterations)
+        rtol, atol = self.settings["rtol"], self.settings["atol"]
+        if not (rtol or atol):
+            return _averaged(flow.run(int(self.settings["nitn"])), layout)
+        return _until_converged(flow, int(self.settings["nitn"]), layout, rtol, atol)
+
+
+def _averaged(result, layout):
+    """The :class:`RAvg`, :class:`RAvgArray` or :class:`RAvgDict` of a run."""
+    if layout.kind == "scalar":
+        return RAvg(result, layout, result.iterations)
+    result = _without_pair_sums(result, layout)
+    cls = RAvgArray if layout.kind == "array" else RAvgDict
+    return cls(result, layout, result.iterations)
+
+
+def _until_converged(flow, nitn, layout, rtol, atol):
+    """Up to ``nitn`` iterations, one at a time (the bits of ``flow.run(nitn)``'s
+    first ones), stopping after the first whose average is converged (vegas's rule)."""
+    from flowsim.core.result import Result
+    records, timeline, wall = [], [], 0.0
+    for _ in range(nitn):
+        part = flow.run(1)
+        records += part.iterations
+        timeline += part.timeline
+        wall += part.wall_time
+        out = _averaged(Result(records, wall, timeline, part.meta), layout)
+        if out.converged(rtol, atol):
+            break
+    return out
 
 
 def _without_pair_sums(result, layout):

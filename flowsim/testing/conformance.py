@@ -385,6 +385,57 @@ def check_executor(factory, cases=None, *, names=None, reference=None, label=Non
         for executor in made:
             executor.close()
     problems = compare(got, reference, label, names or list(reference), cases)
+    mixed = mixed_device_types(factory, cases, reference, tmpdir)
+    if mixed is not None:
+        got[MIXED] = mixed
+        problems += mixed["problems"]
     if problems:
         raise AssertionError("\n".join(problems))
     return got
+
+
+#: The name of the case :func:`mixed_device_types` adds to :func:`check_executor`.
+MIXED = "mixed device types"
+
+
+def mixed_device_types(factory, cases=None, reference=None, tmpdir=None, name="plain"):
+    """The ``"mixed device types"`` case of :func:`check_executor`: on an executor of
+    at least two local devices, the second half counted as GPUs
+    (:func:`flowsim.testing.device_types`, rows rounded one ulp apart), case ``name``
+    runs twice, without delays and with the first device slowed; the two runs must
+    give the same bits (timing never moves a block between types) and differ from
+    Flow's (the other type's rounding is live).  None when the executor has fewer
+    than two local devices (one type: the other cases cover it) or ``cases`` has no
+    case ``name``."""
+    from .fleet import device_types
+    cases = CASES if cases is None else cases
+    if name not in cases:
+        return None
+    executor = factory()
+    devices = list(dict.fromkeys(executor.devices()))
+    if len(devices) < 2 or not all(d.startswith(("CPU:", "GPU:")) for d in devices):
+        return None
+    made = [executor]
+
+    def make_flow(sim, **kw):
+        made.append(factory())
+        return Flow(sim, quiet=True, executor=made[-1], **kw)
+
+    mapping = {d: "GPU" for d in devices[len(devices) // 2:]}
+    runs = []
+    try:
+        for delays in (None, {devices[0]: 0.01}):
+            with device_types(mapping, delays=delays), \
+                    tempfile.TemporaryDirectory(dir=tmpdir) as where:
+                runs.append(run_all(make_flow, where, [name], cases, MIXED)[name])
+    finally:
+        for e in {id(e): e for e in made}.values():
+            e.close()
+    problems = []
+    if runs[0] != runs[1]:
+        problems.append(f"{MIXED}: {name} changed with the timing of the devices "
+                        f"({', '.join(mapping)} counted as GPUs)")
+    if reference is not None and name in reference and runs[0] == reference[name]:
+        problems.append(f"{MIXED}: {name} gave Flow's bits although {', '.join(mapping)} "
+                        f"were counted as GPUs (their rounding is not live)")
+    return {"runs": runs, "problems": problems, "mapping": mapping}

@@ -89,6 +89,10 @@ def _threads(out):
             results[n][label] = {name: run_case(name, make_flow, protos, out,
                                                 f"threads{n}-{label}") for name in names}
         results[n]["devices"] = used[n]
+    from flowsim.distribution.threads import ThreadExecutor
+    results["mixed"] = {n: shipped.mixed_device_types(lambda n=n: ThreadExecutor(devices=n),
+                                                      CASES, tmpdir=out)
+                        for n in DEVICE_COUNTS}
     with open(os.path.join(out, "threads.json"), "w") as fh:
         json.dump(results, fh)
 
