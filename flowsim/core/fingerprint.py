@@ -24,7 +24,7 @@ the same simulation, and two separately built but identical simulations match.
 Bytecode differs between Python versions, so a checkpoint resumes under the
 Python version that wrote it.  A fingerprint evaluates each function once,
 eagerly, on the :data:`N_POINTS` check points: small next to tracing and
-compiling the kernel (figures in ``docs/performance.rst``).
+compiling the kernel.
 """
 import functools
 import hashlib

@@ -28,6 +28,7 @@ from .blocks import (
 from .kernel import IterationTask, KernelSpec, check_seed, layout, same_state, unpack
 from .log import RESULT_WARNING, logger
 from .result import Result, jsonable, warn_if_inconsistent
+from .simulation import full_state
 from .simulation import state_digest as state_id
 
 NONFINITE = ("raise", "drop")
@@ -307,7 +308,7 @@ class Flow:
         # a copy: adapt() may change the simulation's arrays in place
         return IterationTask(self.simulation, self.spec, self.seed, iteration,
                              self.n_events, {k: np.array(v) for k, v in
-                                             self.simulation.state().items()},
+                                             full_state(self.simulation).items()},
                              self._short_run)
 
     def run_blocks(self, iteration=0):

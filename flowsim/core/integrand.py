@@ -1,4 +1,6 @@
 """Integration domains and checked integrand evaluation, shared by algorithms."""
+import contextlib
+import contextvars
 import importlib.util
 import inspect
 import os
@@ -57,10 +59,31 @@ def probe_components(integrand, dim, name="integrand"):
     An exception the integrand raises itself (``ValueError("...")``, ``1 / 0``...)
     keeps its type and message; only a failure inside TensorFlow (``x.numpy()``,
     mixed dtypes...) becomes a TypeError saying the integrand is not traceable.
+    An integrand with a ``probe_key`` attribute (what its trace depends on) is
+    probed once per key and dimension.
     """
-    t = tf()
     if not callable(integrand):
         raise TypeError(f"{name} must be callable, got {integrand!r}")
+    key = getattr(integrand, "probe_key", None)
+    if key is not None and (key, dim) in _PROBED:
+        return _PROBED[(key, dim)]
+    k = _probe(integrand, dim, name)
+    if key is not None:
+        with _PROBED_LOCK:
+            _PROBED[(key, dim)] = k
+            while len(_PROBED) > 256:
+                del _PROBED[next(iter(_PROBED))]
+    return k
+
+
+#: ``(integrand.probe_key, dim)`` -> components, for integrands that carry a key of what
+#: their trace depends on (:class:`flowsim.physics.integrands.ParamIntegrand`).
+_PROBED = {}
+_PROBED_LOCK = threading.Lock()
+
+
+def _probe(integrand, dim, name):
+    t = tf()
     first = None
     for dtype in (t.float64, t.float32):     # a float32-only integrand is fine in float32 Flows
         spec = t.TensorSpec([None, dim], dtype)
@@ -138,7 +161,7 @@ def autograph(fn):
 
     flowsim traces its own kernel code without AutoGraph (it has no Python
     control flow on tensors, and converting it costs CPU time in every new
-    process: ``docs/performance.rst``); the user's functions it calls go
+    process); the user's functions it calls go
     through this, so an ``if`` or ``for`` on tensors in an integrand still
     becomes graph control flow.
 
@@ -283,3 +306,25 @@ def evaluate(integrand, x, components, name="integrand"):
         raise ValueError(f"{name} must return one value per point: expected shape "
                          f"[{n}{', ' + str(k) if k else ''}], got {list(out.shape)}")
     return t.reshape(out, [-1, max(components, 1)])
+
+
+#: The state arrays of the block being traced, for integrands that read theirs
+#: (:func:`block_state`): a parameter passed as a tensor is not a constant of the
+#: kernel, so one compiled kernel serves every value.
+_BLOCK_STATE = contextvars.ContextVar("flowsim_block_state", default=None)
+
+
+@contextlib.contextmanager
+def block_state(state):
+    """While a block is traced (or run eagerly): its ``state`` tensors, which
+    :func:`current_block_state` returns."""
+    token = _BLOCK_STATE.set(state)
+    try:
+        yield
+    finally:
+        _BLOCK_STATE.reset(token)
+
+
+def current_block_state():
+    """The state of the block being traced, or None outside a kernel."""
+    return _BLOCK_STATE.get()

@@ -28,8 +28,9 @@ import numpy as np
 
 from . import interrupts, rng
 from .blocks import layout, out_of_memory_message  # noqa: F401  (public: kernel.layout)
-from .integrand import autograph_kernel, user_error
+from .integrand import autograph_kernel, block_state, user_error
 from .lazy_tf import tf
+from .simulation import full_state
 from .stable_names import content_key, stable_names
 
 #: Traces per (simulation class, device): the block kernel and, under XLA, the loop
@@ -45,7 +46,7 @@ MAX_KERNELS = 32
 #: blocks then never builds the loop (its trace, TensorFlow's graph optimisation and
 #: the block's second conversion to HLO inside it), and one call of a small block
 #: costs a quarter of a loop call.  Not more: a direct call of a large block costs
-#: more than in the loop (``docs/performance.rst``), and letting the first chunks of
+#: more than in the loop, and letting the first chunks of
 #: a run go direct moved the loop's building into later iterations.
 DIRECT_BLOCKS = 1
 #: Under XLA, a run (one ``Flow.run`` call) of at most this many blocks in all, and
@@ -230,7 +231,7 @@ def _build(simulation, spec, device, names=None):
     bs = spec.block_size
     fields, width = layout(simulation)
     state_spec = {k: t.TensorSpec(np.shape(v), t.as_dtype(np.asarray(v).dtype))
-                  for k, v in simulation.state().items()}
+                  for k, v in full_state(simulation).items()}
     name = type(simulation).__name__
     convert = autograph_kernel(simulation)
 
@@ -246,13 +247,14 @@ def _build(simulation, spec, device, names=None):
 
     def _one_block(key, first_event, n_events, state):
         valid = first_event + t.range(bs, dtype=t.int64) < n_events
-        if split is None:
-            x = simulation.inputs(key, first_event, bs, dtype, state)
-            out = simulation.block(x, valid, state)
-        else:
-            per_event, reduce = split
-            values = tile_events(per_event, key, bs, simulation.dim, dtype, state)
-            out = reduce(values, valid, state)
+        with block_state(state):
+            if split is None:
+                x = simulation.inputs(key, first_event, bs, dtype, state)
+                out = simulation.block(x, valid, state)
+            else:
+                per_event, reduce = split
+                values = tile_events(per_event, key, bs, simulation.dim, dtype, state)
+                out = reduce(values, valid, state)
         parts = []
         for acc, shape, _, _ in fields:
             if acc not in out:
@@ -347,7 +349,7 @@ def _pool():
 def trace_key(simulation, spec, device):
     """What determines the trace of ``simulation``'s chunk function."""
     shapes = tuple((k, np.shape(v), np.asarray(v).dtype.str)
-                   for k, v in sorted(simulation.state().items()))
+                   for k, v in sorted(full_state(simulation).items()))
     return (type(simulation).__qualname__, simulation.trace_key(), shapes, spec, device)
 
 

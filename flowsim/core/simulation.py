@@ -90,8 +90,8 @@ class Simulation:
 
     #: Whether the kernel traces :meth:`inputs` and :meth:`block` with AutoGraph, so
     #: Python ``if``/``for``/``while`` on tensors there become graph control flow (as
-    #: in any ``tf.function``).  Converting costs time in every new process
-    #: (figures in ``docs/performance.rst``).  A simulation whose own
+    #: in any ``tf.function``).  Converting costs CPU time in every new process,
+    #: seconds for a kernel as large as VegasPlus's.  A simulation whose own
     #: code needs no conversion sets False and passes the user's functions it calls
     #: through :func:`flowsim.core.integrand.autograph`, as :class:`flowsim.Plain`
     #: and flowsim's subclasses of it do; a subclass defined outside flowsim that
@@ -267,7 +267,7 @@ def attribute_config(sim):
     """``{name: entry}`` of the attributes that define ``sim`` (see :meth:`Simulation.config`)."""
     from .fingerprint import check_points, digest, fingerprint
     skip = {"dim", "_trace_token", "_trace_names", "_adapted_iterations", "_last_state_digest",
-            *sim.get_state()}
+            "integrand_state", *sim.get_state()}
     dim = sim.dim
     points = (check_points([[0.0, 1.0]] * dim)
               if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim > 0
@@ -298,3 +298,11 @@ def state_digest(state):
         digest.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
         digest.update(a.tobytes())
     return digest.hexdigest()[:16]
+
+
+def full_state(sim):
+    """``sim.state()`` and the arrays its integrand reads as tensors
+    (``sim.integrand_state``, e.g. :func:`flowsim.integrate`'s ``params``): what each
+    block of an iteration gets."""
+    extra = sim.__dict__.get("integrand_state")
+    return {**sim.state(), **extra} if extra else sim.state()

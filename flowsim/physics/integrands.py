@@ -16,14 +16,18 @@ Each is a vector integrand evaluated on the same events as the value:
   errors give the covariance;
 * ``numpy=True``: :class:`flowsim.physics.numpy_integrands.NumpyIntegrand`.
 """
+import functools
+import inspect
 import numbers
 
 import numpy as np
 
 from ..algorithms.plain import Plain
 from ..core import covariance as cov
+from ..core.integrand import current_block_state
 from ..core.kernel import columns
 from ..core.lazy_tf import tf
+from ..core.stable_names import content_key
 
 
 class CovariantPlain(Plain):
@@ -131,6 +135,12 @@ class ParamIntegrand:
         self.function = function
         self.names, self.values = check_params(params)
         self.__name__ = getattr(function, "__name__", "integrand")
+        #: What its trace depends on (not the values: they are arguments in a kernel).
+        self.probe_key = ("params", _function_key(function), tuple(self.names))
+        try:
+            hash(self.probe_key)
+        except TypeError:
+            self.probe_key = None
 
     def _call(self, x, theta):
         out = self.function(x, **theta)
@@ -138,7 +148,11 @@ class ParamIntegrand:
 
     def __call__(self, x):
         t = tf()
-        theta = {k: t.constant(v, x.dtype) for k, v in zip(self.names, self.values)}
+        given = (current_block_state() or {}).get("params")
+        if given is None:               # a probe, an eager call: the values themselves
+            theta = {k: t.constant(v, x.dtype) for k, v in zip(self.names, self.values)}
+        else:                           # in a kernel: its argument (one kernel, any values)
+            theta = {k: t.cast(given[i], x.dtype) for i, k in enumerate(self.names)}
         value = self._call(x, theta)
         if value.dtype.is_complex:
             raise TypeError("params with a complex integrand: gradients of complex "
@@ -176,13 +190,26 @@ class Plan:
             f = f if isinstance(f, NumpyIntegrand) else NumpyIntegrand(f)
         elif getattr(f, "needs_jit", True) is False:
             self.numpy = True
+        self.user_function = f
+        self.values = ()
         if params is not None:
             f = ParamIntegrand(f, params)
-            self.names = f.names
+            self.names, self.values = f.names, f.values
         self.integrand = f
 
-    def simulation(self, cls, dim, limits, options):
-        """The Simulation for this plan (a complex integrand found by its probe)."""
+    def simulation(self, cls, dim, limits, options, n_events=None):
+        """The Simulation for this plan (a complex integrand found by its probe); with
+        ``n_events``, one that shares its compiled kernels with every equal plan's
+        (:func:`reuse_key`)."""
+        sim = self._simulation(cls, dim, limits, options)
+        key = reuse_key(self, cls, dim, limits, options, n_events)
+        if key is not None:
+            sim.__dict__.update(_trace_token=key, _trace_names=content_key(key))
+        if self.names:
+            sim.integrand_state = {"params": np.array(self.values, dtype=np.float64)}
+        return sim
+
+    def _simulation(self, cls, dim, limits, options):
         sim = self._build(cls, dim, limits, options)
         try:
             k = sim.components
@@ -261,3 +288,73 @@ class Plan:
 def _shape(a, scalar):
     a = np.asarray(a)
     return a.reshape(()).item() if scalar and a.size == 1 else a
+
+
+def _value_key(value):
+    """A hashable stand-in for a value a traced function reads: numbers and strings as
+    they are, arrays by their bytes, functions by :func:`_function_key`, other objects
+    by identity."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if inspect.isfunction(value):
+        return _function_key(value)
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    return value
+
+
+def _function_key(function, depth=0):
+    """``function`` and the values it reads when traced: its closure cells and the
+    globals its code names, and theirs for the functions among them (three levels)."""
+    if isinstance(function, functools.partial):
+        return ("partial", _function_key(function.func, depth),
+                tuple(_value_key(a) for a in function.args),
+                tuple(sorted((k, _value_key(v)) for k, v in function.keywords.items())))
+    if not inspect.isfunction(function):
+        return _object_key(function)
+    if depth > 3:
+        return function
+    cells = []
+    for cell in function.__closure__ or ():
+        try:
+            cells.append(_value_key(cell.cell_contents) if depth < 3 else id(cell))
+        except ValueError:                       # an empty cell
+            cells.append(None)
+    names = function.__code__.co_names
+    read = [(n, _value_key(function.__globals__[n]) if not inspect.isfunction(
+        function.__globals__[n]) else _function_key(function.__globals__[n], depth + 1))
+        for n in names if n in function.__globals__
+        and not inspect.ismodule(function.__globals__[n])]
+    return (function, tuple(cells), tuple(read))
+
+
+def _object_key(obj):
+    """A callable object (or bound method) by its type and what it pickles to, so a
+    changed attribute gives another key; an object that does not pickle gives an
+    unhashable key (no kernel is shared)."""
+    digest = content_key(obj)
+    if digest == type(obj).__qualname__:          # it did not pickle
+        return ["unshared", id(obj)]
+    return ("object", type(obj).__qualname__, digest)
+
+
+def reuse_key(plan, cls, dim, limits, options, n_events):
+    """What determines the kernel of :func:`flowsim.integrate`'s simulation: the user's
+    function (the object, the values of its closure and of the globals its code reads,
+    and of the functions among them: :func:`_function_key`), the parameter names (their
+    values are the kernel's arguments), the algorithm and its options, the dimension,
+    the limits and the events per iteration (VEGAS+ fixes its hypercubes from them).
+    None (a kernel per call) when one of them is not hashable, or without
+    ``n_events``."""
+    function = plan.user_function
+    key = ("integrate", cls.__qualname__, _function_key(function),
+           tuple(plan.names), plan.numpy, plan.complex, plan.pairs, plan.covariance, dim,
+           None if limits is None else np.asarray(limits, np.float64).tobytes(),
+           tuple(sorted(options.items())), n_events)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return None if n_events is None else key

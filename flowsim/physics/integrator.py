@@ -69,7 +69,8 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
     plan = Plan(f, algorithm, params=params, numpy=numpy, covariance=covariance)
     if plan.numpy:
         flow_kwargs.setdefault("jit_compile", False)
-    sim = plan.simulation(algorithm_class(algorithm), dim, limits, dict(algorithm_options or {}))
+    sim = plan.simulation(algorithm_class(algorithm), dim, limits,
+                          dict(algorithm_options or {}), n_events=n_events)
     flow = flow_class(backend)(sim, n_events=n_events, seed=seed, **flow_kwargs)
     return plan.finish(flow.run(n_iter, checkpoint=checkpoint, skip=skip))
 
