@@ -12,7 +12,15 @@ from helpers import run_python
 
 import flowsim
 import flowsim.envs as fe
-from flowsim.envs import MLP, Coin, Momentum, PortfolioVectorEnv, TradingVectorEnv, rollout
+from flowsim.envs import (
+    MLP,
+    Coin,
+    Momentum,
+    PortfolioEnv,
+    PortfolioVectorEnv,
+    TradingVectorEnv,
+    rollout,
+)
 from flowsim.envs.stocks import ACC_DTYPE
 from flowsim.testing.cases_envs import CASES, coin_rollout
 
@@ -637,6 +645,23 @@ def compare_info(info, ref_info, i, where):
             assert_close(mine, theirs, (where, key), scale=scale)
 
 
+def compare_history(mine, theirs, where):
+    """gym-trading-env's ``historical_info`` of an episode: the same columns (its
+    ``date_*`` duplicates aside), the same entries, values to 1e-12 relative (the
+    valuation to its own size, as :func:`compare_info`)."""
+    columns = [c for c in theirs.columns if not c.startswith("date_")]
+    assert set(columns) == set(mine.columns), (where, set(columns) ^ set(mine.columns))
+    assert len(mine) == len(theirs), where
+    assert list(mine["date"]) == list(theirs["date"]), where
+    scale = float(np.max(np.abs(np.asarray(theirs["portfolio_valuation"], float))))
+    for c in columns:
+        if c == "date":
+            continue
+        got, want = np.asarray(mine[c], float), np.asarray(theirs[c], float)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * scale,
+                                   err_msg=str((where, c)))
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("case", list(PORTFOLIO_CASES))
 def test_portfolio_env_equals_gym_trading_env(gte, case):
@@ -656,6 +681,7 @@ def test_portfolio_env_equals_gym_trading_env(gte, case):
     actions = portfolio_actions(len(p.positions), n_steps, n_envs, seed=len(case))
     for name, metric in README_METRICS.items():
         env.add_metric(name, metric)
+    env.keep_history()
     obs, info = env.reset(seed=21)
     starts, initial = env.episode_starts(21)
     refs = []
@@ -685,6 +711,7 @@ def test_portfolio_env_equals_gym_trading_env(gte, case):
     for i, ref in enumerate(refs):
         assert env.get_metrics()[i] == ref.get_metrics()
         assert set(README_METRICS) <= set(env.get_metrics()[i])
+        compare_history(env.historical_info(i), ref.historical_info, (case, i))
     # the next step starts episode 1 (next-step autoreset), with the action ignored
     _, reward, term, trunc, info = env.step(actions[0])
     assert not reward.any() and not term.any() and not trunc.any()
@@ -1105,3 +1132,31 @@ def test_metrics_see_each_environments_whole_episode():
     for metrics in env.get_metrics():
         assert metrics["length"] == 20 and metrics["first step"] == 0
         assert metrics["steps"] == list(range(20))
+
+
+def test_single_env_saves_for_gym_trading_envs_renderer(gte, tmp_path):
+    """``save_for_render`` writes what gym-trading-env writes: the DataFrame joined with
+    the episode's history on the date (the same columns and rows)."""
+    import pandas as pd
+    df = market_frame(rows=40)
+    mine = PortfolioEnv(df, verbose=0, positions=[-1, 0, 1])
+    ref = gte(df, verbose=0, positions=[-1, 0, 1])
+    _, info = mine.reset(seed=3)
+    with patched_draws(info["idx"], info["position"], mine._vec.portfolio.start_low, None):
+        ref.reset(seed=3)
+    for step in range(12):
+        mine.step(step % 3)
+        ref.step(step % 3)
+    compare_history(mine.historical_info, ref.historical_info, "single")
+    path = mine.save_for_render(tmp_path / "mine")
+    ref.save_for_render(str(tmp_path / "theirs"))
+    (theirs_path,) = (tmp_path / "theirs").iterdir()
+    got, want = pd.read_pickle(path), pd.read_pickle(theirs_path)
+    assert len(got) == len(want) == 13 and list(got.index) == list(want.index)
+    assert set(want.columns) <= set(got.columns) | {c for c in want.columns
+                                                    if c.startswith("dynamic_feature")}
+    np.testing.assert_allclose(got["portfolio_valuation"].astype(float),
+                               want["portfolio_valuation"].astype(float), rtol=1e-12)
+    with pytest.raises(ValueError, match="save_for_render needs the DataFrame columns open, "
+                                         "high, low and close"):
+        PortfolioEnv(df[["close", "feature_return"]], verbose=0).save_for_render(tmp_path)

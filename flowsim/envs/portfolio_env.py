@@ -167,6 +167,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         self._ones = np.ones(self.num_envs, dtype=bool)
         self._first = np.zeros((len(p.columns), self.num_envs))   # entry 0, for metrics
         self._recorder = None           # the episodes' entries the added metrics read
+        self._kept_columns = []         # every column, after keep_history()
         self._episode = []              # environment 0's entries, for render()
         self._data = {c: p.info_frame[c].to_numpy() for c in p.info_frame.columns}
 
@@ -418,12 +419,37 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         Add metrics before :meth:`reset`: an episode already running keeps only its
         entries from the call on."""
         from .episode_history import EpisodeRecorder, check_metric
-        columns = [*self.portfolio.columns, *(c for c in ("reward",)
-                                              if c not in self.portfolio.columns)]
-        read = check_metric(name, function, columns)
+        read = check_metric(name, function, self._history_columns())
         self.log_metrics.append({"name": name, "function": function, "columns": read})
-        needed = sorted({c for m in self.log_metrics for c in m["columns"]})
+        needed = sorted({c for m in self.log_metrics for c in m["columns"]}
+                        | set(self._kept_columns))
         self._recorder = EpisodeRecorder(needed, self.num_envs)
+
+    def keep_history(self):
+        """Keep every column of each environment's episode from its reset on, for
+        :meth:`historical_info` (the single :class:`PortfolioEnv` does by default).
+        Call it before :meth:`reset`."""
+        from .episode_history import EpisodeRecorder
+        self._kept_columns = self._history_columns()
+        needed = sorted({c for m in self.log_metrics for c in m["columns"]}
+                        | set(self._kept_columns))
+        self._recorder = EpisodeRecorder(needed, self.num_envs)
+
+    def _history_columns(self):
+        return [*self.portfolio.columns, *(c for c in ("reward",)
+                                           if c not in self.portfolio.columns)]
+
+    def historical_info(self, env=0):
+        """Environment ``env``'s episode so far, as gym-trading-env's
+        ``historical_info`` (:class:`flowsim.envs.episode_history.EpisodeHistory`: every
+        column, and ``date``), after :meth:`keep_history`."""
+        from .episode_history import EpisodeHistory
+        if not self._kept_columns:
+            raise RuntimeError("historical_info needs keep_history() before reset()")
+        episode = self._recorder.episode(env)
+        arrays = {c: episode.arrays[c] for c in self._kept_columns}
+        arrays["date"] = self.portfolio.index.take(arrays["idx"].astype(np.int64))
+        return EpisodeHistory(arrays)
 
     def get_metrics(self):
         """Each environment's metrics of its last finished episode (gym-trading-env's
@@ -488,6 +514,8 @@ class PortfolioEnv(SingleEnv):
                 raise TypeError(f"PortfolioEnv takes no {key!r}: use PortfolioVectorEnv")
         self._vec = PortfolioVectorEnv(df, 1, verbose=verbose, render_mode=render_mode,
                                        **kwargs)
+        self._vec.keep_history()
+        self.df = df
         self.render_mode = render_mode
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space
@@ -519,4 +547,32 @@ class PortfolioEnv(SingleEnv):
 
     def render_all(self, path=None):
         return self._vec.render_all(path)
+
+    @property
+    def historical_info(self):
+        """The episode so far, as gym-trading-env's ``historical_info``:
+        ``historical_info["position"]``, ``["portfolio_valuation", -1]``, ``[-1]``..."""
+        return self._vec.historical_info(0)
+
+    def save_for_render(self, dir="render_logs"):
+        """Write the episode for gym-trading-env's renderer, as gym-trading-env does:
+        ``df`` joined with the episode's history on the date, pickled to
+        ``dir/<name>_<time>.pkl``.  Returns the file's path."""
+        import datetime
+        import os
+
+        import pandas as pd
+        missing = [c for c in ("open", "high", "low", "close") if c not in self.df]
+        if missing:
+            raise ValueError(f"save_for_render needs the DataFrame columns open, high, low "
+                             f"and close (gym-trading-env's renderer draws candles); "
+                             f"missing {missing}")
+        history = self.historical_info
+        frame = pd.DataFrame({c: history[c] for c in history.columns}).set_index("date")
+        frame = self.df.join(frame.sort_index(), how="inner")
+        os.makedirs(dir, exist_ok=True)
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        path = os.path.join(dir, f"{self._vec.name}_{stamp}.pkl")
+        frame.to_pickle(path)
+        return path
 
