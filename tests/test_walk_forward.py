@@ -16,7 +16,8 @@ from flowsim.finance.walkforward import rolling_split, walk_forward
 SPLITS = json.load(open(os.path.join(ROOT, "tests", "data", "vectorbt_rolling_split.json")))
 GRID = pd.DataFrame([(w, lo, hi) for w in (7, 14, 21) for lo in (20, 30) for hi in (70, 80)],
                     columns=["window", "lower", "upper"])
-WINDOWS = {"n": 3, "window_len": 300, "set_lens": (100,), "left_to_right": False}
+#: In- and out-of-sample sets of one length: one compiled sweep serves both.
+WINDOWS = {"n": 3, "window_len": 300, "set_lens": (150,), "left_to_right": False}
 
 
 def _close(n_bars, seed):
@@ -109,7 +110,7 @@ def test_same_table_on_every_backend(close, table, backend, options):
     ({"params": GRID.iloc[:0]}, "params must have at least one row"),
 ])
 def test_bad_inputs_are_refused_naming_them(close, kwargs, message):
-    call = {"n": 3, "window_len": 300, "set_lens": (100,), "params": GRID, **kwargs}
+    call = {"n": 3, "window_len": 300, "set_lens": (150,), "params": GRID, **kwargs}
     params = call.pop("params")
     with pytest.raises(ValueError, match=message):
         walk_forward(strategies.rsi_thresholds, close, params, **call)

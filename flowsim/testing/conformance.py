@@ -385,7 +385,8 @@ def check_executor(factory, cases=None, *, names=None, reference=None, label=Non
         for executor in made:
             executor.close()
     problems = compare(got, reference, label, names or list(reference), cases)
-    mixed = mixed_device_types(factory, cases, reference, tmpdir)
+    mixed = mixed_device_types(factory, cases, reference, tmpdir,
+                               devices=made[0].devices() if made else [])
     if mixed is not None:
         got[MIXED] = mixed
         problems += mixed["problems"]
@@ -398,7 +399,8 @@ def check_executor(factory, cases=None, *, names=None, reference=None, label=Non
 MIXED = "mixed device types"
 
 
-def mixed_device_types(factory, cases=None, reference=None, tmpdir=None, name="plain"):
+def mixed_device_types(factory, cases=None, reference=None, tmpdir=None, name="plain",
+                       devices=None):
     """The ``"mixed device types"`` case of :func:`check_executor`: on an executor of
     at least two local devices, the second half counted as GPUs
     (:func:`flowsim.testing.device_types`, rows rounded one ulp apart), case ``name``
@@ -406,16 +408,21 @@ def mixed_device_types(factory, cases=None, reference=None, tmpdir=None, name="p
     give the same bits (timing never moves a block between types) and differ from
     Flow's (the other type's rounding is live).  None when the executor has fewer
     than two local devices (one type: the other cases cover it) or ``cases`` has no
-    case ``name``."""
+    case ``name``.  ``devices``: the executor's devices, if known (else one executor
+    is made to ask)."""
     from .fleet import device_types
     cases = CASES if cases is None else cases
     if name not in cases:
         return None
-    executor = factory()
-    devices = list(dict.fromkeys(executor.devices()))
+    made = []
+    if devices is None:                 # ask an executor (closed below)
+        made.append(factory())
+        devices = made[0].devices()
+    devices = list(dict.fromkeys(devices))
     if len(devices) < 2 or not all(d.startswith(("CPU:", "GPU:")) for d in devices):
+        for e in made:
+            e.close()
         return None
-    made = [executor]
 
     def make_flow(sim, **kw):
         made.append(factory())
