@@ -410,34 +410,14 @@ def mixed_device_types(factory, cases=None, reference=None, tmpdir=None, name="p
     than two local devices (one type: the other cases cover it) or ``cases`` has no
     case ``name``.  ``devices``: the executor's devices, if known (else one executor
     is made to ask)."""
-    from .fleet import device_types
     cases = CASES if cases is None else cases
     if name not in cases:
         return None
-    made = []
-    if devices is None:                 # ask an executor (closed below)
-        made.append(factory())
-        devices = made[0].devices()
-    devices = list(dict.fromkeys(devices))
-    if len(devices) < 2 or not all(d.startswith(("CPU:", "GPU:")) for d in devices):
-        for e in made:
-            e.close()
+    devices = _local_devices(factory, devices)
+    if devices is None:
         return None
-
-    def make_flow(sim, **kw):
-        made.append(factory())
-        return Flow(sim, quiet=True, executor=made[-1], **kw)
-
     mapping = {d: "GPU" for d in devices[len(devices) // 2:]}
-    runs = []
-    try:
-        for delays in (None, {devices[0]: 0.01}):
-            with device_types(mapping, delays=delays), \
-                    tempfile.TemporaryDirectory(dir=tmpdir) as where:
-                runs.append(run_all(make_flow, where, [name], cases, MIXED)[name])
-    finally:
-        for e in {id(e): e for e in made}.values():
-            e.close()
+    runs = _mixed_runs(factory, cases, name, mapping, devices[0], tmpdir)
     problems = []
     if runs[0] != runs[1]:
         problems.append(f"{MIXED}: {name} changed with the timing of the devices "
@@ -446,3 +426,39 @@ def mixed_device_types(factory, cases=None, reference=None, tmpdir=None, name="p
         problems.append(f"{MIXED}: {name} gave Flow's bits although {', '.join(mapping)} "
                         f"were counted as GPUs (their rounding is not live)")
     return {"runs": runs, "problems": problems, "mapping": mapping}
+
+
+def _local_devices(factory, devices):
+    """The executor's distinct devices (asking one ``factory()`` makes when not given),
+    or None when they are fewer than two or not local devices."""
+    if devices is None:
+        executor = factory()
+        try:
+            devices = executor.devices()
+        finally:
+            executor.close()
+    devices = list(dict.fromkeys(devices))
+    if len(devices) < 2 or not all(d.startswith(("CPU:", "GPU:")) for d in devices):
+        return None
+    return devices
+
+
+def _mixed_runs(factory, cases, name, mapping, slowed, tmpdir):
+    """Case ``name`` under ``device_types(mapping)``: without delays, then with device
+    ``slowed`` 10 ms slower per chunk."""
+    from .fleet import device_types
+    made, runs = [], []
+
+    def make_flow(sim, **kw):
+        made.append(factory())
+        return Flow(sim, quiet=True, executor=made[-1], **kw)
+
+    try:
+        for delays in (None, {slowed: 0.01}):
+            with device_types(mapping, delays=delays), \
+                    tempfile.TemporaryDirectory(dir=tmpdir) as where:
+                runs.append(run_all(make_flow, where, [name], cases, MIXED)[name])
+    finally:
+        for e in {id(e): e for e in made}.values():
+            e.close()
+    return runs
