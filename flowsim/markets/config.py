@@ -38,7 +38,6 @@ from . import agents, events, hifreq, venues  # noqa: F401  (register the classe
 from .agents.fcn import FCN_PARAMS, MAX_TIME_WINDOW, FCNGroup, check_group  # noqa: F401
 from .registry import EVENTS, check_keys, lookup
 from .sessions import Session, parse_session  # noqa: F401
-from .user_classes import normalise, settings_with
 from .values import Dist, extends, load  # noqa: F401
 from .venues.correlations import parse_correlations
 from .venues.index_market import resolve
@@ -238,9 +237,8 @@ def _markets(settings, sim, classes):
         if name in groups:
             raise ValueError(f"simulation.markets lists {name!r} twice; list it once")
         market = _entry(settings, name, "simulation.markets")
-        parse, extra, attributes = lookup("market", market.get("class"), name, classes)
-        base = _base(market.get("class"), classes)
-        new = parse(name, settings_with(market, base, attributes, name), extra)
+        parse, extra, keys = lookup("market", market.get("class"), name, classes)
+        new = parse(name, {**market, **keys}, extra)
         groups[name] = list(range(len(specs), len(specs) + len(new)))
         specs += new
     names = [s.name for s in specs]
@@ -251,19 +249,12 @@ def _markets(settings, sim, classes):
     return specs, groups
 
 
-def _base(class_name, classes):
-    """The class flowsim runs for ``class_name`` (after the ``classes=`` mapping)."""
-    return normalise(classes).get(class_name, (class_name,))[0]
-
-
 def _groups(settings, sim, market_names, classes):
     groups = []
     for name in _names(sim, "agents"):
         g = _entry(settings, name, "simulation.agents")
-        parse, extra, attributes = lookup("agent", g.get("class"), name, classes)
-        base = _base(g.get("class"), classes)
-        groups.append(parse(name, settings_with(g, base, attributes, name), market_names,
-                            extra))
+        parse, extra, keys = lookup("agent", g.get("class"), name, classes)
+        groups.append(parse(name, {**g, **keys}, market_names, extra))
     return tuple(groups)
 
 

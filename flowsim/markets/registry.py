@@ -73,17 +73,18 @@ def warn_ignored(g, key, fix, where):
 
 
 def lookup(kind, class_name, where, classes=None):
-    """``(module, extra keys, attributes)`` of pams class ``class_name`` after the user's
-    ``classes`` mapping (:mod:`flowsim.markets.user_classes`), or a ValueError naming it
-    and the ``classes=`` keyword."""
-    from .user_classes import inspect_class, normalise
+    """``(module, extra keys, {flowsim key: value})`` of pams class ``class_name`` after
+    the user's ``classes`` mapping (:mod:`flowsim.markets.user_classes`; the attributes
+    a user class sets, as the flowsim-only keys that model them), or a ValueError naming
+    it and the ``classes=`` keyword."""
+    from .user_classes import attribute_keys, inspect_class, normalise
     table = _KINDS[kind]
     classes = normalise(classes)
     mapped, extra, attributes, user = classes.get(class_name, (class_name, (), {}, None))
     if mapped in table:
         if user is not None and not attributes:
             attributes = inspect_class(user, mapped, where)
-        return table[mapped], frozenset(extra), attributes
+        return table[mapped], frozenset(extra), attribute_keys(mapped, attributes, where)
     known = ", ".join(sorted(table))
     if mapped in PAMS_NOT_RUN:
         raise ValueError(f"{where}: pams's {kind} class {mapped!r} is not implemented in "

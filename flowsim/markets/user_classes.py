@@ -130,14 +130,13 @@ def _parts(name, mapped):
     return mapped[0], keys, attributes
 
 
-def settings_with(g, base, attributes, where):
-    """Group settings ``g`` with the attributes of its class as their flowsim-only keys."""
-    if not attributes:
-        return g
+def attribute_keys(base, attributes, where):
+    """``{flowsim-only config key: value}`` of the attributes a user class of ``base``
+    sets (refusing those flowsim does not model, naming them)."""
     known = ATTRIBUTES.get(base, {})
     unknown = sorted(set(attributes) - set(known))
     if unknown:
         raise ValueError(f"{where}: classes= gives attributes {', '.join(unknown)} for a "
                          f"{base}; flowsim.markets models "
                          f"{', '.join(known) or 'none'} on {base}")
-    return {**g, **{known[a]: v for a, v in attributes.items()}}
+    return {known[a]: v for a, v in attributes.items()}

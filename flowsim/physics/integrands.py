@@ -348,6 +348,8 @@ def reuse_key(plan, cls, dim, limits, options, n_events):
     the limits and the events per iteration (VEGAS+ fixes its hypercubes from them).
     None (a kernel per call) when one of them is not hashable, or without
     ``n_events``."""
+    if n_events is None:
+        return None
     function = plan.user_function
     key = ("integrate", cls.__qualname__, _function_key(function),
            tuple(plan.names), plan.numpy, plan.complex, plan.pairs, plan.covariance, dim,
@@ -357,4 +359,4 @@ def reuse_key(plan, cls, dim, limits, options, n_events):
         hash(key)
     except TypeError:
         return None
-    return None if n_events is None else key
+    return key
