@@ -4,8 +4,9 @@
 :func:`flowsim.envs.rollout` (episodes inside a compiled kernel) both use
 :class:`PortfolioRules`, whose rules are those of gym-trading-env 0.3.5
 (``gym_trading_env.environments.TradingEnv`` with its ``TargetPortfolio``), in
-float64, for every environment at once.  With price ``p``, asset ``a``, fiat
-(cash) ``f`` and borrow interests ``ia`` (in asset) and ``if`` (in fiat):
+float64 (or in float32: :meth:`PortfolioRules.in_dtype`), for every environment at
+once.  With price ``p``, asset ``a``, fiat (cash) ``f`` and borrow interests ``ia``
+(in asset) and ``if`` (in fiat):
 
 * valuation ``v = a p + f - ia p - if``; position ``a p / v``; real position
   ``(a - ia) p / v``.
@@ -258,6 +259,16 @@ class PortfolioRules:
                 "data": t.constant(self.data.reshape(self.length, -1)),
                 "positions": t.constant(self.positions)}
 
+    #: The constants (and :meth:`rule_rows`) holding money, prices or positions.
+    REAL = ("close", "data", "positions", "rules")
+
+    @classmethod
+    def in_dtype(cls, c, dtype):
+        """The constants ``c`` with :data:`REAL` cast to ``dtype``: the rules then compute
+        in ``dtype`` (float32 on GPUs; gym-trading-env computes in float64)."""
+        t = tf()
+        return {k: t.cast(v, dtype) if k in cls.REAL else v for k, v in c.items()}
+
     #: Rows of :meth:`rule_rows`.
     RULES = ("fee", "keep", "rate", "one")
 
@@ -329,12 +340,12 @@ class PortfolioRules:
         return self._kept
 
     def column(self, c, now, name):
-        """History column ``name`` (float64 ``[n]``) of the entry ``now``: a dict of
+        """History column ``name`` (``[n]``, the dtype of prices) of the entry ``now``: a dict of
         ``idx``, ``step``, ``position_index`` (int), ``position``, ``real``, ``value``,
         ``wallet`` (asset, fiat, interest in asset, interest in fiat) and ``reward``."""
         t = tf()
         if name in ("idx", "step", "position_index"):
-            return t.cast(now[name], t.float64)
+            return t.cast(now[name], c["close"].dtype)
         simple = {"position": "position", "real_position": "real",
                   "portfolio_valuation": "value", "reward": "reward"}
         if name in simple:
@@ -371,30 +382,30 @@ class PortfolioRules:
                 for col, k in ring]
         return t.stack(rows)
 
-    def _call(self, fn, history, n, what):
+    def _call(self, fn, history, n, what, dtype):
         t = tf()
         out = fn(history)
         x = out.x if isinstance(out, Values) else out
         try:
-            x = t.cast(t.convert_to_tensor(x), t.float64)
+            x = t.cast(t.convert_to_tensor(x), dtype)
             return t.broadcast_to(t.reshape(x, [-1]) if x.shape.rank else x, [n])
         except (ValueError, TypeError, t.errors.InvalidArgumentError) as exc:
             raise ValueError(f"{what} {getattr(fn, '__name__', fn)!r} must return one number "
                              f"per environment ([num_envs] or a scalar), got {out!r}") from exc
 
-    def _dynamic(self, history, n):
+    def _dynamic(self, history, n, dtype):
         t = tf()
         if not self.dynamic_feature_functions:
             return t.zeros([n, 0], t.float32)
-        values = [self._call(f, history, n, "dynamic feature function")
+        values = [self._call(f, history, n, "dynamic feature function", dtype)
                   for f in self.dynamic_feature_functions]
         return t.cast(t.stack(values, axis=1), t.float32)
 
     @staticmethod
-    def _rows(columns, values, n):
+    def _rows(columns, values, n, dtype):
         t = tf()
         if not columns:
-            return t.zeros([0, n], t.float64)
+            return t.zeros([0, n], dtype)
         return t.stack([values[col] for col in columns])
 
     def fresh(self, c, start, index):
@@ -405,16 +416,17 @@ class PortfolioRules:
         n = t.shape(start)[0]
         position = t.gather(c["positions"], index)
         price = t.gather(c["close"], start)
-        value = t.fill([n], t.constant(self.portfolio_initial_value, t.float64))
+        real = c["close"].dtype
+        value = t.fill([n], t.constant(self.portfolio_initial_value, real))
         zero = t.zeros_like(value)
         wallet = (position * value / price, (c["rules"][3] - position) * value, zero, zero)
         now = dict(zip(NOW, (start, t.zeros_like(start), index, position, position, value,
                              wallet, zero), strict=True))
         first, ring, current = self.kept
         entry = {col: self.column(c, now, col) for col in {*first, *current}}
-        state = {"first": self._rows(first, entry, n),
-                 "ring": self._rows([col for col, _ in ring], entry, n)}
-        dyn = self._dynamic(self._history(c, state, entry), n)
+        state = {"first": self._rows(first, entry, n, real),
+                 "ring": self._rows([col for col, _ in ring], entry, n, real)}
+        dyn = self._dynamic(self._history(c, state, entry), n, real)
         ring = t.concat([t.zeros([n, self.window_rows - 1, self.n_dynamic], t.float32),
                          dyn[:, None, :]], axis=1)
         state.update(idx=start, step=t.zeros_like(start), position=position,
@@ -488,12 +500,12 @@ class PortfolioRules:
         _, _, current = self.kept
         entry = {col: self.column(c, now, col) for col in current}
         reward = self._call(self.reward_function, self._history(c, state, entry), n,
-                            "reward_function")
+                            "reward_function", asset.dtype)
         reward = t.where(terminated, zero, reward)
         now["reward"] = reward
         if "reward" in entry:
             entry["reward"] = reward
-        dyn = self._dynamic(self._history(c, state, entry), n)
+        dyn = self._dynamic(self._history(c, state, entry), n, asset.dtype)
         now["dyn"] = dyn
         state = dict(state, idx=idx, step=step, position=target, wallet=t.stack(wallet),
                      ring=self._shift(state, entry))

@@ -111,6 +111,11 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         TensorFlow device; default the first GPU, else CPU:0.
     jit_compile : bool
         Compile the step with XLA (default True).
+    dtype : {"float64", "float32"}
+        What money, prices and positions are computed in: ``"float64"`` (default,
+        gym-trading-env's numbers) or ``"float32"`` (GPUs run it at full speed;
+        valuations then differ from gym-trading-env's at float32's precision,
+        about 1e-7 relative per step).  Observations are float32 either way.
 
     Seeds: ``reset(seed=s)`` seeds environment ``i`` with ``s + i``; its start
     rows and random initial positions are a pure function of (seed, episode
@@ -128,8 +133,11 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
                  portfolio_initial_value=1000, initial_position="random",
                  max_episode_duration="max", verbose=0, name="Stock", render_mode=None,
                  action_space="discrete", history_length=2, backend="numpy", device=None,
-                 jit_compile=True):
+                 jit_compile=True, dtype="float64"):
         check_batch(num_envs, backend)
+        if dtype not in ("float64", "float32"):
+            raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+        self.dtype = np.dtype(dtype)
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be None or one of {RENDER_MODES}, got "
                              f"{render_mode!r}")
@@ -145,7 +153,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         p = self.portfolio
         if action_space == "box":
             self.single_action_space = gymnasium.spaces.Box(
-                low=p.positions[0], high=p.positions[-1], shape=(), dtype=np.float64)
+                low=p.positions[0], high=p.positions[-1], shape=(), dtype=self.dtype)
         else:
             self.single_action_space = gymnasium.spaces.Discrete(len(p.positions))
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -183,15 +191,15 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         t = tf()
         n, p = self.num_envs, self.portfolio
         first, ring, _ = p.kept
-        money = np.zeros((len(self.MONEY) + len(first) + len(ring), n), np.float64)
+        money = np.zeros((len(self.MONEY) + len(first) + len(ring), n), self.dtype)
         money[5:9] = p.rule_rows()[:, None]
         with t.device(self.device):
-            self._c = p.constants()
+            self._c = p.in_dtype(p.constants(), self.dtype)
             self._vars = (t.Variable(np.zeros((len(self.INTS), n), np.int64)),
                           t.Variable(money),
                           t.Variable(np.zeros((n, p.window_rows, p.n_dynamic), np.float32)))
         box = p.action_space == "box"
-        self.compile_calls(t.TensorSpec([n], t.float64 if box else t.int32))
+        self.compile_calls(t.TensorSpec([n], t.as_dtype(self.dtype) if box else t.int32))
 
     def _read(self):
         """``(state, done, keys)`` from the variables (and the rules into ``self._c``)."""
@@ -231,7 +239,8 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         t = tf()
         p = self.portfolio
         obs = p.observe(self._c, state)
-        rows = [now["reward"], t.cast(terminated, t.float64), t.cast(truncated, t.float64)]
+        real = now["reward"].dtype
+        rows = [now["reward"], t.cast(terminated, real), t.cast(truncated, real)]
         rows += [p.column(self._c, now, col) for col in self.info_columns]
         return obs, t.stack(rows)
 
@@ -338,7 +347,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         if bad.any():
             raise ValueError(f"actions must be target positions in [{low}, {high}] "
                              f"(positions[0], positions[-1]), got {float(a[bad][0])!r}")
-        return t.constant(a.astype(np.float64))
+        return t.constant(a.astype(self.dtype))
 
     def _finish(self, obs, table, mask, fresh=None):
         """gymnasium's ``(obs, rewards, terminations, truncations, infos)`` from the

@@ -62,20 +62,31 @@ def unwrap(x):
     return x.x if isinstance(x, Values) else x
 
 
-def _tf_operands(name, args):
-    """Operands of a TF ufunc: floats as float64 (bools/ints too, unless logical)."""
+def _real_dtype(args):
+    """float32 when every float tensor among ``args`` is float32 (an environment computing
+    in float32; Python numbers follow, as under numpy's NEP 50), else float64."""
     t = tf()
+    floats = {a.dtype for a in args if not isinstance(a, numbers.Number) and a.dtype.is_floating}
+    return t.float32 if floats == {t.float32} else t.float64
+
+
+def _tf_operands(name, args):
+    """Operands of a TF ufunc: floats in :func:`_real_dtype` (bools/ints too, unless
+    logical)."""
+    t = tf()
+    args = [t.convert_to_tensor(a) if not isinstance(a, numbers.Number) else a
+            for a in map(unwrap, args)]
+    real = _real_dtype(args)
     out = []
-    for a in map(unwrap, args):
-        a = t.convert_to_tensor(a) if not isinstance(a, numbers.Number) else a
+    for a in args:
         if isinstance(a, numbers.Number) and not isinstance(a, bool):
-            a = t.constant(float(a), t.float64)
+            a = t.constant(float(a), real)
         elif isinstance(a, bool):
             a = t.constant(a)
         if name in _LOGICAL:
             a = a if a.dtype == t.bool else t.not_equal(a, t.zeros_like(a))
-        elif a.dtype == t.bool or a.dtype.is_integer or a.dtype == t.float32:
-            a = t.cast(a, t.float64)
+        elif a.dtype == t.bool or a.dtype.is_integer or a.dtype.is_floating:
+            a = t.cast(a, real)
         out.append(a)
     return out
 

@@ -28,7 +28,7 @@ def choose(out, u, n_positions, box=None, fence=None):
     t = tf()
     out = t.convert_to_tensor(out)
     if box is not None:
-        return t.clip_by_value(t.reshape(t.cast(out, t.float64), [-1]), box[0], box[1])
+        return t.clip_by_value(t.reshape(t.cast(out, u.dtype), [-1]), box[0], box[1])
     if out.dtype.is_integer or out.dtype == t.bool:
         return t.clip_by_value(t.reshape(t.cast(out, t.int32), [-1]), 0, n_positions - 1)
     if out.shape.rank == 2 and out.shape[-1] == n_positions:
@@ -103,10 +103,11 @@ class PortfolioRollout(Rollout):
         return out
 
     def episodes_of(self, key, first_event, size, dtype, state):
-        """``[size, 3]`` float64: return, valuation ratio and trades of episodes."""
+        """``[size, 3]`` float64: return, valuation ratio and trades of episodes, the
+        rules computed in ``dtype``."""
         t = tf()
         p = self.portfolio
-        c = dict(state, rules=t.tile(state["rules"][:, None], [1, size]))
+        c = p.in_dtype(dict(state, rules=t.tile(state["rules"][:, None], [1, size])), dtype)
         start, index = p.starts(rng.uniform(key, [size], t.float64),
                                 rng.uniform(key, [size], t.float64, stream=2))
         if self.params is not None:
@@ -124,7 +125,7 @@ class PortfolioRollout(Rollout):
             else:
                 target, index = action, -t.ones_like(s["idx"])
             new, reward, terminated, truncated, now = p.step(c, s, target, index, i >= 0)
-            trades = trades + t.cast(active & t.not_equal(target, s["position"]), t.float64)
+            trades = trades + t.cast(active & t.not_equal(target, s["position"]), dtype)
             total = total + t.where(active, reward, t.zeros_like(reward))
             value = t.where(active, now["value"], value)
             s = {k: t.where(active, new[k], s[k]) for k in s}
@@ -135,13 +136,13 @@ class PortfolioRollout(Rollout):
         s, now = p.fresh(c, start, index)
         obs = p.observe(c, s)
         del s["dyn"]            # carried as obs (PortfolioRules.observe_next)
-        zero = t.zeros([size], t.float64)
+        zero = t.zeros([size], dtype)
         carry = (t.constant(0, t.int32), s, obs, now["value"], zero, zero,
                  t.ones([size], t.bool))
         _, s, _, value, total, trades, _ = t.while_loop(lambda i, *_: i < p.max_steps, body,
                                                         carry)
         profit = value / p.portfolio_initial_value
-        return t.stack([total, profit, trades], axis=1)
+        return t.cast(t.stack([total, profit, trades], axis=1), t.float64)
 
     def kernel_key(self):
         """What the compiled kernel depends on besides the data and params (kernel
