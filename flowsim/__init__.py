@@ -43,7 +43,7 @@ __getattr__, __dir__, _ = _importlib.import_module(".core.lazy", __name__).attac
      "Vegas": "algorithms.vegas", "VegasPlus": "algorithms.vegasplus",
      "scan": "physics.scans", "tf_integral": "physics.gradients",
      "numpy_integrand": "physics.numpy_integrands", "register_backend": "distribution.registry",
-     "unweighted": "physics.unweighted"},
+     "unweighted": "physics.unweighted", "unbounded": "physics.unbounded"},
     submodules={"algorithms", "api", "backends", "blocks", "checkpoint", "domain", "flow",
                 "gradients", "histogram", "integrands", "integrator", "kernel", "log", "math",
                 "numpy_integrands", "physics", "plain", "reduce", "result", "rng", "scans",

@@ -228,9 +228,18 @@ def _one(value, layout):
     return np.asarray(value)[None]
 
 
+def _centre(limits):
+    """The box's centre; on an infinite axis 1 inside a finite end, or 0."""
+    low, high = limits[:, 0], limits[:, 1]
+    with np.errstate(invalid="ignore"):
+        mid = (low + high) / 2
+    return np.where(np.isfinite(mid), mid, np.where(np.isfinite(low), low + 1.0,
+                                                    np.where(np.isfinite(high), high - 1.0, 0.0)))
+
+
 def _sample(fcn, limits):
     """The integrand's output at the centre of the box (its layout)."""
-    mid = limits.mean(axis=1)
+    mid = _centre(limits)
     kind = getattr(fcn, "fcntype", "scalar")
     if kind == "lbatch":
         out = fcn(np.tile(mid, (2, 1)))
@@ -373,7 +382,10 @@ class Integrator:
     Parameters
     ----------
     map : sequence of (low, high)
-        The integration limits, one pair per dimension.
+        The integration limits, one pair per dimension.  An entry may be
+        ``-np.inf`` / ``np.inf`` (``vegas`` refuses them with an
+        ``OverflowError``): flowsim then integrates after the change of
+        variables of :mod:`flowsim.physics.unbounded`.
     nitn : int
         Iterations per call (default 10).
     neval : int
@@ -450,15 +462,18 @@ class Integrator:
     def _new_simulation(self, integrand):
         from flowsim.algorithms.vegas import Vegas
         from flowsim.algorithms.vegasplus import VegasPlus
+        from flowsim.physics.unbounded import is_unbounded, unbounded
         s = self.settings
         old = self.simulation
         n_bins = old.n_bins if old is not None else int(min(200, max(2, s["neval"] // 50)))
+        limits = self.limits
+        if is_unbounded(limits):
+            integrand, limits = unbounded(integrand, limits)
         if s["beta"] > 0:
-            sim = VegasPlus(integrand, self.dim, limits=self.limits, n_bins=n_bins,
+            sim = VegasPlus(integrand, self.dim, limits=limits, n_bins=n_bins,
                             alpha=s["alpha"], beta=s["beta"])
         else:
-            sim = Vegas(integrand, self.dim, limits=self.limits, n_bins=n_bins,
-                        alpha=s["alpha"])
+            sim = Vegas(integrand, self.dim, limits=limits, n_bins=n_bins, alpha=s["alpha"])
         if old is not None:
             if type(old) is type(sim):
                 sim.set_state(old.get_state())

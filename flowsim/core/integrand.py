@@ -36,7 +36,9 @@ class Domain:
                 raise ValueError(f"limits must have shape [dim, 2] = [{self.dim}, 2] "
                                  f"(or be one (low, high) pair), got shape {list(lim.shape)}")
         if not np.all(np.isfinite(lim)):
-            raise ValueError(f"limits must be finite, got {lim.tolist()}")
+            raise ValueError(f"limits must be finite, got {lim.tolist()}; for infinite limits "
+                             f"call flowsim.integrate (it changes variables) or wrap the "
+                             f"integrand: f, limits = flowsim.unbounded(f, limits)")
         bad = np.flatnonzero(lim[:, 0] >= lim[:, 1])
         if bad.size:
             d = int(bad[0])

@@ -233,10 +233,14 @@ class Plan:
         return sim
 
     def _build(self, cls, dim, limits, options):
+        from .unbounded import is_unbounded, unbounded
         want = self.covariance if self.covariance is not None else self.complex
         if want and cls is Plain:
             cls = CovariantPlain
-        return cls(self.integrand, dim, limits=limits, **options)
+        integrand = self.integrand
+        if is_unbounded(limits):
+            integrand, limits = unbounded(integrand, limits, dim)
+        return cls(integrand, dim, limits=limits, **options)
 
     def _split_pairs(self, result):
         """Covariance from the pair sums' errors; the pair sums taken off the result."""

@@ -23,7 +23,9 @@ def integrate(f, dim, n_events, n_iter, seed=None, algorithm="plain", limits=Non
     algorithm : {"plain", "vegas", "vegasplus"}
         Monte Carlo algorithm.
     limits : array of shape (dim, 2) or None
-        Integration box (default unit cube).
+        Integration box (default unit cube); entries may be ``-np.inf`` /
+        ``np.inf``: infinite axes are sampled after the change of variables of
+        :mod:`flowsim.physics.unbounded`.
     backend : None, str or callable
         Where chunks run: None (default, one device), ``"threads"``,
         ``"scheduled"``, ``"mpi"``, ``"spark"``, ``"joblib"``, a name given to
