@@ -315,3 +315,33 @@ def test_infinite_limits_which_vegas_refuses_are_integrated_by_a_change_of_varia
     assert np.all(np.abs(pulls) < 4), pulls
     with pytest.raises(OverflowError):
         vegas.Integrator([[-np.inf, np.inf], [0, np.inf]])(f, nitn=1, neval=100)
+
+
+@pytest.mark.parametrize("dim, neval, frac, beta, uniform", [
+    (4, 1000, 0.75, 0.75, False), (8, 8e6, 0.75, 0.75, False), (8, 2e7, 0.75, 0.75, False),
+    (3, 1e4, 0.75, 0.0, False), (2, 5000, 0.5, 0.75, False), (1, 100, 0.75, 0.75, False),
+    (5, 20, 0.75, 0.75, False), (6, 1e6, 0.75, 0.75, True)])
+def test_strata_follow_vegass_rule(dim, neval, frac, beta, uniform):
+    theirs = vegas.Integrator(dim * [[0, 1]], neval=neval, neval_frac=frac, beta=beta,
+                              uniform_nstrat=uniform)
+    mine = fvegas.Integrator(dim * [[0, 1]], neval=neval, neval_frac=frac, beta=beta,
+                             uniform_nstrat=uniform, max_nhcube=10)
+    assert mine.strata().tolist() == list(theirs.nstrat)
+
+
+def test_explicit_nstrat_sets_neval_as_vegas_does_and_runs_with_it():
+    theirs = vegas.Integrator(3 * [[0, 1]], nstrat=[4, 5, 6])
+    mine = fvegas.Integrator(3 * [[0, 1]], nstrat=[4, 5, 6], seed=1)
+    assert mine.settings["neval"] == theirs.neval == 960
+    mine(lambda x: x[0] * x[1], nitn=1)
+    assert mine.simulation.nstrat.tolist() == [4, 5, 6]
+    theirs.set(neval=5000)
+    mine.set(neval=5000)
+    assert mine.strata().tolist() == list(theirs.nstrat) == [9, 8, 8]
+    with pytest.raises(ValueError, match=r"neval too small: 100 < 960\.0 \(2 prod\(nstrat\) / "
+                                         r"\(1 - neval_frac\)\); raise neval or lower nstrat"):
+        fvegas.Integrator(3 * [[0, 1]], nstrat=[4, 5, 6], neval=100)
+    with pytest.raises(ValueError, match=r"nstrat must be 3 integers >= 1, got \[4, 5\]"):
+        fvegas.Integrator(3 * [[0, 1]], nstrat=[4, 5])
+    with pytest.raises(ValueError, match=r"neval_frac must be a number in \[0, 1\), got 1\.0"):
+        fvegas.Integrator(3 * [[0, 1]], neval_frac=1.0)

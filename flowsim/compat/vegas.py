@@ -71,7 +71,7 @@ except ImportError:                        # no gvar: a dict of GValue
 
 __all__ = ["BatchIntegrand", "GValue", "Integrator", "LBatchIntegrand", "RAvg", "RAvgArray",
            "RAvgDict", "RBatchIntegrand", "batchintegrand", "lbatchintegrand",
-           "rbatchintegrand"]
+           "rbatchintegrand", "vegas_nstrat"]
 
 
 def lbatchintegrand(f):
@@ -388,9 +388,10 @@ class Integrator:
         variables of :mod:`flowsim.physics.unbounded`.
     nitn : int
         Iterations per call (default 10).
-    neval : int
-        Integrand evaluations per iteration (default 1000); flowsim runs
-        exactly this many.
+    neval : int or None
+        Integrand evaluations per iteration (default None: 1000, or with
+        ``nstrat`` ``2 prod(nstrat) / (1 - neval_frac)``); flowsim runs exactly
+        this many.
     alpha : float
         Damping of the map's adaptation (default 0.5, as ``vegas``); 0 stops it.
     beta : float
@@ -408,6 +409,21 @@ class Integrator:
         integrand (default True, as ``vegas``): ``size (size - 1) / 2`` more
         columns (a size of 30 ran about 6 times slower than 10); False sets
         them to zero.
+    nstrat : sequence of int or None
+        Strata per axis (default None: chosen from ``neval`` by ``vegas``'s
+        rule, :func:`vegas_nstrat`).  As in ``vegas``, giving ``nstrat``
+        without ``neval`` sets ``neval`` to ``2 prod(nstrat) / (1 -
+        neval_frac)``, and a smaller ``neval`` given with it is refused; a later
+        change of ``neval`` or ``neval_frac`` alone chooses the strata anew.
+    neval_frac : float
+        Fraction of the events VEGAS+ allocates by the hypercubes' variances
+        (default 0.75, in [0, 1)); the rest go evenly, at least 2 per
+        hypercube.  Not used with ``beta=0``.
+    uniform_nstrat : bool
+        The same strata on every axis (default False: ``vegas`` gives some axes
+        one more).
+    max_nhcube : ignored
+        Accepted and ignored, as ``vegas`` 6 does (a legacy setting).
     rtol, atol : float
         Stop a call's iterations early, as ``vegas`` does: after each iteration
         (and its adaptation), once the average so far has every ``sdev < atol +
@@ -423,19 +439,21 @@ class Integrator:
     for that call and the following ones.
     """
 
-    def __init__(self, map, nitn=10, neval=1000, alpha=0.5, beta=0.75, adapt=True, seed=None,
-                 backend=None, correlate_integrals=True, rtol=0.0, atol=0.0,
-                 **flowsim_kwargs):
+    def __init__(self, map, nitn=10, neval=None, alpha=0.5, beta=0.75, adapt=True, seed=None,
+                 backend=None, correlate_integrals=True, rtol=0.0, atol=0.0, nstrat=None,
+                 neval_frac=0.75, uniform_nstrat=False, max_nhcube=None, **flowsim_kwargs):
         limits = np.array(map, dtype=np.float64)
         if limits.ndim != 2 or limits.shape[1] != 2:
             raise ValueError(f"map must be a list of (low, high) pairs, one per dimension, "
                              f"got shape {list(limits.shape)}")
         self.limits = limits
         self.dim = limits.shape[0]
-        self.settings = {"nitn": nitn, "neval": neval, "alpha": alpha, "beta": beta,
+        self.settings = {"nitn": nitn, "neval": 1000, "alpha": alpha, "beta": beta,
                          "adapt": adapt, "correlate_integrals": bool(correlate_integrals),
-                         "rtol": 0.0, "atol": 0.0}
-        self.set(rtol=rtol, atol=atol)
+                         "rtol": 0.0, "atol": 0.0, "nstrat": None, "neval_frac": 0.75,
+                         "uniform_nstrat": bool(uniform_nstrat), "max_nhcube": max_nhcube}
+        given = {k: v for k, v in (("nstrat", nstrat), ("neval", neval)) if v is not None}
+        self.set(rtol=rtol, atol=atol, neval_frac=neval_frac, **given)
         self.seed = seed
         self.backend = backend
         self.flowsim_kwargs = flowsim_kwargs
@@ -444,20 +462,47 @@ class Integrator:
         self.simulation = None
 
     def set(self, **settings):
-        """Change ``nitn``, ``neval``, ``alpha``, ``beta``, ``adapt`` or
-        ``correlate_integrals``."""
+        """Change settings of the constructor (``nitn``, ``neval``, ``alpha``,
+        ``beta``, ``adapt``, ``nstrat``...) for this call and the next ones; returns
+        the old values, so ``integ.set(**old)`` restores them (as ``vegas``)."""
         unknown = set(settings) - set(self.settings)
         if unknown:
             raise TypeError(f"unknown vegas setting(s) {sorted(unknown)}; flowsim's "
                             f"compat.vegas supports {sorted(self.settings)}")
         for key in ("rtol", "atol"):
             if key in settings:
-                value = settings[key]
-                if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                        or not value >= 0:
-                    raise ValueError(f"{key} must be a number >= 0, got {value!r}")
-                settings[key] = float(value)
+                settings[key] = _tolerance(key, settings[key])
+        if "neval_frac" in settings:
+            settings["neval_frac"] = _fraction(settings["neval_frac"])
+        if "nstrat" in settings and settings["nstrat"] is not None:
+            settings.update(self._explicit_strata(settings))
+        elif "neval" in settings or "neval_frac" in settings:
+            settings["nstrat"] = None
+        old = {k: self.settings[k] for k in settings}
         self.settings.update(settings)
+        return old
+
+    def _explicit_strata(self, settings):
+        """``nstrat`` and ``neval`` of a call that gives ``nstrat`` (vegas's rule)."""
+        from flowsim.algorithms.strata import check_nstrat
+        nstrat = check_nstrat(settings["nstrat"], self.dim)
+        beta = settings.get("beta", self.settings["beta"])
+        frac = 0.0 if beta == 0 else settings.get("neval_frac", self.settings["neval_frac"])
+        needed = 2.0 * float(np.prod(nstrat)) / (1.0 - frac)
+        if "neval" not in settings:
+            return {"nstrat": nstrat, "neval": int(needed)}
+        if settings["neval"] < needed:
+            raise ValueError(f"neval too small: {settings['neval']} < {needed} (2 "
+                             f"prod(nstrat) / (1 - neval_frac)); raise neval or lower nstrat")
+        return {"nstrat": nstrat}
+
+    def strata(self):
+        """The strata per axis the next call uses (``vegas``'s ``nstrat``)."""
+        s = self.settings
+        if s["nstrat"] is not None:
+            return np.asarray(s["nstrat"], dtype=np.int64)
+        frac = 0.0 if s["beta"] == 0 else s["neval_frac"]
+        return vegas_nstrat(self.dim, s["neval"], frac, s["uniform_nstrat"])
 
     def _new_simulation(self, integrand):
         from flowsim.algorithms.vegas import Vegas
@@ -469,13 +514,16 @@ class Integrator:
         limits = self.limits
         if is_unbounded(limits):
             integrand, limits = unbounded(integrand, limits)
+        nstrat = self.strata()
         if s["beta"] > 0:
             sim = VegasPlus(integrand, self.dim, limits=limits, n_bins=n_bins,
-                            alpha=s["alpha"], beta=s["beta"])
+                            alpha=s["alpha"], beta=s["beta"], nstrat=nstrat,
+                            neval_frac=s["neval_frac"])
         else:
-            sim = Vegas(integrand, self.dim, limits=limits, n_bins=n_bins, alpha=s["alpha"])
+            sim = Vegas(integrand, self.dim, limits=limits, n_bins=n_bins, alpha=s["alpha"],
+                        nstrat=nstrat)
         if old is not None:
-            if type(old) is type(sim):
+            if type(old) is type(sim) and np.array_equal(old.nstrat, nstrat):
                 sim.set_state(old.get_state())
             else:
                 sim.set_edges(old.edges)
@@ -507,6 +555,31 @@ class Integrator:
         if not (rtol or atol):
             return _averaged(flow.run(int(self.settings["nitn"])), layout)
         return _until_converged(flow, int(self.settings["nitn"]), layout, rtol, atol)
+
+
+def vegas_nstrat(dim, neval, neval_frac=0.75, uniform=False):
+    """``vegas``'s strata per axis for ``neval`` events: ``ns`` per axis with ``ns**dim``
+    near ``(1 - neval_frac) neval / 2`` (two events per hypercube from the evenly spread
+    share), and ``d`` axes with one more (none if ``uniform``)."""
+    budget = (1.0 - neval_frac) * neval / 2.0
+    ns = max(1, int(abs(budget) ** (1.0 / dim)))
+    d = 0 if uniform or budget <= 1 else int(
+        (math.log(budget) - dim * math.log(ns)) / math.log(1 + 1.0 / ns))
+    nstrat = np.full(dim, ns, dtype=np.int64)
+    nstrat[:d] += 1
+    return nstrat
+
+
+def _tolerance(key, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"{key} must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _fraction(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ValueError(f"neval_frac must be a number in [0, 1), got {value!r}")
+    return float(value)
 
 
 def _averaged(result, layout):
