@@ -61,6 +61,7 @@ import math
 import numpy as np
 
 from flowsim.core import covariance
+from flowsim.core.lazy_tf import tf
 
 from .vegasflow.monte_carlo import derived_seed
 
@@ -530,10 +531,79 @@ class Integrator:
         sim.freeze(not s["adapt"])
         return sim
 
+    # -- the points of an iteration ---------------------------------------------------
+    def random_batch(self, yield_hcube=False, yield_y=False):
+        """Batches of one iteration's points and weights from the current map and
+        stratification, as ``vegas``'s ``random_batch``: ``x [n, dim], wgt [n]``
+        (``x, y, wgt, hcube`` with both flags, ``x, wgt, hcube`` or ``x, y, wgt``
+        with one), ``sum(wgt * f(x))`` over the batches an estimate of the integral.
+        A VEGAS+ allocation is the one of the last call (even before the first);
+        each iteration's random numbers come from the next stream of ``seed``."""
+        sim = self._sampler()
+        rng = np.random.default_rng(self._next_seed())
+        counts = _counts(sim, int(self.settings["neval"]))
+        ends = np.cumsum(counts)
+        stride = np.concatenate([[1], np.cumprod(sim.nstrat)[:-1]])
+        first = 0
+        while first < len(counts):
+            last = max(first + 1, int(np.searchsorted(ends, ends[first] - counts[first]
+                                                      + BATCH_EVENTS, side="right")))
+            hcube = np.repeat(np.arange(first, last), counts[first:last])
+            y = ((hcube[:, None] // stride) % sim.nstrat + rng.random((hcube.size, self.dim))
+                 ) / sim.nstrat
+            x, wgt = self._points(sim, y)
+            wgt = wgt / (len(counts) * counts[hcube])
+            yield (x,) + ((y,) if yield_y else ()) + (wgt,) + ((hcube,) if yield_hcube else ())
+            first = last
+
+    def random(self, yield_hcube=False, yield_y=False):
+        """One iteration's points one at a time: :meth:`random_batch`'s tuples per point."""
+        for batch in self.random_batch(yield_hcube, yield_y):
+            yield from zip(*batch)
+
+    def sample(self, nbatch=None, mode="rbatch"):
+        """``(wgt, x)``: whole iterations of points (at least ``nbatch``, default one
+        iteration), ``wgt`` divided by their number; ``x`` ``[dim, n]`` with
+        ``mode="rbatch"`` (default), ``[n, dim]`` with ``"lbatch"``."""
+        if mode not in ("rbatch", "lbatch"):
+            raise ValueError(f"mode must be 'rbatch' or 'lbatch', got {mode!r}")
+        neval = int(self.settings["neval"])
+        repeats = max(1, -(-int(nbatch or neval) // neval))
+        xs, ws = [], []
+        for _ in range(repeats):
+            for x, w in self.random_batch():
+                xs.append(x)
+                ws.append(w)
+        x = np.concatenate(xs)
+        return np.concatenate(ws) / repeats, (x.T if mode == "rbatch" else x)
+
+    def _sampler(self):
+        """The simulation whose map the points come from (a uniform one before any call)."""
+        if self.simulation is None:
+            self.simulation = self._new_simulation(_unit)
+        return self.simulation
+
+    def _next_seed(self):
+        import secrets
+        if self._base is None:
+            self._base = secrets.randbits(62) if self.seed is None else int(self.seed)
+        seed = derived_seed(self._base, self._calls)
+        self._calls += 1
+        return seed
+
+    def _points(self, sim, y):
+        """``(x, weight)`` of ``y`` points: the map and, on infinite axes, the change of
+        variables (a point where it is not finite weighs 0)."""
+        t_points, jacobian = sim.map(y)
+        unbounded = getattr(sim.integrand, "x_and_jacobian", None)
+        if unbounded is None:
+            return t_points, jacobian
+        x, dxdt = (a.numpy() for a in unbounded(tf().constant(t_points)))
+        weight = jacobian * dxdt
+        return x, np.where(np.isfinite(weight) & np.isfinite(x).all(axis=1), weight, 0.0)
+
     def __call__(self, fcn, **settings):
         """Integrate ``fcn``: a :class:`RAvg`, :class:`RAvgArray` or :class:`RAvgDict`."""
-        import secrets
-
         from flowsim.distribution.registry import flow_class
         from flowsim.physics.numpy_integrands import NumpyIntegrand
         self.set(**settings)
@@ -544,10 +614,7 @@ class Integrator:
         integrand = NumpyIntegrand(batch, components=0 if layout.kind == "scalar"
                                    else layout.columns)
         self.simulation = self._new_simulation(integrand)
-        if self._base is None:
-            self._base = secrets.randbits(62) if self.seed is None else int(self.seed)
-        seed = derived_seed(self._base, self._calls)
-        self._calls += 1
+        seed = self._next_seed()
         opts = {"quiet": True, "jit_compile": False, **self.flowsim_kwargs}
         flow = flow_class(self.backend)(self.simulation, n_events=int(self.settings["neval"]),
                                         seed=seed, **opts)
@@ -555,6 +622,23 @@ class Integrator:
         if not (rtol or atol):
             return _averaged(flow.run(int(self.settings["nitn"])), layout)
         return _until_converged(flow, int(self.settings["nitn"]), layout, rtol, atol)
+
+
+#: Points per batch of :meth:`Integrator.random_batch` (whole hypercubes, at least one).
+BATCH_EVENTS = 50_000
+
+
+def _unit(x):
+    """The integrand of a map sampled before any call (never evaluated)."""
+    return x[:, 0]
+
+
+def _counts(sim, neval):
+    """Events of each hypercube in an iteration of ``neval`` events."""
+    from flowsim.algorithms.strata import uniform_counts
+    sim.prepare(neval)
+    counts = getattr(sim, "counts", None)
+    return np.asarray(counts if counts is not None else uniform_counts(neval, sim.n_hcubes))
 
 
 def vegas_nstrat(dim, neval, neval_frac=0.75, uniform=False):
