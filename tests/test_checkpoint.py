@@ -92,7 +92,7 @@ def test_two_lambdas_refused_and_a_lambda_resumes_its_own(path):
     flow(make()).run(2, checkpoint=path)
     resumed = flow(add).run(3, checkpoint=path)
     assert bits(resumed) == bits(whole)
-    assert {c["iteration"] for c in resumed.timeline} == {2}
+    assert {c["iteration"] for c in resumed.timeline} == {3}
 
 
 def test_same_values_other_code_is_refused_as_code(path):
@@ -347,7 +347,7 @@ def test_interrupted_run_resumes_to_the_same_bits(path, monkeypatch):
     assert os.listdir(path.parent) == ["run.ckpt"]         # the lock file is gone too
     resumed = flow(cls=flowsim.Vegas).run(4, checkpoint=path)
     assert bits(resumed) == bits(whole)
-    assert {c["iteration"] for c in resumed.timeline} == {2, 3}
+    assert {c["iteration"] for c in resumed.timeline} == {3, 4}
 
 
 def test_failed_run_names_its_checkpoint_and_the_resume_says_where_it_starts(path, monkeypatch,

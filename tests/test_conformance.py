@@ -126,7 +126,7 @@ def test_reference_is_complete(reference, background):
     assert {"markets_small", "rollout_coin"} <= set(reference)
     assert reference["resume"]["iterations"] == reference["plain"]["iterations"]
     for name in ("plain", "vegas", "vegasplus"):
-        assert reference[name]["timeline_iterations"] == [0, 1, 2]
+        assert reference[name]["timeline_iterations"] == [1, 2, 3]
 
 
 def check_backend(factory, reference, label, names=None):

@@ -274,8 +274,8 @@ def test_early_rank_runs_ahead_only_when_the_state_is_steady(jobs, reference):
     timeline = json.loads(ranks[0]["mpi/plain"]["json"])["timeline"]
     ahead = [c for c in timeline if c.get("ahead")]
     assert ahead, "rank 0 waited for rank 1 without working ahead"
-    assert {(c["device"], c["iteration"]) for c in ahead} == {("rank0/CPU:0", 2)}
-    share = [c for c in timeline if c["device"] == "rank0/CPU:0" and c["iteration"] == 2]
+    assert {(c["device"], c["iteration"]) for c in ahead} == {("rank0/CPU:0", 3)}
+    share = [c for c in timeline if c["device"] == "rank0/CPU:0" and c["iteration"] == 3]
     assert sorted(b for c in share for b in range(c["first_block"],
                                                   c["first_block"] + c["blocks"])) == \
         list(range(10)), "rank 0's share of iteration 3, each block once"

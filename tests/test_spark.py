@@ -388,7 +388,7 @@ def test_plain_same_bits_as_flow(local, plain_ref):
         assert res.meta["partitions"] == (partitions or 2)    # default: the 2 cores
     assert res.meta["backend"] == "spark" and res.meta["spark_master"] == "local[2]"
     # 5 tasks of 5 blocks, each run in TF calls of <= events_limit events (4 blocks).
-    last = [r for r in flow.timeline if r["iteration"] == 1]
+    last = [r for r in flow.timeline if r["iteration"] == 2]
     assert sorted(r["first_block"] for r in last) == [0, 4, 5, 9, 10, 14, 15, 19, 20, 24]
 
 
@@ -420,7 +420,7 @@ def test_steady_iterations_share_a_spark_job(local):
         res = flow.run(4)
         assert _jobs(sc) - before == jobs, run_ahead
         assert_same_bits(res, ref)
-        assert sorted({r["iteration"] for r in res.timeline}) == [0, 1, 2, 3]
+        assert sorted({r["iteration"] for r in res.timeline}) == [1, 2, 3, 4]
     # a second run() continues the stream; it knows the state is steady already
     before = _jobs(sc)
     res = flow.run(2)

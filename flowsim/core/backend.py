@@ -184,8 +184,10 @@ ENTRY = ("iteration", "device", "first_block", "blocks", "start", "end")
 
 
 def entry(iteration, device, first, n, start, end, **extra):
-    """A ``Result.timeline`` entry; ``start``/``end`` in :meth:`Iteration.now` seconds."""
-    return {"iteration": iteration, "device": device, "first_block": int(first),
+    """A ``Result.timeline`` entry of the task's ``iteration`` (counted from 0, as
+    ``Task.iteration``); the entry numbers it from 1, as ``Result.iterations`` and the
+    progress lines do.  ``start``/``end`` in :meth:`Iteration.now` seconds."""
+    return {"iteration": iteration + 1, "device": device, "first_block": int(first),
             "blocks": int(n), "start": start, "end": end, **extra}
 
 

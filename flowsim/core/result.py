@@ -87,8 +87,9 @@ class Result:
         Events run over all iterations of this call (resumed ones included).
     wall_time, events_per_second : float
     timeline : list of dict
-        Per chunk: ``iteration``, ``device``, ``first_block``, ``blocks``,
-        ``start``, ``end`` (seconds since the run started).
+        Per chunk: ``iteration`` (numbered from 1, as ``iterations``), ``device``,
+        ``first_block``, ``blocks``, ``start``, ``end`` (seconds since the run
+        started).
     histograms : dict
         ``{name: {"edges", "values", "errors"}}`` combined over kept iterations.
     meta : dict

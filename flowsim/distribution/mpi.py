@@ -121,7 +121,7 @@ class MPIExecutor(Executor):
             for e in reply["timeline"]:
                 extra = {k: v for k, v in e.items() if k not in ENTRY}
                 it.chunk(f"rank{r}/{e['device']}", e["first_block"], e["blocks"], e["start"],
-                         e["end"], iteration=e["iteration"], progress=False, **extra)
+                         e["end"], iteration=e["iteration"] - 1, progress=False, **extra)
         self._measure(replies)
         return rows.result()
 
