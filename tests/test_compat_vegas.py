@@ -20,6 +20,7 @@ import pytest
 import vegas  # the anchor (test extra): a missing anchor fails, it does not skip
 from helpers import ROOT
 
+import flowsim
 from flowsim.compat import vegas as fvegas
 from flowsim.core import covariance
 from flowsim.core.stats import combine
@@ -380,3 +381,19 @@ def test_random_batch_is_reproducible_from_the_seed():
     assert not np.array_equal(first[0], first[1]) and not np.array_equal(first[0], other[0])
     with pytest.raises(ValueError, match="mode must be 'rbatch' or 'lbatch', got 'cbatch'"):
         fvegas.Integrator(2 * [[0, 1]]).sample(mode="cbatch")
+
+
+def test_no_flowsim_warning_as_vegas_issues_none_q_says_it():
+    """The docs' example: the training call's iterations disagree (chi2/dof 8.6 at seed
+    1); vegas warns about neither call, nor does the compat layer; Q carries it."""
+    import warnings
+
+    def f(x):
+        return math.exp(-100 * sum((xd - 0.5) ** 2 for xd in x)) * 1013.2118364296088
+    integ = fvegas.Integrator([[-1, 1], [0, 1], [0, 1], [0, 1]], seed=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trained = integ(f, nitn=5, neval=1000)
+        integ(f, nitn=5, neval=1000)
+    assert [w for w in caught if issubclass(w.category, flowsim.FlowsimWarning)] == []
+    assert trained.Q < 1e-3

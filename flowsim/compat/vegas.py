@@ -37,7 +37,9 @@ iteration; the numpy integrand runs through ``tf.numpy_function``
   matrix first rescaled so that its diagonal is that floored variance
   (:func:`flowsim.core.covariance.combine_correlated`); ``chi2`` is ``vegas``'s,
   ``dof = (nitn - 1) * size``.
-* the map trains on the first component of a vector integrand.
+* the map trains on the first component of a vector integrand;
+* no warning is issued when the iterations disagree (``vegas`` issues none):
+  read the result's ``Q`` (and :meth:`RAvg.summary`), as with ``vegas``.
 
 The outputs of an array or dict integrand are correlated, as in ``vegas``: each
 iteration estimates them from the same points, and the integrand's columns
@@ -620,7 +622,7 @@ class Integrator:
                                         seed=seed, **opts)
         rtol, atol = self.settings["rtol"], self.settings["atol"]
         if not (rtol or atol):
-            return _averaged(flow.run(int(self.settings["nitn"])), layout)
+            return _averaged(_quietly(flow, int(self.settings["nitn"])), layout)
         return _until_converged(flow, int(self.settings["nitn"]), layout, rtol, atol)
 
 
@@ -666,6 +668,18 @@ def _fraction(value):
     return float(value)
 
 
+def _quietly(flow, n_iter):
+    """``flow.run(n_iter)`` without flowsim's warning on iterations that disagree:
+    ``vegas`` issues none (its ``Q`` says it), and a call that trains a map is often
+    thrown away.  The result's ``Q`` and :meth:`summary` carry the same test."""
+    import warnings
+
+    from flowsim.core.log import FlowsimWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FlowsimWarning)
+        return flow.run(n_iter)
+
+
 def _averaged(result, layout):
     """The :class:`RAvg`, :class:`RAvgArray` or :class:`RAvgDict` of a run."""
     if layout.kind == "scalar":
@@ -681,7 +695,7 @@ def _until_converged(flow, nitn, layout, rtol, atol):
     from flowsim.core.result import Result
     records, timeline, wall = [], [], 0.0
     for _ in range(nitn):
-        part = flow.run(1)
+        part = _quietly(flow, 1)
         records += part.iterations
         timeline += part.timeline
         wall += part.wall_time
