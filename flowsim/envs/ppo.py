@@ -50,14 +50,15 @@ STAT_COLUMNS = ("policy_loss", "value_loss", "entropy", "clip_fraction", "approx
 #: Seed streams: ``[seed, STREAM + counter]`` of ``tf.random.stateless_uniform``.
 INIT_STREAM, ACTION_STREAM, ORDER_STREAM = 0, 1 << 40, 2 << 40
 
-PPOResult = namedtuple("PPOResult", "weights curve policy stats updates env_steps")
+PPOResult = namedtuple("PPOResult", "weights curve policy stats updates env_steps devices")
 PPOResult.__doc__ = """What :func:`train_ppo` returns.
 
 ``weights``: the policy's variables (list of numpy arrays, :attr:`ActorCritic.weights`);
 ``curve``: numpy ``[updates]``, the mean return of each update's rollout (rewards of
 ``n_steps`` steps summed per environment, averaged over environments); ``policy``: the
 trained :class:`ActorCritic`; ``stats``: numpy ``[updates, 5]``, :data:`STAT_COLUMNS`;
-``updates`` and ``env_steps``: how many were done."""
+``updates`` and ``env_steps``: how many were done; ``devices``: the devices the gradient
+blocks ran on (sorted names)."""
 
 
 # -- the policy ------------------------------------------------------------------------
@@ -409,10 +410,9 @@ class PPOGradient(Simulation):
         self._minibatch = None
         self._step = 0
 
-    # driver-only state stays home: a task carries state() (the weights and samples)
+    # driver-only state stays home: a copy keeps the weights and the current minibatch
     def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items()
-                if k not in ("_data", "_orders", "_minibatch", "adam")}
+        return dict(self.__dict__, _data=None, _orders=None, adam=None)
 
     @property
     def minibatch(self):
@@ -442,8 +442,8 @@ class PPOGradient(Simulation):
     def state(self):
         # only this step's minibatch travels to the devices, in its shuffled order
         # (gathered once per step: the Flow asks for the state several times)
-        step = min(self._step, len(self._orders) - 1)
-        if self._minibatch is None or self._minibatch[0] != step:
+        step = self._step if self._data is None else min(self._step, len(self._orders) - 1)
+        if self._data is not None and (self._minibatch is None or self._minibatch[0] != step):
             order = self._orders[step]
             self._minibatch = (step, {k: self._data[k][order] for k in SAMPLE_KEYS})
         out = {f"weight_{i:02d}": w for i, w in enumerate(self.weights)}
@@ -529,8 +529,10 @@ def flat_samples(batch, adv, returns):
 
 def gradient_flow(sim, minibatch, seed, backend, options):
     """The Flow of ``backend`` that runs ``sim``'s gradient steps."""
+    from ..core.blocks import BLOCK_QUANTUM
     from ..distribution.registry import flow_class
-    block_size = options["block_size"] or max(1, minibatch // 4)
+    block_size = options["block_size"] or max(BLOCK_QUANTUM, minibatch // 4 // BLOCK_QUANTUM
+                                              * BLOCK_QUANTUM)
     flow_kwargs = dict(options["flow_kwargs"] or {})
     flow_kwargs.setdefault("events_limit", block_size)
     return flow_class(backend)(sim, n_events=minibatch, seed=seed, quiet=True,
@@ -552,6 +554,7 @@ class Trainer:
                              f"{self.samples} samples of an update (num_envs * n_steps)")
         self.env = self.collector.first_state()
         self.curve, self.stats, self.update = [], [], 0
+        self.devices = set()
 
     def run_update(self, flow):
         o = self.options
@@ -568,13 +571,14 @@ class Trainer:
                                                                             .iterations:]],
                                   axis=0))
         self.curve.append(float(batch["reward"].sum(axis=0).mean()))
+        self.devices.update(str(entry["device"]) for entry in result.timeline)
         self.update += 1
 
     def result(self):
         policy = self.gradient.template.with_weights(self.gradient.weights)
         return PPOResult(policy.weights, np.array(self.curve), policy,
                          np.array(self.stats).reshape(-1, len(STAT_COLUMNS)), self.update,
-                         self.update * self.samples)
+                         self.update * self.samples, tuple(sorted(self.devices)))
 
     # -- checkpoints: the driver's whole state after an update -------------------------
     def save(self, path):
@@ -644,9 +648,10 @@ def train_ppo(env, total_steps, seed, policy=None, backend=None, **ppo_options):
         ``hidden`` ((32,), the tanh layers of actor and critic),
         ``reward_scale`` (1.0, multiplies rewards in the advantages),
         ``block_size`` (samples per gradient block, default a quarter of a
-        minibatch; it fixes the bits), ``checkpoint`` (a path: the state is
-        saved there after every update, and a run given an existing
-        checkpoint of the same seed and sizes resumes from it) and
+        minibatch rounded down to a multiple of 64; it fixes the bits),
+        ``checkpoint`` (a path: the state is saved there after every update,
+        and a run given an existing checkpoint of the same seed and sizes
+        resumes from it) and
         ``flow_kwargs`` (a dict for the backend's Flow: ``n_jobs``,
         ``devices``, ``events_limit``...).
 
