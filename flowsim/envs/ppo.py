@@ -420,7 +420,7 @@ class PPOGradient(Simulation):
 
     def set_batch(self, data, update):
         """The samples of update ``update`` (flattened ``[T * n, ...]`` arrays) and the
-        minibatch order of each epoch (argsort of stateless uniforms)."""
+        minibatch order of each epoch (``tf.random.experimental.stateless_shuffle``)."""
         t = tf()
         self._data = data
         size = data["action"].shape[0]
@@ -428,9 +428,8 @@ class PPOGradient(Simulation):
         orders = []
         for epoch in range(self.epochs):
             seed = [self.seed, ORDER_STREAM + update * self.epochs + epoch]
-            u = t.random.stateless_uniform([size], seed=seed, dtype=t.float64,
-                                           alg="philox").numpy()
-            order = np.argsort(u, kind="stable").astype(np.int32)
+            order = t.random.experimental.stateless_shuffle(
+                t.range(size, dtype=t.int32), seed=seed).numpy()
             orders.extend(order[:per * self.minibatches].reshape(self.minibatches, per))
         self._orders = np.stack(orders)
         self._step = 0
@@ -485,6 +484,12 @@ class PPOGradient(Simulation):
     def get_state(self):
         return {}
 
+    def count_adaptation(self, state):
+        """The gradient steps taken before this iteration (the state changes at every
+        one; counted, not hashed again: the Flow already hashes each state once)."""
+        del state
+        return {"adapted_before": self.adam.count - 1}
+
     def trace_key(self):
         """The kernel depends on the weights' shapes and the loss's constants only:
         runs with equal ones share one compilation."""
@@ -534,7 +539,6 @@ def gradient_flow(sim, minibatch, seed, backend, options):
     block_size = options["block_size"] or max(BLOCK_QUANTUM, minibatch // 4 // BLOCK_QUANTUM
                                               * BLOCK_QUANTUM)
     flow_kwargs = dict(options["flow_kwargs"] or {})
-    flow_kwargs.setdefault("events_limit", block_size)
     return flow_class(backend)(sim, n_events=minibatch, seed=seed, quiet=True,
                                block_size=block_size, **flow_kwargs)
 
