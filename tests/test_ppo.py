@@ -112,8 +112,10 @@ def test_ppo_resumes_from_a_checkpoint_with_the_same_bits(tmp_path):
     assert np.array_equal(resumed.curve, straight.curve)
     again = train_ppo(env, 64 * 16 * 4, seed=5, **options)
     assert digest(again.weights) == digest(straight.weights)
-    with pytest.raises(ValueError, match="written by another run"):
+    with pytest.raises(ValueError, match="written by another run: seed 5 there, 6 here"):
         train_ppo(env, 64 * 16 * 4, seed=6, checkpoint=path, **options)
+    with pytest.raises(ValueError, match="clip 0.2 there, 0.3 here"):
+        train_ppo(env, 64 * 16 * 4, seed=5, checkpoint=path, clip=0.3, **options)
     # a policy to continue from: the result's, with another seed
     more = train_ppo(env, 64 * 16, seed=7, policy=straight.policy, **options)
     assert digest(more.weights) != digest(straight.weights)

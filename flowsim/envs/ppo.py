@@ -28,6 +28,7 @@ only ``block_size`` (default: a quarter of a minibatch) fixes them.  Every
 random number (initial weights, start rows, actions, minibatch order) comes
 from the seed through stateless generators.
 """
+import json
 import math
 import os
 import warnings
@@ -176,7 +177,9 @@ def check_options(options):
     for name in ("value_coef", "entropy_coef", "max_grad_norm"):
         if not (isinstance(out[name], (int, float)) and out[name] >= 0):
             raise ValueError(f"{name} must be a number >= 0, got {out[name]!r}")
-    out["hidden"] = tuple(check_count("hidden", h) for h in out["hidden"])
+    hidden = out["hidden"]
+    out["hidden"] = tuple(check_count("hidden", h) for h in
+                          ((hidden,) if isinstance(hidden, int) else hidden))
     return out
 
 
@@ -585,6 +588,13 @@ class Trainer:
                          self.update * self.samples, tuple(sorted(self.devices)))
 
     # -- checkpoints: the driver's whole state after an update -------------------------
+    def run_config(self):
+        """What a checkpoint must share with the run resuming it (JSON-able)."""
+        options = {k: v for k, v in self.options.items()
+                   if k not in ("checkpoint", "flow_kwargs")}
+        return {"seed": self.seed, "samples": self.samples, **json.loads(json.dumps(options)),
+                "shapes": [list(w.shape) for w in self.gradient.weights]}
+
     def save(self, path):
         t = tf()
         out = {f"weight_{i:02d}": w for i, w in enumerate(self.gradient.weights)}
@@ -592,8 +602,7 @@ class Trainer:
         flat_env = t.nest.flatten(self.env)
         out.update({f"env_{i:03d}": np.asarray(x) for i, x in enumerate(flat_env)})
         out.update(curve=np.array(self.curve), stats=np.array(self.stats),
-                   update=np.array(self.update), seed=np.array(self.seed),
-                   samples=np.array(self.samples))
+                   update=np.array(self.update), run=np.array(json.dumps(self.run_config())))
         tmp = f"{path}.tmp.npz"
         np.savez(tmp, **out)
         os.replace(tmp, path)
@@ -601,10 +610,12 @@ class Trainer:
     def load(self, path):
         t = tf()
         with np.load(path) as saved:
-            if int(saved["seed"]) != self.seed or int(saved["samples"]) != self.samples:
-                raise ValueError(f"checkpoint {path!r} was written by another run (seed "
-                                 f"{int(saved['seed'])}, {int(saved['samples'])} samples per "
-                                 f"update; this one: seed {self.seed}, {self.samples})")
+            theirs, mine = json.loads(str(saved["run"])), self.run_config()
+            differ = sorted(k for k in {*theirs, *mine} if theirs.get(k) != mine.get(k))
+            if differ:
+                raise ValueError(f"checkpoint {path!r} was written by another run: "
+                                 + ", ".join(f"{k} {theirs.get(k)!r} there, {mine.get(k)!r} "
+                                             f"here" for k in differ))
             n = len(self.gradient.weights)
             self.gradient.weights = [saved[f"weight_{i:02d}"] for i in range(n)]
             self.gradient.adam.set_state({k[5:]: saved[k] for k in saved.files
