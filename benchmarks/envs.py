@@ -247,6 +247,7 @@ class PortfolioRows:
         self.small_sync = gymnasium.vector.SyncVectorEnv(
             [lambda: TradingEnv(df, verbose=0, **PORTFOLIO) for _ in range(N_SMALL_SYNC)])
         self.small_sync.reset(seed=0)
+        self.small_sync_steps = steps          # 16 environments: more steps, as long a run
         self.env = PortfolioVectorEnv(df, N_ENVS, **PORTFOLIO)
         self.env.reset(seed=0)
         k = len(PORTFOLIO["positions"])
@@ -265,7 +266,7 @@ class PortfolioRows:
         return train_ppo(self.env, steps, seed=1, **PPO_OPTIONS)
 
     def _small_sync_random(self):
-        for a in self.actions[:self.sync_steps, :N_SMALL_SYNC]:
+        for a in self.actions[:self.small_sync_steps, :N_SMALL_SYNC]:
             self.small_sync.step(a)
 
     def _rollout(self):
@@ -290,7 +291,7 @@ class PortfolioRows:
             self.env.step(a)
 
     def round(self):
-        work = {"P0": N_SMALL_SYNC * self.sync_steps, "P1": N_SYNC * self.sync_steps,
+        work = {"P0": N_SMALL_SYNC * self.small_sync_steps, "P1": N_SYNC * self.sync_steps,
                 "P1b": N_SYNC * self.sync_steps, "P2": N_ENVS * self.steps,
                 "P3": self.episodes * (PORTFOLIO["max_episode_duration"] - 1),
                 "P4": self.train_steps}

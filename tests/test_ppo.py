@@ -59,40 +59,45 @@ def test_ppo_beats_a_random_policy_on_held_out_days():
     assert trained.stats[-1, 2] < trained.stats[0, 2]
 
 
-SAME_BITS = """
-import hashlib, json
-import numpy as np
+def bits_env():
+    from gym_anytrading.datasets import STOCKS_GOOGL
+    df = STOCKS_GOOGL.rename(columns=str.lower).iloc[:400].copy()
+    df["feature_return"] = df["close"].pct_change() * 10
+    return PortfolioVectorEnv(df.dropna(), 64, positions=[-1, 0, 1], trading_fees=0.001,
+                              windows=5, max_episode_duration=20)
+
+
+def bits_run(backend, **flow_kwargs):
+    """``(weights digest, devices, curve)`` of a short training run on ``backend``."""
+    r = train_ppo(bits_env(), 64 * 16 * 2, seed=3, backend=backend, n_steps=16,
+                  block_size=64, flow_kwargs=flow_kwargs)
+    return [digest(r.weights), list(r.devices), r.curve.tolist()]
+
+
+THREADS = """
+import json, sys
 import flowsim
 flowsim.set_virtual_cpus(2)
-from gym_anytrading.datasets import STOCKS_GOOGL
-from flowsim.envs import PortfolioVectorEnv, train_ppo
-df = STOCKS_GOOGL.rename(columns=str.lower).iloc[:400].copy()
-df["feature_return"] = df["close"].pct_change() * 10
-df = df.dropna()
-env = PortfolioVectorEnv(df, 64, positions=[-1, 0, 1], trading_fees=0.001, windows=5,
-                         max_episode_duration=20)
-out = {}
-for backend, kw in ((None, {}), ("threads", {}), ("joblib", {"n_jobs": 2})):
-    r = train_ppo(env, 64 * 16 * 2, seed=3, backend=backend, n_steps=16, block_size=64,
-                  flow_kwargs=kw)
-    out[str(backend)] = [hashlib.sha256(b"".join(w.tobytes() for w in r.weights)).hexdigest(),
-                         list(r.devices), r.curve.tolist()]
-print(json.dumps(out))
+sys.path.insert(0, "tests")
+from test_ppo import bits_run
+print(json.dumps(bits_run("threads")))
 """
 
 
 def test_ppo_gives_the_same_weights_on_flow_threads_and_joblib(python):
-    """One seed: no backend, threads over two logical CPUs and two joblib workers
-    train the same bits (each gradient block on whichever device, blocks added in
-    order)."""
+    """One seed: no backend, threads over two logical CPUs (a fresh process) and two
+    joblib workers train the same bits (each gradient block on whichever device,
+    blocks added in order)."""
     import json
-    run = python(SAME_BITS, timeout=600)
+    run = python(THREADS, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
-    assert out["None"][0] == out["threads"][0] == out["joblib"][0], out
-    assert out["None"][2] == out["threads"][2] == out["joblib"][2]
-    assert out["threads"][1] == ["CPU:0", "CPU:1"], out["threads"][1]
-    assert len(out["joblib"][1]) == 2, out["joblib"][1]
+    threads = json.loads(run.stdout.strip().splitlines()[-1])
+    alone = bits_run(None)
+    joblib = bits_run("joblib", n_jobs=2)
+    assert alone[0] == threads[0] == joblib[0], (alone, threads, joblib)
+    assert alone[2] == threads[2] == joblib[2]
+    assert threads[1] == ["CPU:0", "CPU:1"], threads[1]
+    assert len(joblib[1]) == 2, joblib[1]
 
 
 def small_env():

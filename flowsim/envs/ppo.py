@@ -23,8 +23,9 @@ minibatch (:class:`PPOGradient`, one event per sample): each block of
 ``block_size`` samples computes its gradient on whatever device the backend
 gives it, the Flow adds the blocks' rows in block order, and the Adam step
 runs on the driver between iterations.  So the trained weights are the same
-bits with no backend, on threads over any number of devices, on joblib or MPI:
-only ``block_size`` (default: a quarter of a minibatch) fixes them.  Every
+bits with no backend, on threads over any number of devices or on joblib
+workers (the test suite checks these three): only ``block_size`` (default: a
+quarter of a minibatch, rounded down to a multiple of 64) fixes them.  Every
 random number (initial weights, start rows, actions, minibatch order) comes
 from the seed through stateless generators.
 """
@@ -236,7 +237,8 @@ class RolloutCollector:
             t = tf()
             c = dict(rules.constants(), rules=t.tile(
                 t.constant(rules.rule_rows())[:, None], [1, n_envs]))
-            COLLECTORS[key] = (rules, c, t.function(self._collect_fn, jit_compile=True))
+            COLLECTORS[key] = (rules, c, t.function(self._collect_fn, jit_compile=True,
+                                                           autograph=False))
         _, self.c, self._collect = COLLECTORS[key]
 
     def first_state(self):
