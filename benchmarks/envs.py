@@ -46,6 +46,12 @@ before left it (autoresets included, on both sides).  Each round times P1, P1b,
 P2, P3 in turn; the table shows medians over ``--rounds`` rounds of the rates
 and of the ratios taken within each round, wall and per CPU-second (this
 process, all threads).  Targets: P2 >= 100x P1, P3 >= 1,000x P1.
+Training: P4 is :func:`flowsim.envs.train_ppo` on the same configuration
+(1,024 environments, ``PPO_OPTIONS``: 64 steps per update, 2 epochs of 2
+minibatches, 40-16-5 actor and critic), env steps per second with the
+gradient steps included (compiled once before timing), against P0, a
+``SyncVectorEnv`` of 16 gym-trading-env environments stepped with random
+actions; target P4 >= 20x P0.
 ``--tf-threads 1`` runs flowsim's rows with one TensorFlow intra-op thread
 (XLA then runs a step's small loops on the calling thread instead of splitting
 them over the pool: fewer CPU-seconds per step; gym-trading-env's rows use no
@@ -175,6 +181,12 @@ def flowsim_rollout_rate(n_episodes, policy, backend=None, tick_features=None):
 PORTFOLIO = dict(positions=[-1, 0, 0.5, 1, 2], trading_fees=0.001, borrow_interest_rate=0.0003,
                  windows=10, max_episode_duration=256)
 N_SYNC, N_ENVS = 64, 1024
+#: gymnasium SyncVectorEnv size of the row training is compared with (P0).
+N_SMALL_SYNC = 16
+#: The training row's PPO options (flowsim.envs.train_ppo on PORTFOLIO, N_ENVS envs) and
+#: updates per timed run.
+PPO_OPTIONS = dict(n_steps=64, epochs=2, minibatches=2, hidden=(16,))
+PPO_UPDATES = 4
 
 
 def portfolio_frame():
@@ -232,6 +244,10 @@ class PortfolioRows:
         self.sync = gymnasium.vector.SyncVectorEnv(
             [lambda: TradingEnv(df, verbose=0, **PORTFOLIO) for _ in range(N_SYNC)])
         self.sync_obs = self.sync.reset(seed=0)[0]
+        self.small_sync = gymnasium.vector.SyncVectorEnv(
+            [lambda: TradingEnv(df, verbose=0, **PORTFOLIO) for _ in range(N_SMALL_SYNC)])
+        self.small_sync.reset(seed=0)
+        self.small_sync_steps = steps          # 16 environments: more steps, as long a run
         self.env = PortfolioVectorEnv(df, N_ENVS, **PORTFOLIO)
         self.env.reset(seed=0)
         k = len(PORTFOLIO["positions"])
@@ -241,6 +257,17 @@ class PortfolioRows:
         self.rng = np.random.default_rng(1)
         self.first = self._rollout()            # compile
         assert self._rollout().episode_return == self.first.episode_return   # same bits
+        self.trained = self._train(1)           # compile
+        self.train_steps = self._train(PPO_UPDATES).env_steps
+
+    def _train(self, updates=PPO_UPDATES):
+        from flowsim.envs import train_ppo
+        steps = N_ENVS * PPO_OPTIONS["n_steps"] * updates
+        return train_ppo(self.env, steps, seed=1, **PPO_OPTIONS)
+
+    def _small_sync_random(self):
+        for a in self.actions[:self.small_sync_steps, :N_SMALL_SYNC]:
+            self.small_sync.step(a)
 
     def _rollout(self):
         from flowsim.envs import portfolio_rollout
@@ -264,11 +291,13 @@ class PortfolioRows:
             self.env.step(a)
 
     def round(self):
-        work = {"P1": N_SYNC * self.sync_steps, "P1b": N_SYNC * self.sync_steps,
-                "P2": N_ENVS * self.steps, "P3": self.episodes * (PORTFOLIO[
-                    "max_episode_duration"] - 1)}
-        runs = {"P1": self._sync_random, "P1b": self._sync_policy, "P2": self._step,
-                "P3": self._rollout}
+        work = {"P0": N_SMALL_SYNC * self.small_sync_steps, "P1": N_SYNC * self.sync_steps,
+                "P1b": N_SYNC * self.sync_steps, "P2": N_ENVS * self.steps,
+                "P3": self.episodes * (PORTFOLIO["max_episode_duration"] - 1),
+                "P4": self.train_steps}
+        runs = {"P0": self._small_sync_random, "P1": self._sync_random,
+                "P1b": self._sync_policy, "P2": self._step, "P3": self._rollout,
+                "P4": self._train}
         out = {}
         for name, run in runs.items():
             wall, cpu = timed(run)
@@ -277,10 +306,12 @@ class PortfolioRows:
 
 
 PORTFOLIO_ROWS = {
+    "P0": f"gym-trading-env TradingEnv, SyncVectorEnv x {N_SMALL_SYNC}, random actions",
     "P1": "gym-trading-env TradingEnv, SyncVectorEnv x 64, random actions",
     "P1b": "same + linear softmax policy in numpy",
     "P2": f"flowsim PortfolioVectorEnv x {N_ENVS}, step() from Python, P1's actions",
     "P3": "flowsim portfolio_rollout, P1b's policy in the compiled loop",
+    "P4": f"flowsim train_ppo x {N_ENVS} envs, updates included ({PPO_OPTIONS})",
 }
 
 
@@ -299,7 +330,8 @@ def portfolio_main(args):
         print(f"round {r + 1}/{args.rounds} (load average {os.getloadavg()[0]:.1f}): " +
               ", ".join(f"{k} {ratio[k][0]:.0f}x / {ratio[k][1]:.0f}x per CPU-s"
                         for k in ("P2", "P3")) +
-              f", P3 vs P1b {rates['P3'][1] / rates['P1b'][1]:.0f}x per CPU-s")
+              f", P3 vs P1b {rates['P3'][1] / rates['P1b'][1]:.0f}x per CPU-s"
+              f", P4 (training) vs P0 {rates['P4'][0] / rates['P0'][0]:.1f}x")
 
     def median(f):
         return float(np.median([f(r) for r in rounds]))
@@ -317,6 +349,10 @@ def portfolio_main(args):
     print(f"targets vs P1 (median, per CPU-s): step >= 100x "
           f"({'met' if step_cpu >= 100 else 'NOT met'}: {step_cpu:.0f}x), rollout >= 1000x "
           f"({'met' if roll_cpu >= 1000 else 'NOT met'}: {roll_cpu:.0f}x)")
+    train_wall = median(lambda r: r["P4"][0] / r["P0"][0])
+    train_cpu = median(lambda r: r["P4"][1] / r["P0"][1])
+    print(f"target vs P0 (median): training >= 20x ({'met' if train_wall >= 20 else 'NOT met'}"
+          f": {train_wall:.1f}x wall, {train_cpu:.1f}x per CPU-s)")
 
 
 def main():

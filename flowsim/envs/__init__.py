@@ -15,6 +15,9 @@
 ``flowsim.envs.rollout`` / ``portfolio_rollout``
     Whole episodes of a TF policy inside a compiled flowsim Simulation, on any
     backend, with the same bits (no gymnasium needed).
+``flowsim.envs.train_ppo``
+    PPO on a PortfolioVectorEnv's rules: rollouts in a compiled loop, gradient
+    steps data-parallel over a backend's devices, the same weights on every one.
 
 Modules, by the library whose rules they follow:
 
@@ -38,6 +41,7 @@ after ``import flowsim.envs`` (or as ``"flowsim.envs:flowsim/Stocks-v0"``).
 from ..core.lazy import attach
 from .policies import MLP, Coin, Momentum
 from .portfolio_rollout import PortfolioRollout, portfolio_rollout
+from .ppo import ActorCritic, PPOResult, train_ppo
 from .rollout import Rollout, RolloutResult, rollout
 from .stocks import ACC_DTYPE, Market, sample_prices
 
@@ -45,11 +49,11 @@ ENV_ID = "flowsim/Stocks-v0"
 PORTFOLIO_ENV_ID = "flowsim/TradingEnv-v0"
 FOREX_ENV_ID = "flowsim/Forex-v0"
 
-__all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "Coin",
-           "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "MultiAssetVectorEnv",
-           "PortfolioEnv", "PortfolioRollout", "PortfolioVectorEnv", "Rollout", "RolloutResult",
-           "TradingEnv", "TradingVectorEnv", "portfolio_rollout", "register", "rollout",
-           "sample_prices"]
+__all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "ActorCritic",
+           "Coin", "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "MultiAssetVectorEnv",
+           "PPOResult", "PortfolioEnv", "PortfolioRollout", "PortfolioVectorEnv", "Rollout",
+           "RolloutResult", "TradingEnv", "TradingVectorEnv", "portfolio_rollout", "register",
+           "rollout", "sample_prices", "train_ppo"]
 
 #: Names that need gymnasium, imported on first use; ``submodules``: the old paths of
 #: modules renamed to name their rules' library (flowsim._moved).
