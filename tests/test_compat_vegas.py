@@ -397,3 +397,56 @@ def test_no_flowsim_warning_as_vegas_issues_none_q_says_it():
         integ(f, nitn=5, neval=1000)
     assert [w for w in caught if issubclass(w.category, flowsim.FlowsimWarning)] == []
     assert trained.Q < 1e-3
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+def test_ravg_averages_as_vegas_does(weighted):
+    """vegas's own iteration results averaged by vegas.ravg and by flowsim's ravg: the
+    same mean, errors, correlations, chi2 and dof (to rounding)."""
+    def scalar(p):
+        return p[0] * p[1] * p[2] * p[3] * 16.0
+
+    @vegas.batchintegrand
+    def pair(x):
+        f = np.exp(-100 * np.sum((x - 0.5) ** 2, axis=1))
+        return {"1": f, "x": f * x[:, 0]}
+
+    np.random.seed(3)
+    r = vegas.Integrator(4 * [[0, 1]])(scalar, nitn=10, neval=1000)
+    theirs, mine = vegas.ravg(r.itn_results[5:], weighted), fvegas.ravg(r.itn_results[5:],
+                                                                        weighted)
+    assert mine.mean == pytest.approx(theirs.mean, rel=1e-12)
+    assert mine.sdev == pytest.approx(theirs.sdev, rel=1e-12)
+    assert (mine.chi2, mine.dof) == (pytest.approx(theirs.chi2, rel=1e-9), theirs.dof)
+    assert ("wgt average" in mine.summary()) == weighted
+    rd = vegas.Integrator(2 * [[0, 1]])(pair, nitn=6, neval=2000)
+    theirs, mine = vegas.ravg(rd.itn_results, weighted), fvegas.ravg(rd.itn_results, weighted)
+    for key in ("1", "x"):
+        assert mine[key].mean == pytest.approx(theirs[key].mean, rel=1e-12)
+        assert mine[key].sdev == pytest.approx(theirs[key].sdev, rel=1e-9)
+    assert gvar.evalcorr([mine["1"], mine["x"]])[0, 1] == pytest.approx(
+        gvar.evalcorr([theirs["1"], theirs["x"]])[0, 1], rel=1e-9)
+    assert mine.chi2 == pytest.approx(theirs.chi2, rel=1e-9) and mine.dof == theirs.dof
+
+
+def test_extend_merges_iterations():
+    def scalar(p):
+        return p[0] * p[1] * p[2] * p[3] * 16.0
+
+    np.random.seed(4)
+    r = vegas.Integrator(4 * [[0, 1]])(scalar, nitn=10, neval=1000)
+    head = fvegas.ravg(r.itn_results[:4])
+    head.extend(fvegas.ravg(r.itn_results[4:]))
+    whole = vegas.ravg(r.itn_results)
+    assert head.mean == pytest.approx(whole.mean, rel=1e-12) and len(head.itn_results) == 10
+    integ = fvegas.Integrator(4 * [[0, 1]], seed=1)
+    first, second = integ(scalar, nitn=3), integ(scalar, nitn=3)
+    alone = first.sdev
+    first.extend(second)
+    assert len(first.itn_results) == 6 and first.sdev < alone
+    assert first.summary().count("\n") == 8
+    with pytest.raises(ValueError, match="extend needs a result of an integrand of the same "
+                                         "shape, got float"):
+        first.extend(1.0)
+    with pytest.raises(ValueError, match="ravg needs at least one result, got none"):
+        fvegas.ravg([])

@@ -74,7 +74,7 @@ except ImportError:                        # no gvar: a dict of GValue
 
 __all__ = ["BatchIntegrand", "GValue", "Integrator", "LBatchIntegrand", "RAvg", "RAvgArray",
            "RAvgDict", "RBatchIntegrand", "batchintegrand", "lbatchintegrand",
-           "rbatchintegrand", "vegas_nstrat"]
+           "rbatchintegrand", "ravg", "vegas_average", "vegas_nstrat"]
 
 
 def lbatchintegrand(f):
@@ -258,8 +258,13 @@ def _sample(fcn, limits):
 class _Averaged:
     """What :class:`RAvg`, :class:`RAvgArray` and :class:`RAvgDict` share."""
 
+    #: ``None``: iterations combine by flowsim's rule; True/False: ``vegas``'s weighted or
+    #: unweighted average (results of :func:`ravg`).
+    weighted = None
+
     def _set(self, result, layout, records, combined=None):
         self.result = result
+        self._layout = layout
         n = len(records)
         if combined is None:
             self.itn_results = [layout.build(np.atleast_1d(r["value"]),
@@ -276,11 +281,24 @@ class _Averaged:
             self.Q = float(gammaincc(self.dof / 2.0, self.chi2 / 2.0))
         else:
             self.Q = 1.0
-        self.sum_neval = int(result.n_events)
+        self.sum_neval = int(result.n_events) if result is not None else 0
         self.avg_neval = self.sum_neval / max(n, 1)
         self._rows = [(np.atleast_1d(r["value"])[0], np.atleast_1d(r["error"])[0],
                        r["events"], r.get("state_id")) for r in records]
         self._records = None if combined is None else list(records)
+
+    def extend(self, other):
+        """Add the iterations of ``other`` (a result of the same integrand's shape) after
+        this one's, as ``vegas``'s ``extend``; the average is recomputed by this
+        result's rule (flowsim's for a call's result, ``vegas``'s for :func:`ravg`'s)."""
+        if not isinstance(other, _Averaged) or other._layout.parts != self._layout.parts:
+            raise ValueError("extend needs a result of an integrand of the same shape, "
+                             f"got {type(other).__name__}")
+        if self.weighted is not None:
+            merged = ravg(list(self.itn_results) + list(other.itn_results), self.weighted)
+        else:
+            merged = _merged_calls(self, other)
+        _become(self, merged)
 
     def converged(self, rtol, atol):
         """Every output's ``sdev < atol + rtol |mean|`` (vegas's ``converged``)."""
@@ -290,8 +308,8 @@ class _Averaged:
     def summary(self):
         """The iteration table of ``vegas`` (first component; the ``chi2/dof`` of
         every component, correlations included, for arrays and dicts)."""
-        lines = ["itn   integral        wgt average     chi2/dof        Q",
-                 "-" * 55]
+        average = "average    " if self.weighted is False else "wgt average"
+        lines = [f"itn   integral        {average}     chi2/dof        Q", "-" * 55]
         for i, (v, e, _, _) in enumerate(self._rows):
             mean, err, chi2, dof = self._running(i + 1)
             c = chi2 / dof if dof > 0 else 0.0
@@ -306,7 +324,8 @@ class _Averaged:
     def _running(self, n):
         """``(mean, sdev, chi2, dof)`` of the first ``n`` iterations (first component)."""
         if self._records is not None:
-            mean, cov, chi2, dof = average_iterations(self._records[:n])
+            mean, cov, chi2, dof = (average_iterations(self._records[:n]) if self.weighted is None
+                                    else vegas_average(self._records[:n], self.weighted))
             return float(mean[0]), math.sqrt(max(cov[0, 0], 0.0)), chi2, dof
         from flowsim.core.stats import combine
         rows = self._rows[:n]
@@ -319,11 +338,14 @@ class _Averaged:
 
 class RAvg(_Averaged):
     """Result of a scalar integrand: ``mean``, ``sdev``, ``chi2``, ``dof``, ``Q``,
-    ``itn_results`` (one number per iteration), :meth:`summary`."""
+    ``itn_results`` (one number per iteration), :meth:`summary`, :meth:`extend`."""
 
-    def __init__(self, result, layout, records):
-        self._set(result, layout, records)
-        self.mean, self.sdev = float(result.value), float(result.error)
+    def __init__(self, result, layout, records, combined=None):
+        self._set(result, layout, records, combined)
+        if combined is None:
+            self.mean, self.sdev = float(result.value), float(result.error)
+        else:
+            self.mean, self.sdev = float(combined[0][0]), math.sqrt(max(combined[1][0, 0], 0.0))
 
     @property
     def val(self):
@@ -342,6 +364,99 @@ class RAvg(_Averaged):
         return self.mean
 
 
+def _merged_calls(first, second):
+    """The result of two calls' iterations, by flowsim's rule (a new state per call)."""
+    from flowsim.core.result import Result
+    records = ([dict(r, state_id=("first", r.get("state_id"))) for r in first.result.iterations]
+               + [dict(r, state_id=("second", r.get("state_id")))
+                  for r in second.result.iterations])
+    result = Result(records, first.result.wall_time + second.result.wall_time,
+                    first.result.timeline + second.result.timeline, first.result.meta)
+    cls = type(first)
+    return cls(result, first._layout, records)
+
+
+def _become(target, source):
+    """``target`` takes ``source``'s values and attributes (extend works in place)."""
+    if isinstance(target, np.ndarray):
+        target[...] = source
+    elif isinstance(target, dict):
+        for key in source:
+            target[key] = source[key]
+    target.__dict__.update(source.__dict__)
+
+
+def _flat_estimate(item):
+    """``(layout sample, flat means, covariance)`` of one iteration's estimate: a
+    number, ``GValue`` or ``gvar``, an array of them, a dict of those, or a result."""
+    if isinstance(item, RAvg):
+        item = item.val
+    if hasattr(item, "keys"):                        # a dict or gvar.BufferDict
+        item = {k: item[k] for k in item.keys()}
+    elif isinstance(item, np.ndarray):
+        item = np.asarray(item)
+    values = ([np.asarray(v, dtype=object).reshape(-1) for v in item.values()]
+              if isinstance(item, dict) else [np.asarray(item, dtype=object).reshape(-1)])
+    flat = np.concatenate(values)
+    means = np.array([getattr(g, "mean", g) for g in flat], dtype=np.float64)
+    try:
+        import gvar
+        cov = np.asarray(gvar.evalcov(list(flat)), dtype=np.float64).reshape(len(flat), -1)
+    except (ImportError, TypeError, ValueError, AttributeError):
+        cov = np.diag([float(getattr(g, "sdev", 0.0)) ** 2 for g in flat])
+    sample = ({k: np.zeros(np.shape(v)) for k, v in item.items()} if isinstance(item, dict)
+              else np.zeros(np.shape(item)))
+    return sample, means, cov
+
+
+def vegas_average(records, weighted=True):
+    """``(flat mean, cov, chi2, dof)`` of iteration records by ``vegas``'s rule:
+    weighted by the inverse covariances (``weighted=True``), or the plain mean with
+    ``sum(cov) / n**2`` (``False``, its chi2 measured against the mean covariance)."""
+    means = np.array([r["value"] for r in records], dtype=np.float64)
+    covs = np.array([r["covariance"] for r in records], dtype=np.float64)
+    n, size = means.shape
+    for c in covs:
+        c[np.diag_indices(size)] = np.maximum(np.diag(c), TINY)
+    if weighted:
+        inverses = np.array([np.linalg.pinv(c, hermitian=True) for c in covs])
+        cov = np.linalg.pinv(inverses.sum(axis=0), hermitian=True)
+        mean = cov @ np.einsum("nij,nj->i", inverses, means)
+        chi2 = float(sum((m - mean) @ w @ (m - mean) for m, w in zip(means, inverses)))
+        return mean, cov, chi2, (n - 1) * size
+    mean = means.mean(axis=0)
+    cov = covs.sum(axis=0) / n ** 2
+    spread = np.linalg.pinv(covs.sum(axis=0) / n, hermitian=True)
+    chi2 = float(sum((m - mean) @ spread @ (m - mean) for m in means))
+    return mean, cov, chi2, (n - 1) * size
+
+
+def ravg(reslist, weighted=None):
+    """A running average of ``reslist`` as ``vegas.ravg``: iteration estimates
+    (numbers with errors, arrays or dicts of them, e.g. ``result.itn_results[5:]``) or
+    a result, averaged by ``vegas``'s rule, weighted by the inverse covariances
+    (``weighted=True``, default unless ``reslist`` is an unweighted average) or not
+    (``False``: unbiased, for iterations of a map no longer adapting).  Returns a
+    :class:`RAvg`, :class:`RAvgArray` or :class:`RAvgDict` (``summary()``,
+    ``extend()``, ``chi2``, ``Q``...)."""
+    if weighted is None:
+        weighted = getattr(reslist, "weighted", None) is not False
+    items = list(reslist.itn_results if isinstance(reslist, _Averaged) else reslist)
+    if not items:
+        raise ValueError("ravg needs at least one result, got none")
+    estimates = [_flat_estimate(item) for item in items]
+    layout = Layout(estimates[0][0], correlate=False)
+    if any(len(means) != layout.size for _, means, _ in estimates):
+        raise ValueError("ravg: every result must have the shape of the first")
+    records = [{"iteration": i + 1, "value": means, "error": np.sqrt(np.diag(cov)),
+                "covariance": cov, "events": 0, "state_id": None}
+               for i, (_, means, cov) in enumerate(estimates)]
+    cls = {"scalar": RAvg, "array": RAvgArray, "dict": RAvgDict}[layout.kind]
+    out = cls(None, layout, records, vegas_average(records, weighted))
+    out.weighted = bool(weighted)
+    return out
+
+
 def average_iterations(records):
     """``(flat mean, cov, chi2, dof)`` of iteration records with covariances
     (:func:`flowsim.core.covariance.combine_correlated`)."""
@@ -357,8 +472,8 @@ class RAvgArray(np.ndarray, _Averaged):
     (correlated too) and :meth:`summary`; ``.mean``/``.sdev`` arrays, ``.cov``
     the covariance ``[size, size]`` of the flattened array (``.flat_mean``)."""
 
-    def __new__(cls, result, layout, records):
-        combined = average_iterations(records)
+    def __new__(cls, result, layout, records, combined=None):
+        combined = average_iterations(records) if combined is None else combined
         obj = np.asarray(layout.build(combined[0], cov=combined[1])).view(cls)
         obj._set(result, layout, records, combined)
         shape = layout.parts[0][1]
@@ -373,8 +488,8 @@ class RAvgDict(_DictBase, _Averaged):
     and :meth:`summary`; ``.cov`` the covariance ``[size, size]`` of the values
     flattened in key order (``.flat_mean``)."""
 
-    def __init__(self, result, layout, records):
-        combined = average_iterations(records)
+    def __init__(self, result, layout, records, combined=None):
+        combined = average_iterations(records) if combined is None else combined
         super().__init__(layout.build(combined[0], cov=combined[1]))
         self._set(result, layout, records, combined)
 
@@ -626,6 +741,8 @@ class Integrator:
         return _until_converged(flow, int(self.settings["nitn"]), layout, rtol, atol)
 
 
+#: The smallest variance an iteration's estimate counts with (``vegas``'s ``TINY``).
+TINY = 1e-308
 #: Points per batch of :meth:`Integrator.random_batch` (whole hypercubes, at least one).
 BATCH_EVENTS = 50_000
 
