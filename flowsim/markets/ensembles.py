@@ -54,7 +54,7 @@ class MarketEnsemble(Simulation):
     markets are other draws of the same model, not float64's to a few ulp:
     docs/markets.rst gives the measured differences.  A float32 price resolves a
     tick level only below 2**24 ticks (a price of 300 at tick 1e-5 is 3e7 ticks:
-    float32 prices there step by 2 to 4 ticks).
+    float32 places orders there on even levels and rounds prices to about 3 ticks).
     """
 
     dim = 0
