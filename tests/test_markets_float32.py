@@ -20,7 +20,7 @@ from flowsim.testing.cases_markets import dtype_differences
 #: with probability P(|N(0, 1)| > 6 / sqrt(2)) = 2.2e-5; over the 2 x 19 statistics
 #: checked at most 38 times that, 8.4e-4: the false-failure rate of a correct float32
 #: kernel on another seed, an upper bound (float32 shares float64's random numbers to
-#: 24 bits, so its markets are far closer than independent ones: measured |z| < 0.1).
+#: 24 bits, so its markets are far closer than independent ones: docs/markets.rst).
 MAX_Z = 6.0
 MARKETS = 256
 
