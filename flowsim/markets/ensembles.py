@@ -45,7 +45,16 @@ class MarketEnsemble(Simulation):
 
     Every market is a pure function of (seed, iteration, block, position in the block):
     ``block_size`` is part of the random stream, ``events_limit``, devices and backends
-    are not.  Markets always compute in float64 (prices are integer tick levels).
+    are not.
+
+    The Flow's ``dtype`` is the markets': ``Flow(sim, n, dtype="float32")`` draws the
+    agents' parameters and computes prices, orders, fundamentals and the per-market
+    statistics in float32 (a GPU's fast precision); book levels stay int64 ticks and
+    the sums over markets float64.  float32 changes some agents' decisions, so its
+    markets are other draws of the same model, not float64's to a few ulp:
+    docs/markets.rst gives the measured differences.  A float32 price resolves a
+    tick level only below 2**24 ticks (a price of 300 at tick 1e-5 is 3e7 ticks:
+    float32 places orders there on even levels and rounds prices to about 3 ticks).
     """
 
     dim = 0
@@ -81,14 +90,16 @@ class MarketEnsemble(Simulation):
     def n_steps(self):
         return self.market.n_steps
 
-    def bytes_per_market(self):
+    def bytes_per_market(self, dtype="float64"):
         """Device memory one market of a block holds while it runs (book, price
-        history, agents' parameters, events' state), in bytes."""
+        history, agents' parameters, events' state), in bytes; prices and parameters
+        of ``dtype`` (the Flow's)."""
         S = self.structure
         K = S.n_venues
+        real = np.dtype(dtype).itemsize
         book = book_chunks.column_bytes(S) * K        # normal and high-frequency rows
-        history = (S.n_steps + 1) * 8 * (2 if S.paths else 1) * K
-        agents = S.n_agents * (len(_config.FCN_PARAMS) + 1) * 8
+        history = (S.n_steps + 1) * real * (2 if S.paths else 1) * K
+        agents = S.n_agents * (len(_config.FCN_PARAMS) + 1) * real
         extra = 4 * 8 if S.extra_order else 0            # the order outside the ring
         events = 4 * 8 * sum(e.halts for e in S.events)  # a halt's state
         events += (S.n_steps + 2) * 8 * K if S.by_volume else 0   # volume history
@@ -132,20 +143,23 @@ class MarketEnsemble(Simulation):
         if self.block_markets is not None and size != self.block_markets:
             raise ValueError(f"this MarketEnsemble was built for block_markets="
                              f"{self.block_markets}; the Flow uses block_size={size}")
-        if t.as_dtype(dtype) != t.float64:
-            raise ValueError("markets compute in float64 (integer tick levels, float64 "
-                             "prices); drop dtype='float32'")
-        return key, first_event
+        if t.as_dtype(dtype) not in (t.float64, t.float32):
+            raise ValueError(f"markets compute in float64 or float32, got dtype "
+                             f"{t.as_dtype(dtype).name}")
+        return key, first_event, t.as_dtype(dtype)
 
     def block(self, inputs, valid, state):
         from .kernel import run
         t = tf()
-        key, _ = inputs
+        key, _, dtype = inputs
         M = int(valid.shape[0])
         # plain TensorFlow with Python-level structure: AutoGraph need not convert it
         # (converting the loop body costs seconds of tracing)
         stats, hist, fhist = t.autograph.experimental.do_not_convert(run)(
-            self.structure, key, M, state)
+            self.structure, key, M, state, dtype)
+        # the Flow's accumulators are float64 (a no-op for float64 markets)
+        stats, hist = t.cast(stats, t.float64), t.cast(hist, t.float64)
+        fhist = None if fhist is None else t.cast(fhist, t.float64)
         ok = valid[:, None] & t.math.is_finite(stats)
         x = t.where(ok, stats, 0.0)
         out = {"sum": block_sum(x), "sum2": block_sum(x * x),
@@ -307,7 +321,8 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
     **flow_kw
         ``events_limit`` (markets per device call; default one block, so that every
         device or worker gets blocks to run), ``device``, ``jit_compile``,
-        ``rng`` and the backend's own keywords.
+        ``rng``, ``dtype`` (``"float32"``: the markets compute in float32, see
+        :class:`MarketEnsemble`) and the backend's own keywords.
 
     Returns a :class:`flowsim.Result` whose ``value`` and ``error`` are arrays over
     :data:`flowsim.markets.stats.NAMES` (mean over markets, standard error; with
@@ -347,7 +362,8 @@ def decorate(result, sim):
     result.table = {n: (float(v), float(e)) for n, v, e in zip(sim.names, value, error)}
     result.meta["statistics"] = list(sim.names)
     result.meta["markets"] = list(sim.market.market_names)
-    result.meta["bytes_per_market"] = sim.bytes_per_market()
+    result.meta["bytes_per_market"] = sim.bytes_per_market(result.meta.get("dtype",
+                                                                           "float64"))
     result.meta["n_steps"] = sim.n_steps
     result.meta["first_execution"] = sim.market.first_execution
     result.meta["marks"] = [m for e in sim.market.events for m in e.marks(sim.market.market_price)]

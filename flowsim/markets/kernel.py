@@ -104,14 +104,20 @@ def _trunc(x):
     return t.where(x >= 0, t.floor(x), t.math.ceil(x))
 
 
+def ulp_above(x):
+    """The gap from positive ``x`` (float64 or float32) to the next float of its dtype."""
+    t = tf()
+    bits = t.int64 if x.dtype == t.float64 else t.int32
+    return t.bitcast(t.bitcast(x, bits) + 1, x.dtype) - x
+
+
 def tick_level(price, tick, buy):
     """pams's tick snapping: the nearest level if within 4 ulp of it (capped at a quarter
-    tick), else floor for buys and ceil for sells.  int64."""
+    tick), else floor for buys and ceil for sells; ulp of the prices' dtype.  int64."""
     t = tf()
     ratio = price / tick
     nearest = t.round(ratio)
-    big = t.maximum(t.abs(ratio), 1.0)
-    ulp = t.bitcast(t.bitcast(big, t.int64) + 1, t.float64) - big
+    ulp = ulp_above(t.maximum(t.abs(ratio), 1.0))
     on_tick = t.abs(ratio - nearest) <= t.minimum(4.0 * ulp, 0.25)
     level = t.where(on_tick, nearest, t.where(buy, t.floor(ratio), t.math.ceil(ratio)))
     return t.cast(level, t.int64)
@@ -212,12 +218,20 @@ class Structure:
         return sum(self.sizes) + sum(lg.n_agents for lg in self.learned)
 
 
-def agent_params(S, key, M, state):
-    """Per-market agent parameters ``{attr: [M, N]}`` (FCN groups then learned groups),
-    plus ``group [N]`` int32."""
+def in_dtype(state, dtype):
+    """``state`` with its float arrays (distribution arguments, the markets' columns,
+    the Cholesky factor) cast to ``dtype``; integer arrays as they are."""
+    t = tf()
+    return {k: t.cast(v, dtype) if t.as_dtype(v.dtype).is_floating else v
+            for k, v in state.items()}
+
+
+def agent_params(S, key, M, state, dtype):
+    """Per-market agent parameters ``{attr: [M, N]}`` of ``dtype`` (FCN groups then
+    learned groups), plus ``group [N]`` int32."""
     t = tf()
     N = S.n_agents
-    u = rng.uniform(key, [len(ATTRS), M, N], t.float64, stream=1)
+    u = rng.uniform(key, [len(ATTRS), M, N], dtype, stream=1)
     gid = np.concatenate([np.full(n, i) for i, n in
                           enumerate(list(S.sizes) + [lg.n_agents for lg in S.learned])])
     kind = t.gather(state["kind"], gid, axis=0)        # [N, A]
@@ -364,24 +378,28 @@ class StepContext:
     columns, ``N`` agents, ``R`` orders a step), the markets' columns (``tick``, ``p0``,
     ``f0``, ``drift``, ``volatility``, ``chol``), the agents' parameters, the per-step
     flags, the priority keys' packing (``tb`` time bits, ``tmax``, ``level_cap``), the
-    rows of the step's uniforms and the book's :mod:`~flowsim.markets.book_chunks`."""
+    rows of the step's uniforms and the book's :mod:`~flowsim.markets.book_chunks`.
+    ``dtype`` (float64 or float32) is the one dtype of every real value of the step:
+    prices, uniforms, agents' parameters, the per-market sums."""
 
-    def __init__(self, S, key, M, state):
+    def __init__(self, S, key, M, state, dtype):
         t_ = tf()
         self.S, self.key, self.M = S, key, M
+        self.dtype = dtype
+        state = in_dtype(state, dtype)
         self.T, self.K, self.R = S.n_steps, S.n_venues, S.max_orders
         self.N = S.n_agents
         self.L = M * self.K
         i64 = t_.int64
         self.tick, self.p0, self.f0, self.drift, self.volatility = _venue_columns(S, M, state)
         self.chol = state.get("chol")
-        self.params, self.gid = agent_params(S, key, M, state)
+        self.params, self.gid = agent_params(S, key, M, state, dtype)
         self.n_fcn = sum(S.sizes)
         fcn = len(S.sizes)
         self.margin_normal = t_.constant(np.array([S.margin_normal[g] if g < fcn else False
                                                    for g in self.gid]))
         self.chart_sign = t_.constant(np.array([S.chart_sign[g] if g < fcn else 1.0
-                                                for g in self.gid]))
+                                                for g in self.gid]), dtype)
         self.any_normal_margin = any(S.margin_normal)
         flags = np.array(S.flags, np.int32)
         self.place_at = t_.constant(flags & 1 > 0)
@@ -475,7 +493,7 @@ def venue_pick(ctx, t, u, a, vols):
     M, K = ctx.M, ctx.K
     reach = t_.gather(ctx.access, a)                             # [M, K]
     tau = ctx.param("time_window", a)
-    back = ctx.spread(t - t_.cast(t_.minimum(t_.cast(t, t_.float64), tau), t_.int64))
+    back = ctx.spread(t - t_.cast(t_.minimum(t_.cast(t, ctx.dtype), tau), t_.int64))
     vol = market_share_fcn.window_volume(vols[1], vols[0], back, ctx.markets)
     chosen = market_share_fcn.choose(t_.reshape(u, [M, K])[:, 0],
                                      t_.reshape(vol, [M, K]), reach)
@@ -486,14 +504,13 @@ def _expectation(ctx, t, u, view, a, tau):
     """FCN agent ``a``'s expected price and margin, pams's ``FCNAgent.submit_orders``
     (a learned group's from its policy, :func:`flowsim.markets.learned.learned_orders`)."""
     t_ = tf()
-    f64 = t_.float64
     price, fund, hist = view
     k = ctx.spread(ctx.param("order_margin", a))
     wf, wc, wn = (ctx.spread(ctx.param(x, a)) for x in ("fundamental_weight",
                                                         "chart_weight", "noise_weight"))
     mrt = ctx.spread(ctx.param("mean_reversion_time", a))
     ns = ctx.spread(ctx.param("noise_scale", a))
-    w = t_.minimum(t_.cast(t, f64), tau)
+    w = t_.minimum(t_.cast(t, ctx.dtype), tau)
     back = t - t_.cast(w, t_.int64)
     past = t_.gather_nd(hist, t_.stack([back, ctx.markets], 1))
     past = t_.where(w > 0, past, price)
@@ -563,7 +580,7 @@ def ask_others(ctx, t, u, view, first_order, place):
     side = first_order.side
 
     def asking():
-        perm = t_.argsort(rng.uniform(ctx.key, [M, N], t_.float64, stream=3, step=t), axis=1,
+        perm = t_.argsort(rng.uniform(ctx.key, [M, N], ctx.dtype, stream=3, step=t), axis=1,
                           stable=True)
         perm = t_.cast(perm, i64)
 
@@ -572,7 +589,7 @@ def ask_others(ctx, t, u, view, first_order, place):
 
         def ask(k, side, level, ttl):
             a = perm[:, k]
-            u2 = rng.uniform(ctx.key, [ctx.n_draws, M], t_.float64, stream=4, step=t * N + k)
+            u2 = rng.uniform(ctx.key, [ctx.n_draws, M], ctx.dtype, stream=4, step=t * N + k)
             other, _ = order(ctx, t, u2, view, a)
             redo = (side == 0) & (a != first)
             return (k + 1, t_.where(redo, other.side, side), t_.where(redo, other.level, level),
@@ -828,7 +845,7 @@ def process(ctx, t, q, order, book, price, carry, clear, need=None):
     ``(book, price, carry, did, vol, active)``, ``carry`` with the markets that traded,
     cleared and the depths after the pass."""
     t_ = tf()
-    f64 = t_.float64
+    real = ctx.dtype
     book = place(ctx, t, q, order, book)
     (book, bk, ak, nb, na, vol, lvl), active, cleared = match(ctx, t, book, order.side, carry,
                                                               clear, need)
@@ -836,10 +853,10 @@ def process(ctx, t, q, order, book, price, carry, clear, need=None):
     # the trade's; without any trade yet, the mid of the (uncrossed) book
     did = vol > 0
     has_both = (bk != _IMIN) & (ak != _IMAX)
-    b_level = t_.cast(t_.bitwise.right_shift(bk, ctx.tb), f64)
-    a_level = t_.cast(t_.bitwise.right_shift(ak, ctx.tb), f64)
+    b_level = t_.cast(t_.bitwise.right_shift(bk, ctx.tb), real)
+    a_level = t_.cast(t_.bitwise.right_shift(ak, ctx.tb), real)
     mid = (b_level * ctx.tick + a_level * ctx.tick) / 2.0
-    new_price = t_.where(did, t_.cast(lvl, f64) * ctx.tick,
+    new_price = t_.where(did, t_.cast(lvl, real) * ctx.tick,
                          t_.where(~carry.traded & has_both, mid, price))
     price = t_.where(active, new_price, price)
     carry = carry._replace(traded=carry.traded | did, cleared=cleared, nb=nb, na=na)
@@ -860,17 +877,17 @@ def _accumulate(ctx, t, acc, price, fund, vol, carry, over):
     """The per-market sums after step ``t``, ``vol`` its volume, ``carry`` its last
     pass's (the events' states are the caller's)."""
     t_ = tf()
-    f64, S = t_.float64, ctx.S
+    real, S = ctx.dtype, ctx.S
     inside = t >= S.t0
     after = t > S.t0
-    vol_f = t_.cast(vol, f64)
+    vol_f = t_.cast(vol, real)
     new = {
         "mispricing": acc["mispricing"] + t_.where(
             inside, t_.abs(t_.math.log(price / fund)), 0.0),
         "trades": acc["trades"] + t_.where(after, vol_f, 0.0),
         "clearing": acc["clearing"] + t_.where(t == S.t0, vol_f, 0.0),
-        "depth_bid": acc["depth_bid"] + t_.where(inside, t_.cast(carry.nb, f64), 0.0),
-        "depth_ask": acc["depth_ask"] + t_.where(inside, t_.cast(carry.na, f64), 0.0),
+        "depth_bid": acc["depth_bid"] + t_.where(inside, t_.cast(carry.nb, real), 0.0),
+        "depth_ask": acc["depth_ask"] + t_.where(inside, t_.cast(carry.na, real), 0.0),
         "overflow": acc["overflow"] | over,
         **({"cleared": carry.cleared} if ctx.K > 1 else {}),
         **({"events": acc["events"]} if S.events else {}),
@@ -893,7 +910,7 @@ def step(ctx, loop):
     est = None
     if S.events:
         fund, est = _before_step(ctx, t, fund, acc["events"])
-    u = rng.uniform(ctx.key, [ctx.n_rows, ctx.L], t_.float64, stream=2, step=t)
+    u = rng.uniform(ctx.key, [ctx.n_rows, ctx.L], ctx.dtype, stream=2, step=t)
     vols = (acc["volume"], acc["vcum"]) if S.by_volume else None
     orders, over = collect(ctx, t, u, MarketView(price, fund, hist), place_now, vols)
     need = None             # markets whose book may cross more than once this step
@@ -926,18 +943,21 @@ def step(ctx, loop):
     return Loop(t + 1, price, carry.traded, fund, book, hist, fhist, acc)
 
 
-def run(S, key, M, state):
-    """Step ``M`` ensemble members (each ``K`` markets) through the whole run.  Returns
-    ``(stats [M, statistics], prices [T + 1, M K], fundamental [T + 1, M K] or None)``."""
+def run(S, key, M, state, dtype="float64"):
+    """Step ``M`` ensemble members (each ``K`` markets) through the whole run, prices
+    and agents' parameters in ``dtype`` (float64 or float32; tick levels are int64).
+    Returns ``(stats [M, statistics], prices [T + 1, M K], fundamental [T + 1, M K] or
+    None)``, all of ``dtype``."""
     t_ = tf()
-    ctx = StepContext(S, key, M, state)
+    real = t_.as_dtype(dtype)
+    ctx = StepContext(S, key, M, state, real)
     T, L = S.n_steps, ctx.L
-    i64, f64 = t_.int64, t_.float64
-    zero = t_.zeros([L], f64)
+    i64 = t_.int64
+    zero = t_.zeros([L], real)
     # ring slots (R orders a step, C steps of life, padded): [C, L], or [L, C] with chunks
     book = ctx.chunks.new_book(L)
-    hist = t_.zeros([T + 1, L], f64)
-    fhist = t_.zeros([T + 1, L], f64) if S.paths else None
+    hist = t_.zeros([T + 1, L], real)
+    fhist = t_.zeros([T + 1, L], real) if S.paths else None
     acc = {k: zero for k in ("mispricing", "trades", "clearing", "depth_bid", "depth_ask")}
     acc["overflow"] = t_.zeros([L], t_.bool)
     if ctx.K > 1:
@@ -950,10 +970,11 @@ def run(S, key, M, state):
             t_.fill([L], t_.constant(_IMIN, i64)), t_.fill([L], t_.constant(_IMAX, i64)),
             t_.zeros([L], i64), t_.fill([L], t_.constant(-1, i64))))
     start = Loop(t_.constant(0, i64), zero + ctx.p0, t_.zeros([L], t_.bool), zero + ctx.f0,
-                 book, hist, fhist if S.paths else t_.zeros([0], f64), acc)
+                 book, hist, fhist if S.paths else t_.zeros([0], real), acc)
     if S.hifreq:
         ctx.hf = hifreq_context(S, M, ctx.tick, ctx.spread, ctx.chunks.bests,
-                                functools.partial(process, ctx), ctx.level_cap, ctx.tb)
+                                functools.partial(process, ctx), ctx.level_cap, ctx.tb,
+                                real)
     (_, price, _, fund, _, hist, fhist, acc), = t_.while_loop(
         lambda loop: loop.t < T, lambda loop: (step(ctx, loop),), (start,))
     hist = t_.tensor_scatter_nd_update(hist, [[T]], price[None])
@@ -1031,7 +1052,7 @@ def statistics(S, hist, acc):
     r10 = coarse[1:] - coarse[:-1]
     n = T - t0
     cols = _return_statistics(r1) + _return_statistics(r10) + [
-        t.reduce_mean(t.cast(t.equal(r1, 0.0), t.float64), axis=0),
+        t.reduce_mean(t.cast(t.equal(r1, 0.0), r1.dtype), axis=0),
         acc["mispricing"] / n,
         acc["trades"] / (n - 1),
         acc["depth_bid"] / n,
@@ -1056,19 +1077,19 @@ def unit_rows(S, M):
     return tf().constant(np.tile(rows, (1, M)))
 
 
-def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb):
+def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype):
     """What a high-frequency agent's turn uses of the compiled step (:mod:`.hifreq`):
     sizes, the markets' ticks, ``bests(t, book)``, ``process(t, q, side, level, ttl,
     book, price, carry)`` (``carry``: a :class:`flowsim.markets.hifreq.Carry`; an order
     placed and matched as a normal one is, after the first clearing; built on the
     ``process`` given, :func:`process` with its :class:`StepContext` bound), the step's
     ``maxHighFrequencyOrders`` and whether a phase runs (``go``: the normal agent
-    placed an order and the rate passed the draw)."""
+    placed an order and the rate passed the draw); ``dtype``: the prices'."""
     t_ = tf()
     K = S.n_venues
     i64 = t_.int64
     max_at = t_.constant(np.array([m for m, _ in S.hifreq_at], np.int64))
-    rate_at = t_.constant(np.array([r for _, r in S.hifreq_at], np.float64))
+    rate_at = t_.constant(np.array([r for _, r in S.hifreq_at]), dtype)
 
     def hf_process(t, q, side, level, ttl, book, price, carry):
         book, price, carry, _, vol, _ = process(t, q, Order(side, level, ttl), book, price,
@@ -1082,7 +1103,7 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb):
         return placed & (t_.reshape(u, [M, K])[:, 0] <= rate_at[t]) & (max_at[t] > 0)
 
     return SimpleNamespace(
-        M=M, K=K, L=M * K, tick=tick, tb=tb, level_cap=level_cap, IMIN=_IMIN, IMAX=_IMAX,
-        spread=spread, tick_level=tick_level, process=hf_process, go=go,
+        M=M, K=K, L=M * K, tick=tick, tb=tb, dtype=dtype, level_cap=level_cap, IMIN=_IMIN,
+        IMAX=_IMAX, spread=spread, tick_level=tick_level, process=hf_process, go=go,
         bests=bests,
         max_hifreq_at=t_.cast(max_at, i64))

@@ -41,7 +41,8 @@ class LearnedAgents:
         Past returns in the features.
     dtype : str
         Dtype of ``features`` (``"float32"`` for a default Keras model); outputs are
-        cast to float64.
+        cast to the Flow's dtype (the prices').  With ``Flow(..., dtype="float32")``
+        the features are float32 already.
     name : str
         The group's name in messages.
 
@@ -133,7 +134,6 @@ class MLP:
 def learned_orders(S, a, n_fcn, gid, params, t, price, fund, hist, expected, k):
     """``(expected price, margin)`` with the rows of learned agents replaced."""
     tf_ = tf()
-    f64 = tf_.float64
     start = n_fcn
     for lg in S.learned:
         end = start + lg.n_agents
@@ -146,7 +146,7 @@ def learned_orders(S, a, n_fcn, gid, params, t, price, fund, hist, expected, k):
         margin = tf_.gather(params["order_margin"], a, batch_dims=1)
         feats = tf_.concat([tf_.transpose(ret), tf_.math.log(fund / price)[:, None],
                             tau[:, None], margin[:, None]], 1)
-        out = tf_.cast(lg.policy(tf_.cast(feats, lg.dtype)), f64)
+        out = tf_.cast(lg.policy(tf_.cast(feats, lg.dtype)), price.dtype)
         if out.shape.rank == 1:
             out = out[:, None]
         r = out[:, 0]

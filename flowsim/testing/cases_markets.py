@@ -5,6 +5,11 @@ factory (importable, no arguments) returns a :class:`flowsim.markets.MarketEnsem
 conformance run builds any Flow on it with ``n_events`` markets per iteration and runs
 ``n_iters`` iterations: every backend must give the bits of ``Flow``.  The ensembles
 keep only sums over markets, so any ``block_size`` works.
+
+:func:`dtype_differences` runs a case (or a bundled pams sample) in float64 and in
+float32 with the same seed and gives each statistic's difference in standard errors;
+:func:`dtype_table` (``python -m flowsim.testing.cases_markets``) is the table of
+docs/markets.rst.
 """
 
 
@@ -174,3 +179,63 @@ CASES = {
         factory="flowsim.testing.cases_markets:hifreq",
         n_events=130, n_iters=1, block_size=64, events_limit=128),
 }
+
+
+#: Bundled pams samples :func:`dtype_differences` measures beside :data:`CASES`.
+DTYPE_SAMPLES = ("ci2002", "fat_finger", "trading_halt", "shock_transfer")
+
+
+def case_ensemble(name):
+    """A conformance case's ensemble (a key of :data:`CASES`) or a bundled pams sample's."""
+    import importlib
+
+    from flowsim.markets import config_path, from_pams
+    if name in CASES:
+        module, function = CASES[name]["factory"].split(":")
+        return getattr(importlib.import_module(module), function)()
+    return from_pams(config_path(name))
+
+
+def dtype_differences(name, n_markets, seed=0, block_size=64):
+    """``{statistic: (float64 value, float32 value, z)}`` of ``n_markets`` markets of
+    ``name`` (a key of :data:`CASES` or a bundled pams sample) run with the same seed
+    in float64 and in float32: ``z`` is float32's value minus float64's in units of
+    float64's standard error (NaN where that error is 0: a statistic without spread).
+
+        from flowsim.testing.cases_markets import dtype_differences
+        dtype_differences("markets_small", 1024)["final_price"]
+    """
+    import numpy as np
+
+    from flowsim import Flow
+    runs = {}
+    for dtype in ("float64", "float32"):
+        sim = case_ensemble(name)
+        result = Flow(sim, n_events=n_markets, seed=seed, block_size=block_size,
+                      events_limit=n_markets, quiet=True, dtype=dtype).run(1)
+        runs[dtype] = np.atleast_1d(result.value), np.atleast_1d(result.error)
+    (v64, e64), (v32, _) = runs["float64"], runs["float32"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(e64 > 0, (v32 - v64) / e64, np.nan)
+    return {s: (float(a), float(b), float(c)) for s, a, b, c in zip(sim.names, v64, v32, z)}
+
+
+def dtype_table(cases=None, n_markets=1024, seed=0):
+    """Text table of :func:`dtype_differences` of ``n_markets`` markets over ``cases``
+    (default: :data:`CASES`, then :data:`DTYPE_SAMPLES`): per case the largest ``|z|``
+    over its statistics and the statistic that has it.
+
+        python -m flowsim.testing.cases_markets        # docs/markets.rst's table
+    """
+    import numpy as np
+    lines = [f"{'case':<16} {'markets':>7} {'max |z|':>8}  statistic"]
+    for name in cases or list(CASES) + list(DTYPE_SAMPLES):
+        found = dtype_differences(name, n_markets, seed=seed)
+        z = {s: abs(v[2]) for s, v in found.items() if not np.isnan(v[2])}
+        worst = max(z, key=z.get)
+        lines.append(f"{name:<16} {n_markets:>7} {z[worst]:>8.3f}  {worst}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(dtype_table())

@@ -13,7 +13,8 @@ Plain and a short Vegas integration of the double Gaussian (dimension 4) and a
 small market ensemble, in float64 and in float32: one warm-up iteration
 (tracing and XLA compilation), then :data:`ITERATIONS` timed ones.  A row gives
 the events per second of each and the float32 value minus the float64 one (in
-units of the float64 error).  Then :func:`flowsim.testing.check_gpu_ready`
+units of the float64 error; of several statistics, the one furthest in those
+units).  Then :func:`flowsim.testing.check_gpu_ready`
 reads each case's kernels against this TensorFlow build's GPU kernels (no GPU
 needed).  It takes well under a minute on a CPU.
 
@@ -22,6 +23,8 @@ own workload at its own size (``Result.meta`` and ``Result.timeline`` have the
 seconds of every chunk) before choosing weights for a mix of devices.
 """
 import time
+
+import numpy as np
 
 from ..algorithms.plain import Plain
 from ..algorithms.vegas import Vegas
@@ -91,10 +94,24 @@ def case_row(name, device):
     except ValueError as exc:           # a workload that computes in float64 only
         row["note"] = str(exc)
         return row
-    difference = float(value32 - value64)
-    row.update(float32_events_per_s=rate32, float32_minus_float64=difference,
-               sigmas=difference / float(error64) if error64 else None)
+    row.update(zip(("float32_minus_float64", "sigmas"),
+                   furthest(value32, value64, error64)), float32_events_per_s=rate32)
     return row
+
+
+def furthest(value32, value64, error64):
+    """``(difference, sigmas)`` of the statistic whose float32 value is furthest from
+    its float64 one in units of its float64 error (the first if no error is positive;
+    ``sigmas`` None then)."""
+    value32, value64, error64 = (np.atleast_1d(np.asarray(x, np.float64))
+                                 for x in (value32, value64, error64))
+    difference = value32 - value64
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sigmas = np.where(error64 > 0, difference / error64, np.nan)
+    if np.all(np.isnan(sigmas)):
+        return float(difference[0]), None
+    i = int(np.nanargmax(np.abs(sigmas)))
+    return float(difference[i]), float(sigmas[i])
 
 
 def check_devices(devices=None, cases=None):

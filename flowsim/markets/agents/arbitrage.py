@@ -101,7 +101,7 @@ class ArbitrageGroup:
         t_ = tf()
         M, K = ctx.M, ctx.K
         p = t_.reshape(price, [M, K])
-        tick = t_.reshape(ctx.tick + t_.zeros([ctx.L], t_.float64), [M, K])
+        tick = t_.reshape(ctx.tick + t_.zeros([ctx.L], ctx.dtype), [M, K])
         market = p[:, self.index]
         index = index_of([p[:, c] for c in self.components], self.shares)
         buy = (market < index) & (index - market > self.threshold)

@@ -75,9 +75,9 @@ class MarketMakerGroup:
         bk, ak, _, _ = ctx.bests(t, book)
         reach = np.zeros(K, bool)
         reach[list(self.venues)] = True
-        tick = t_.reshape(ctx.tick + t_.zeros([ctx.L], t_.float64), [M, K])
-        bid = t_.reshape(t_.cast(t_.bitwise.right_shift(bk, ctx.tb), t_.float64), [M, K]) * tick
-        ask = t_.reshape(t_.cast(t_.bitwise.right_shift(ak, ctx.tb), t_.float64), [M, K]) * tick
+        tick = t_.reshape(ctx.tick + t_.zeros([ctx.L], ctx.dtype), [M, K])
+        bid = t_.reshape(t_.cast(t_.bitwise.right_shift(bk, ctx.tb), ctx.dtype), [M, K]) * tick
+        ask = t_.reshape(t_.cast(t_.bitwise.right_shift(ak, ctx.tb), ctx.dtype), [M, K]) * tick
         has_b = reach & t_.reshape(bk != ctx.IMIN, [M, K])
         has_a = reach & t_.reshape(ak != ctx.IMAX, [M, K])
         max_buy = t_.reduce_max(t_.where(has_b, bid, -np.inf), axis=1)

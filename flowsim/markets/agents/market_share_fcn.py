@@ -43,9 +43,10 @@ def window_volume(vcum, total, back, columns):
 def choose(u, volume, access):
     """One-hot ``[M, K]`` of the market picked among ``access [M, K]`` with weights
     ``volume [M, K] + 1e-10`` (Python's ``random.choices``: the first accessible market
-    whose cumulative weight exceeds ``u * total``, else the last), ``u [M]``."""
+    whose cumulative weight exceeds ``u * total``, else the last), ``u [M]`` (the
+    weights in its dtype)."""
     t = tf()
-    w = t.where(access, t.cast(volume, t.float64) + EPSILON, 0.0)
+    w = t.where(access, t.cast(volume, u.dtype) + EPSILON, 0.0)
     cum = t.cumsum(w, axis=1)
     x = u * cum[:, -1]
     above = access & (cum > x[:, None])

@@ -43,7 +43,7 @@ class TradingHaltRule(Event):
 
     def after_match(self, t, active, did, price, ref, state):
         t_ = tf()
-        threshold = ref * self.rate * t_.cast(state["count"] + 1, t_.float64)
+        threshold = ref * self.rate * t_.cast(state["count"] + 1, price.dtype)
         fire = active & did & ~state["halted"] & (t_.abs(ref - price) >= t_.abs(threshold))
         return {"halted": state["halted"] | fire, "resumed": state["resumed"],
                 "since": t_.where(fire, t + 0 * state["since"], state["since"]),
