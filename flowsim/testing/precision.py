@@ -89,7 +89,7 @@ def _scaled(wide, narrow):
     scale = np.max(np.abs(wide[both])) if both.any() else 0.0
     if scale == 0:
         return 0.0
-    return float(np.max(np.abs(narrow - wide)[both]) / scale)
+    return float(np.max(np.abs(narrow[both] - wide[both])) / scale)
 
 
 def _summary(kind, wide, narrow, error):
