@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from flowsim.envs import PortfolioVectorEnv
+from flowsim.envs import MultiAssetVectorEnv, PortfolioVectorEnv
 from flowsim.testing.cases_envs import sample_frame
 from flowsim.testing.precision import WORKLOADS, compare_dtypes, main
 
@@ -32,7 +32,8 @@ def test_float32_vegasplus_reallocates_within_errors():
     assert not row["identical"] and row["max_sigmas"] < 3 * math.sqrt(2), row
 
 
-@pytest.mark.parametrize("case", ["finance_rsi_sweep", "portfolio_env", "physics_unweighted"])
+@pytest.mark.parametrize("case", ["finance_rsi_sweep", "portfolio_env", "multi_asset_env",
+                                  "physics_unweighted"])
 def test_float32_tables_and_rows_are_close(case):
     row = compare_dtypes(case)
     assert not row["identical"] and row["max_relative"] < 1e-4, row
@@ -50,5 +51,8 @@ def test_bad_names_are_refused(capsys):
     with pytest.raises(SystemExit, match="unknown workload.s. plane; choose from plain, "):
         main(["plane"])
     assert "markets_small" in WORKLOADS and "portfolio_env" in WORKLOADS
-    with pytest.raises(ValueError, match="dtype must be 'float64' or 'float32', got 'float16'"):
-        PortfolioVectorEnv(sample_frame(), 2, dtype="float16")
+    for env in (PortfolioVectorEnv, MultiAssetVectorEnv):
+        with pytest.raises(ValueError, match="dtype must be 'float64' or 'float32', got "
+                                             "'float16'"):
+            env(sample_frame()[["close"]] if env is MultiAssetVectorEnv else sample_frame(), 2,
+                dtype="float16")

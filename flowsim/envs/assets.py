@@ -74,8 +74,9 @@ class MultiAssetVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         Bounds of each target weight (default -1 and 1).
     max_leverage : float
         Largest ``sum |w|`` (default 1: no leverage).
-    backend, device, jit_compile
-        As :class:`flowsim.envs.PortfolioVectorEnv`.
+    backend, device, jit_compile, dtype
+        As :class:`flowsim.envs.PortfolioVectorEnv` (``dtype``: what money and
+        prices are computed in, ``"float64"`` by default or ``"float32"``).
 
     ``infos``: ``portfolio_valuation``, ``cash``, ``fees`` and ``interest`` of the
     step, ``weights`` ``[num_envs, k]`` and ``idx`` (row), with ``_key`` masks.
@@ -87,9 +88,12 @@ class MultiAssetVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
     def __init__(self, prices, num_envs=1, window_size=10, episode_length=None,
                  trading_fees=0.0, borrow_interest_rate=0.0, portfolio_initial_value=1000,
                  min_weight=-1.0, max_weight=1.0, max_leverage=1.0, backend="numpy",
-                 device=None, jit_compile=True):
+                 device=None, jit_compile=True, dtype="float64"):
         from ..core.blocks import check_count
         self.num_envs = check_count("num_envs", num_envs)
+        if dtype not in ("float64", "float32"):
+            raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+        self.dtype = np.dtype(dtype)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.prices, self.names = closes_of(prices)
@@ -118,7 +122,7 @@ class MultiAssetVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         self.backend = backend
         self.render_mode = None
         self.single_action_space = gymnasium.spaces.Box(self.min_weight, self.max_weight, (k,),
-                                                        np.float64)
+                                                        self.dtype)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.single_observation_space = gymnasium.spaces.Box(
             -np.inf, np.inf, (self.window_size + 1, k), np.float32)
@@ -136,17 +140,17 @@ class MultiAssetVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         t = tf()
         n, k = self.num_envs, self.k
         with t.device(self.device):
-            self._p = t.constant(self.prices)
+            self._p = t.constant(self.prices.astype(self.dtype))
             self._r = t.constant(self.returns)
             # the rules' numbers as rows (not constants: TF's graph optimizer
             # reassociates products with constants, see flowsim.envs.portfolio)
             self._rules = t.Variable(np.tile(np.array(
                 [[self.trading_fees], [self.borrow_interest_rate],
-                 [self.portfolio_initial_value]]), (1, n)))
+                 [self.portfolio_initial_value]], self.dtype), (1, n)))
             self._ints = t.Variable(np.zeros((4, n), np.int32))        # idx, step, end, done
             self._keys = t.Variable(np.zeros((2, n), np.int64))        # seed, episode
-            self._money = t.Variable(np.zeros((k + 1, n), np.float64))  # units, cash
-        self.compile_calls(t.TensorSpec([n, k], t.float64))
+            self._money = t.Variable(np.zeros((k + 1, n), self.dtype))  # units, cash
+        self.compile_calls(t.TensorSpec([n, k], t.as_dtype(self.dtype)))
 
     def _fresh(self, ints, money, keys, mask):
         t = tf()
@@ -160,7 +164,7 @@ class MultiAssetVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
             end = start + self.episode_length
         new_ints = t.stack([start, t.zeros_like(start), end, t.zeros_like(start)])
         cash = self._rules[2]
-        new_money = t.concat([t.zeros([self.k, n], t.float64), cash[None]], 0)
+        new_money = t.concat([t.zeros([self.k, n], cash.dtype), cash[None]], 0)
         return t.where(mask, new_ints, ints), t.where(mask, new_money, money)
 
     def _outputs(self, ints, money, reward, terminated, truncated, fees, interest):
@@ -173,9 +177,10 @@ class MultiAssetVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         rows = idx[:, None] + t.range(-self.window_size + 1, 1)[None, :]
         obs = t.concat([t.gather(self._r, rows), t.cast(t.transpose(weights), t.float32)[
             :, None, :]], axis=1)
-        table = t.concat([t.stack([reward, t.cast(terminated, t.float64),
-                                   t.cast(truncated, t.float64), value, money[self.k], fees,
-                                   interest, t.cast(idx, t.float64)]), weights], 0)
+        real = value.dtype
+        table = t.concat([t.stack([reward, t.cast(terminated, real),
+                                   t.cast(truncated, real), value, money[self.k], fees,
+                                   interest, t.cast(idx, real)]), weights], 0)
         return obs, table
 
     def _step_fn(self, weights):
@@ -229,7 +234,7 @@ class MultiAssetVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         self._ints.assign(ints)
         self._money.assign(money)
         self._keys.assign(keys)
-        zero = t.zeros([self.num_envs], t.float64)
+        zero = t.zeros([self.num_envs], t.as_dtype(self.dtype))
         false = t.zeros([self.num_envs], t.bool)
         return self._outputs(ints, money, zero, false, false, zero, zero)
 
@@ -258,7 +263,7 @@ class MultiAssetVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         if np.any(np.abs(a).sum(axis=1) > self.max_leverage * (1 + 1e-12)):
             raise ValueError(f"actions: sum of |weights| must be <= max_leverage="
                              f"{self.max_leverage}")
-        obs, table = self._fns["step"](t.constant(a.astype(np.float64)))
+        obs, table = self._fns["step"](t.constant(a.astype(self.dtype)))
         return self._finish(obs, table, self._ones)
 
     def _finish(self, obs, table, mask):

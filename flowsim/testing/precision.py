@@ -27,8 +27,10 @@ Simulation and run settings), run twice with the same seed: ``dtype="float64"`` 
 ``"rows"`` (one iteration's block rows, e.g. unweighted event candidates)
     ``max_relative`` as for tables.
 
-``"portfolio_env"`` steps :class:`flowsim.envs.PortfolioVectorEnv` (not a Flow
-workload) with the same actions in both dtypes and compares the valuations.
+``"portfolio_env"`` and ``"multi_asset_env"`` step
+:class:`flowsim.envs.PortfolioVectorEnv` and :class:`flowsim.envs.MultiAssetVectorEnv`
+(not Flow workloads) with the same actions in both dtypes and compare the
+valuations.
 """
 import sys
 
@@ -42,7 +44,7 @@ WORKLOADS = ("plain", "vegas", "vegasplus", "physics_scan_plain", "physics_scan_
              "physics_gradient_vegas", "physics_complex_plain", "physics_unweighted", "path",
              "sweep", "finance_rsi_sweep", "markets_small", "markets_learned", "markets_events",
              "markets_venues", "markets_hifreq", "rollout_coin", "rollout_mlp", "rollout_sweep",
-             "portfolio_coin", "portfolio_sweep", "portfolio_env")
+             "portfolio_coin", "portfolio_sweep", "portfolio_env", "multi_asset_env")
 
 
 def _flow_outputs(name, dtype):
@@ -83,6 +85,26 @@ def _env_outputs(dtype, n_envs=64, steps=300):
                     "summed_rewards": rewards}, None
 
 
+def _multi_asset_outputs(dtype, n_envs=32, steps=200):
+    """Valuations of a :class:`MultiAssetVectorEnv` over three of the sample's price
+    columns, with fees and borrowing, stepped with the same random weights."""
+    from ..envs import MultiAssetVectorEnv
+    from .cases_envs import sample_frame
+    prices = sample_frame()[["open", "high", "close"]]
+    env = MultiAssetVectorEnv(prices, n_envs, trading_fees=0.001, borrow_interest_rate=0.0002,
+                              max_leverage=1.5, dtype=dtype)
+    env.reset(seed=4)
+    weights = np.random.default_rng(2).uniform(-0.5, 0.5, (steps, n_envs, 3))
+    for row in weights:
+        _, _, _, _, info = env.step(row)
+    return "rows", {"portfolio_valuation": np.asarray(info["portfolio_valuation"],
+                                                      np.float64)}, None
+
+
+#: The stepped environments: name -> outputs of a dtype.
+ENVIRONMENTS = {"portfolio_env": _env_outputs, "multi_asset_env": _multi_asset_outputs}
+
+
 def _scaled(wide, narrow):
     """The largest ``|narrow - wide|`` relative to ``wide``'s largest magnitude."""
     both = np.isfinite(wide) & np.isfinite(narrow)
@@ -113,8 +135,7 @@ def compare_dtypes(name):
     """float32 against float64 on workload ``name`` (one of :data:`WORKLOADS`): a dict
     with ``case``, ``kind``, ``identical`` and the kind's figures (see the module), or
     ``refused``, the message of a workload that computes in float64 only."""
-    outputs = _env_outputs if name == "portfolio_env" else (
-        lambda dtype: _flow_outputs(name, dtype))
+    outputs = ENVIRONMENTS.get(name) or (lambda dtype: _flow_outputs(name, dtype))
     kind, wide, error = outputs("float64")
     try:
         _, narrow, _ = outputs("float32")
