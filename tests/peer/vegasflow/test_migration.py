@@ -89,3 +89,11 @@ def test_integrand_not_compilable_gets_eager_tensors():
     integrator.compile(_eager_product, compilable=False)
     value, error = integrator.run_integration(2)
     assert abs(value - 0.25) < 4 * error
+
+
+def test_the_fallback_gives_the_bits_of_a_kernel_built_without_xla():
+    import flowsim
+    runs = [flowsim.integrate(_through_python, 2, 5_000, 2, seed=11, algorithm="vegas",
+                              **opts) for opts in ({}, {"jit_compile": False})]
+    assert runs[0].value == runs[1].value and runs[0].error == runs[1].error
+    assert abs(runs[0].value - 0.25) < 4 * runs[0].error
