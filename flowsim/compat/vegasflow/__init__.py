@@ -48,7 +48,7 @@ Where VegasFlow's behaviour was wrong, this module has flowsim's:
   ``(value, error)`` of one iteration, differentiable, in place of
   VegasFlow's raw per-call sums.
 
-Not provided: ``set_distribute`` (dask): use flowsim's backends
+Not provided: ``set_distribute`` (dask; it raises NotImplementedError): use flowsim's backends
 (``flowsim.integrate(..., backend="mpi" | "spark" | "joblib")``).
 """
 from .configflow import DTYPE, DTYPEINT, float_me, int_me, run_eager

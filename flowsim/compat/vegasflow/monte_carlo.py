@@ -234,6 +234,19 @@ class MonteCarloFlow:
         self._samples = 0
         self._flow = None
 
+    def set_distribute(self, queue_object):
+        """Not provided: raises NotImplementedError naming flowsim's backends.
+
+        VegasFlow sent each device call to a Dask cluster; with flowsim, run
+        the integrand through ``flowsim.integrate(..., backend="joblib")``
+        inside ``joblib.parallel_config(backend="dask")`` (or ``"mpi"``,
+        ``"spark"``): the same seed gives the same bits as on one device.
+        """
+        raise NotImplementedError(
+            "set_distribute (Dask) is not provided by flowsim.compat.vegasflow: use "
+            "flowsim.integrate(f, dim, n_events, n_iter, backend='joblib') inside "
+            "joblib.parallel_config(backend='dask'), or backend='mpi' or 'spark'")
+
     def _can_run_vectorial(self, expected_shape=None):
         return self._CAN_RUN_VECTORIAL
 

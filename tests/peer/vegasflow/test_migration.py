@@ -6,6 +6,7 @@ import logging
 import re
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from flowsim.compat.vegasflow import VegasFlow
@@ -97,3 +98,9 @@ def test_the_fallback_gives_the_bits_of_a_kernel_built_without_xla():
                               **opts) for opts in ({}, {"jit_compile": False})]
     assert runs[0].value == runs[1].value and runs[0].error == runs[1].error
     assert abs(runs[0].value - 0.25) < 4 * runs[0].error
+
+
+def test_set_distribute_names_flowsim_s_backends():
+    with pytest.raises(NotImplementedError, match=r"set_distribute \(Dask\) is not provided"
+                       r".*backend='joblib'.*parallel_config\(backend='dask'\)"):
+        VegasFlow(2, 1_000).set_distribute(object())
