@@ -20,7 +20,9 @@ reuses the kernel for every later task of that simulation.
 """
 import collections
 import concurrent.futures
+import dataclasses
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 
@@ -66,6 +68,9 @@ DIRECT_THREADS = min(os.cpu_count() or 1, 8)
 _POOL = []
 
 DTYPES = ("float64", "float32")
+#: The start of TensorFlow's error when XLA cannot compile an op of a kernel (a
+#: ``tf.py_function``, ``tf.numpy_function``...): such a kernel runs without XLA.
+XLA_REFUSAL = "Detected unsupported operations when trying to compile graph"
 
 
 def dtype_name(dtype):
@@ -304,8 +309,22 @@ def _build(simulation, spec, device, names=None):
         return plain
 
     concrete = []       # the block function's one concrete function (looked up once)
+    plain = []          # the kernel without XLA, once XLA refused the block
 
     def run(base, first_block, n_blocks, n_events, state, short_run=False):
+        """Rows of the chunk (:func:`_xla_rows`); without XLA when XLA cannot
+        compile the block (:func:`_without_xla`)."""
+        args = (base, first_block, n_blocks, n_events, state)
+        if not plain:
+            try:
+                return _xla_rows(*args, short_run=short_run)
+            except tf().errors.InvalidArgumentError as exc:
+                if XLA_REFUSAL not in str(exc):
+                    raise
+                plain.append(_without_xla(simulation, spec, device, names, exc))
+        return plain[0](*args)
+
+    def _xla_rows(base, first_block, n_blocks, n_events, state, short_run=False):
         """Rows of the chunk: block by block (:data:`DIRECT_BLOCKS`, a short run
         while the loop is not built), or the loop."""
         first, n = int(first_block), int(n_blocks)
@@ -334,6 +353,18 @@ def _build(simulation, spec, device, names=None):
 
     run.chunk = chunk
     return run
+
+
+def _without_xla(simulation, spec, device, names, refusal):
+    """The kernel of ``simulation`` built with ``jit_compile=False``, after XLA
+    refused to compile its block (``refusal``: TensorFlow's error, e.g. for a
+    ``tf.py_function`` in the integrand); one line on the ``flowsim`` logger says so."""
+    from .log import logger
+    first = str(refusal).split("\n", 1)[0]
+    ops = re.search(r"_JIT: (.*?) \(", first)
+    logger.warning("%s: XLA cannot compile %s; running without XLA (jit_compile=False)",
+                   type(simulation).__name__, ops.group(1) if ops else "the integrand")
+    return _build(simulation, dataclasses.replace(spec, jit_compile=False), device, names)
 
 
 def _pool():

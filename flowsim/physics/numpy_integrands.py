@@ -67,7 +67,7 @@ class NumpyIntegrand:
         if self._check(out, x.shape[0], dim) != k:
             raise ValueError(f"numpy integrand {self.__name__} returned shape "
                              f"{list(out.shape)}, but {k or 'no'} components when probed")
-        return out.astype(x.dtype, copy=False)
+        return out.astype(getattr(x.dtype, "as_numpy_dtype", x.dtype), copy=False)
 
     def __call__(self, x, **kwargs):
         t = tf()
@@ -77,10 +77,13 @@ class NumpyIntegrand:
             self.components = self._probe(dim, dtype, kwargs)
         k = self.components
         values = [t.convert_to_tensor(kwargs[name]) for name in self.keywords]
-        out = t.numpy_function(lambda *a: self._run(k, dim, *a), [x, *values], x.dtype,
-                               stateful=False)
+        out = self._outside(lambda *a: self._run(k, dim, *a), [x, *values], x.dtype)
         out.set_shape([x.shape[0]] + ([k] if k else []))
         return out
+
+    def _outside(self, fn, inputs, dtype):
+        """The op running ``fn`` on ``inputs`` outside the graph."""
+        return tf().numpy_function(fn, inputs, dtype, stateful=False)
 
     def __getstate__(self):
         return {"function": self.function, "components": self.components,

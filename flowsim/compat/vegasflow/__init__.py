@@ -18,7 +18,12 @@ JSON), ``make_differentiable``, ``run_event``, ``xmin``/``xmax``,
 ``f(xarr, n_dim=None, weight=None)``; histograms are ``tf.Variable`` the
 integrand fills with ``weight``, passed as ``run_integration(n,
 histograms=(h,))``.  The submodules ``configflow``, ``monte_carlo``,
-``plain``, ``vflow``, ``vflowplus`` mirror VegasFlow's.
+``plain``, ``utils``, ``vflow``, ``vflowplus`` mirror VegasFlow's.  Each
+iteration prints a line as in VegasFlow (the ``vegasflow`` logger's console
+handler, added at import when it has none: :mod:`.configflow`).  An integrand
+XLA cannot compile runs without XLA (one line on the ``flowsim`` logger); one
+compiled with ``compilable=False`` or under ``run_eager(True)`` receives eager
+tensors.
 
 Where VegasFlow's behaviour was wrong, this module has flowsim's:
 
@@ -43,7 +48,7 @@ Where VegasFlow's behaviour was wrong, this module has flowsim's:
   ``(value, error)`` of one iteration, differentiable, in place of
   VegasFlow's raw per-call sums.
 
-Not provided: ``set_distribute`` (dask): use flowsim's backends
+Not provided: ``set_distribute`` (dask; it raises NotImplementedError): use flowsim's backends
 (``flowsim.integrate(..., backend="mpi" | "spark" | "joblib")``).
 """
 from .configflow import DTYPE, DTYPEINT, float_me, int_me, run_eager

@@ -9,6 +9,7 @@ given to :meth:`MonteCarloFlow.set_seed` fixes every bit of every later
 import contextlib
 import copy
 import inspect
+import logging
 import secrets
 import threading
 import time
@@ -18,7 +19,10 @@ import numpy as np
 from ...core import rng
 from ...core.lazy_tf import logical_devices, tf
 from ...core.result import Result, warn_if_inconsistent
-from .configflow import DEFAULT_ACTIVE_DEVICES, DTYPE, MAX_EVENTS_LIMIT, logger
+from ...physics.numpy_integrands import NumpyIntegrand
+from .configflow import DEFAULT_ACTIVE_DEVICES, DTYPE, MAX_EVENTS_LIMIT
+
+logger = logging.getLogger("vegasflow.monte_carlo")
 
 
 def print_iteration(it, res, error, extra="", threshold=0.1):
@@ -79,6 +83,25 @@ class Integrand:
         return self.call(x)
 
 
+class EagerIntegrand(NumpyIntegrand):
+    """``function`` run eagerly inside flowsim's kernel (``tf.py_function``): it
+    receives eager tensors (``x.numpy()`` works) and returns ``[n]`` or ``[n, k]``
+    tensors or arrays, as VegasFlow runs an integrand compiled with
+    ``compilable=False`` or under :func:`.configflow.run_eager`.  The kernel then
+    runs without XLA."""
+
+    def _probe(self, dim, dtype, kwargs):
+        t = tf()
+        with t.init_scope():        # eagerly, also while flowsim traces the kernel
+            x = t.constant(np.full((2, dim), 0.5, dtype=dtype))
+            values = {k: (t.ones(2, x.dtype) if len(getattr(v, "shape", ()) or ()) else v)
+                      for k, v in kwargs.items()}
+            return self._check(np.asarray(self.function(x, **values)), 2, dim)
+
+    def _outside(self, fn, inputs, dtype):
+        return tf().py_function(fn, inputs, dtype)
+
+
 class MaskedBlock:
     """Mixin for a Simulation whose integrand is an :class:`Integrand` taking
     ``weight``: the block's validity mask reaches the weights."""
@@ -105,7 +128,8 @@ class MonteCarloFlow:
         CPUs).  Several matching devices run an iteration's blocks in a
         thread pool, one worker per device; none found, the default device.
     verbose : bool
-        Log each iteration's result (logger ``"vegasflow"``, level INFO).
+        Log each iteration's result (logger ``"vegasflow.monte_carlo"``, level
+        INFO), printed as VegasFlow prints it (:mod:`.configflow`).
     xmin, xmax : sequences of n_dim floats or None
         Integration limits (default the unit cube); give both or neither.
     """
@@ -210,6 +234,19 @@ class MonteCarloFlow:
         self._samples = 0
         self._flow = None
 
+    def set_distribute(self, queue_object):
+        """Not provided: raises NotImplementedError naming flowsim's backends.
+
+        VegasFlow sent each device call to a Dask cluster; with flowsim, run
+        the integrand through ``flowsim.integrate(..., backend="joblib")``
+        inside ``joblib.parallel_config(backend="dask")`` (or ``"mpi"``,
+        ``"spark"``): the same seed gives the same bits as on one device.
+        """
+        raise NotImplementedError(
+            "set_distribute (Dask) is not provided by flowsim.compat.vegasflow: use "
+            "flowsim.integrate(f, dim, n_events, n_iter, backend='joblib') inside "
+            "joblib.parallel_config(backend='dask'), or backend='mpi' or 'spark'")
+
     def _can_run_vectorial(self, expected_shape=None):
         return self._CAN_RUN_VECTORIAL
 
@@ -226,8 +263,10 @@ class MonteCarloFlow:
         weight=None)``: ``xarr`` ``[n, n_dim]`` of ``DTYPE``, ``n_dim`` the
         dimension, ``weight`` ``[n]`` the Monte Carlo weight of each event
         (fill histograms with ``f * weight``), returning ``[n]`` or ``[n, k]``.
-        With ``compilable=False`` the integrand is a numpy function, called
-        through ``tf.numpy_function`` (slower; no XLA).  ``signature`` and
+        With ``compilable=False``, or after ``run_eager(True)``, the integrand
+        runs eagerly (``tf.py_function``: eager tensors in, ``x.numpy()`` works;
+        slower; no XLA).  An integrand XLA cannot compile (a ``tf.py_function``
+        inside) runs without XLA, with a note on the ``flowsim`` logger.  ``signature`` and
         ``trace`` are accepted and ignored: flowsim traces the integrand once
         per shape.  The shape is always checked (``check`` is ignored): a
         wrong one raises ValueError.
@@ -238,10 +277,9 @@ class MonteCarloFlow:
         python = getattr(integrand, "python_function", integrand)
         args = [a for a in inspect.getfullargspec(python).args[1:] if a in ("n_dim", "weight")]
         function = integrand
-        self._jit = bool(compilable)
-        if not compilable:              # numpy in, numpy out: through tf.numpy_function
-            from ...physics.numpy_integrands import NumpyIntegrand
-            function = NumpyIntegrand(integrand, keywords=args)
+        self._jit = bool(compilable) and not tf().config.functions_run_eagerly()
+        if not self._jit:               # eager tensors in, as in VegasFlow: no XLA
+            function = EagerIntegrand(integrand, keywords=args)
         self._tf_integrand = Integrand(function, args, self.n_dim, weight=self._weight)
         if "weight" in args:
             self._weight_vars()          # eagerly: the probe below traces the integrand
@@ -360,19 +398,29 @@ class MonteCarloFlow:
             for j, h in enumerate(histograms):
                 h.assign(sum(wi * hs[j] for wi, hs in zip(w, histo)) / w.sum())
         if self._verbose:
-            logger.info(" > Final results: %s +/- %s", result.value, result.error)
+            self._log_final(result.value, result.error)
         self.result = result
         return result.value, result.error
 
     def _log_iteration(self, i, rec, seconds):
+        """VegasFlow's line(s) for iteration ``i``."""
         res, err = rec["value"], rec["error"]
-        took = "" if seconds is None else f" (took {seconds:.5f} s)"
+        took = "" if seconds is None else f"(took {seconds:.5f} s)"
         if self._vectorial:
-            lines = [print_iteration(i, r, e, extra=f" [dimension {d}]{took}")
+            lines = [print_iteration(i, r, e, extra=f" [dimension {d}] {took}")
                      for d, (r, e) in enumerate(zip(np.atleast_1d(res), np.atleast_1d(err)))]
             logger.info("\n      ".join(lines))
         else:
             logger.info(print_iteration(i, res, err, extra=took))
+
+    def _log_final(self, value, error):
+        """VegasFlow's line(s) for the combined result."""
+        if self._vectorial:
+            lines = [f"Final results [dim = {d}]: {r:g} +/- {e:g}"
+                     for d, (r, e) in enumerate(zip(np.atleast_1d(value), np.atleast_1d(error)))]
+            logger.info("\n     ".join(lines))
+        else:
+            logger.info(f" > Final results: {float(value):g} +/- {float(error):g}")
 
     # -- sampling ----------------------------------------------------------------------
     def _map(self, y):

@@ -2,12 +2,15 @@
 :class:`flowsim.Vegas` (unstratified, 50 increments per axis, damping 1.5, as
 VegasFlow)."""
 import json
+import logging
 
 import numpy as np
 
 from ...core.lazy_tf import tf
-from .configflow import ALPHA, BINS_MAX, DTYPE, logger
+from .configflow import ALPHA, BINS_MAX, DTYPE
 from .monte_carlo import MonteCarloFlow, sampler, wrapper
+
+logger = logging.getLogger("vegasflow.vflow")
 
 
 class VegasFlow(MonteCarloFlow):

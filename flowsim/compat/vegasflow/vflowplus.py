@@ -1,9 +1,12 @@
 """VegasFlow's ``VegasFlowPlus`` (``vegasflow.vflowplus``): VEGAS with stratified
 sampling on :class:`flowsim.Vegas` (``adaptive=False``: hypercubes of equal
 events) or :class:`flowsim.VegasPlus` (``adaptive=True``: VEGAS+)."""
-from .configflow import logger
+import logging
+
 from .monte_carlo import sampler, wrapper
 from .vflow import VegasFlow
+
+logger = logging.getLogger("vegasflow.vflowplus")
 
 
 class VegasFlowPlus(VegasFlow):

@@ -1,9 +1,11 @@
 """Run VegasFlow 1.3.0's own tests against :mod:`flowsim.compat.vegasflow`.
 
 The test files here are VegasFlow's, unchanged (Apache-2.0: LICENSE in this folder).
-While each of them is imported, ``vegasflow`` and its submodules resolve to
-flowsim's compat package (``sys.modules`` aliases); the aliases are undone right
-after, so no other test (nor an installed VegasFlow) sees them.
+While each of them is imported, and while each test of this folder runs,
+``vegasflow`` and its submodules resolve to flowsim's compat package
+(``sys.modules`` aliases; ``test_config`` imports and reloads
+``vegasflow.configflow`` inside its tests); the aliases are undone right after,
+so no other test (nor an installed VegasFlow) sees them.
 
 Two tests pin VegasFlow limitations flowsim does not copy; they are expected to fail:
 ``test_notworking_vectorial`` (VegasFlowPlus refusing vector integrands: flowsim's
@@ -17,7 +19,7 @@ import sys
 import numpy as np
 import pytest
 
-SUBMODULES = ("configflow", "monte_carlo", "plain", "vflow", "vflowplus")
+SUBMODULES = ("configflow", "monte_carlo", "plain", "utils", "vflow", "vflowplus")
 
 XFAIL = {
     "test_notworking_vectorial": "flowsim's VEGAS+ integrates vector integrands; VegasFlow's "
@@ -57,6 +59,13 @@ def pytest_collection_modifyitems(config, items):
         reason = XFAIL.get(getattr(item, "originalname", item.name))
         if reason and "peer/vegasflow" in str(item.path).replace("\\", "/"):
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+
+
+@pytest.fixture(autouse=True)
+def vegasflow_aliases():
+    """``import vegasflow`` inside a test of this folder gives flowsim's compat package."""
+    with vegasflow_is_flowsim():
+        yield
 
 
 class _SeedOfTheTest:
