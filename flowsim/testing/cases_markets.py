@@ -207,7 +207,7 @@ def dtype_differences(name, n_markets, seed=0, block_size=64):
     """
     import numpy as np
 
-    from flowsim import Flow
+    from flowsim.core.flow import Flow
     runs = {}
     for dtype in ("float64", "float32"):
         sim = case_ensemble(name)
