@@ -399,7 +399,30 @@ def _run_case(case, **extra):
 def test_from_signals_matches_vectorbt(vectorbt_portfolio_cases, name):
     case, metrics, trades, value = next(c for c in vectorbt_portfolio_cases
                                         if c[0]["name"] == name)
-    pf = _run_case(case)
+    _check_against_vectorbt(name, _run_case(case), metrics, trades, value)
+
+
+def _keyword_cases():
+    """The stored keyword cases: ``[(name, from_signals inputs, vectorbt's results)]``."""
+    import json
+    data = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_keyword_cases.npz"))
+    out = []
+    for meta in json.loads(str(data["cases"])):
+        name = meta["name"]
+        close, op, hi, lo = vectorbt_cases.market(meta["seed"])
+        kw = {k: v for k, v in (("open", op), ("high", hi), ("low", lo)) if k in meta["ohlc"]}
+        kw.update({k: data[f"{name}/signal/{k}"] for k in meta["signals"]})
+        kw.update(meta["kwargs"])
+        kw.update({k: data[f"{name}/kw/{k}"] for k in meta["array_kwargs"]})
+        kw.setdefault("freq", "1D")
+        ref = ({k: data[f"{name}/metric/{k}"] for k in vectorbt_cases.STAT_COLUMNS},
+               {k: data[f"{name}/trade/{k}"] for k in vectorbt_cases.TRADE_FIELDS},
+               data[f"{name}/value"])
+        out.append((name, close, kw, ref))
+    return out
+
+
+def _check_against_vectorbt(name, pf, metrics, trades, value):
     stats = pf.stats()
     assert list(stats.columns) == list(vectorbt_cases.STAT_COLUMNS)
     for k, ref in metrics.items():
@@ -414,6 +437,13 @@ def test_from_signals_matches_vectorbt(vectorbt_portfolio_cases, name):
     assert np.array_equal(ours["status"].to_numpy() == "open", trades["status"] == 0)
     for f in ("size", "entry_price", "entry_fees", "exit_price", "exit_fees", "pnl", "return"):
         _assert_close(ours[f].to_numpy(), trades[f], f"{name}: trade {f}")
+
+
+@pytest.mark.parametrize("case", _keyword_cases(), ids=lambda c: c[0])
+def test_from_signals_keywords_match_vectorbt(case):
+    name, close, kw, (metrics, trades, value) = case
+    assert len(trades["col"]) >= 10, name
+    _check_against_vectorbt(name, from_signals(close, **kw), metrics, trades, value)
 
 
 def test_loop_without_its_unused_parts_is_bit_identical():
@@ -495,6 +525,9 @@ def test_from_signals_refuses_bad_inputs():
         (dict(direction="sideways"), "direction must be 'longonly'"),
         (dict(slippage=[0.1, 0.2]), "slippage must be a scalar or one value per column"),
         (dict(freq="fortnight"), "freq and year_freq must be pandas timedeltas"),
+        (dict(init_cash="auto"), "init_cash='auto' needs a finite size"),
+        (dict(init_cash="lots"), "init_cash must be a number, 'auto' or 'autoalign'"),
+        (dict(direction=3), "direction must be 'longonly'.*got 3"),
     ]
     for kw, msg in cases:
         args = dict(close=close, entries=sig, exits=sig)
@@ -554,6 +587,7 @@ def test_signal_sweep_refuses_bad_inputs():
         (dict(fees=-1.0), "fees must be >= 0"),
         (dict(direction="up"), "direction must be"),
         (dict(params=grid.assign(fees=[0.1]), fees=0.1), "given both as params columns"),
+        (dict(init_cash="auto"), "init_cash='auto' is not a number"),
     ]
     for kw, msg in cases:
         args = dict(strategy=strategies.rsi_thresholds, close=close, params=grid)

@@ -271,15 +271,24 @@ def prepare(close, entries, exits, short_entries, short_exits, direction, open, 
     return bars, tuple(np.ascontiguousarray(s) for s in signals), params, labels
 
 
+def direction_code(value):
+    """One direction as its code: ``"longonly"`` / ``"shortonly"`` / ``"both"`` or
+    vectorbt's ``Direction`` integers 0 / 1 / 2."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+            and int(value) in DIRECTIONS.values():
+        return int(value)
+    key = str(value).lower().replace("_", "")
+    if not isinstance(value, str) or key not in DIRECTIONS:
+        raise ValueError(f"direction must be 'longonly', 'shortonly' or 'both' (or vectorbt's "
+                         f"Direction codes 0, 1, 2), got {value!r}")
+    return DIRECTIONS[key]
+
+
 def direction_codes(direction, n_cols):
-    """``"longonly" / "shortonly" / "both"`` (scalar or per column) -> int codes [n_cols]."""
-    vals = [direction] if isinstance(direction, str) else list(direction)
-    codes = []
-    for v in vals:
-        key = str(v).lower().replace("_", "")
-        if key not in DIRECTIONS:
-            raise ValueError(f"direction must be 'longonly', 'shortonly' or 'both', got {v!r}")
-        codes.append(DIRECTIONS[key])
+    """Directions (scalar or per column, names or codes) -> int codes [n_cols]."""
+    vals = list(np.asarray(direction.to_numpy() if hasattr(direction, "to_numpy")
+                           else direction, dtype=object).reshape(-1))
+    codes = [direction_code(v) for v in vals]
     codes = np.array(codes)
     if codes.size == 1:
         codes = np.repeat(codes, n_cols)
@@ -292,6 +301,9 @@ def direction_codes(direction, n_cols):
 def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0.0,
                   slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, min_size=1e-8):
     """Per-column keywords of :func:`from_signals`, checked, as float64 arrays."""
+    if isinstance(init_cash, str):
+        raise ValueError(f"init_cash={init_cash!r} is not a number: from_signals takes "
+                         f"init_cash='auto' or 'autoalign'; elsewhere give the cash")
     p = {"init_cash": _column_param(init_cash, "init_cash", n_cols, 0, strict=True),
          "size": _column_param(size, "size", n_cols, 0, strict=True),
          "fees": _column_param(fees, "fees", n_cols, 0),
@@ -306,6 +318,44 @@ def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0
     if np.isinf(p["init_cash"]).any():
         raise ValueError("init_cash must be finite")
     return p
+
+
+INIT_CASH_MODES = ("auto", "autoalign")
+
+
+def init_cash_mode(init_cash):
+    """vectorbt's ``InitCashMode`` named by ``init_cash`` ("auto", "autoalign"), else None."""
+    if not isinstance(init_cash, str):
+        return None
+    mode = init_cash.lower().replace("_", "")
+    if mode not in INIT_CASH_MODES:
+        raise ValueError(f"init_cash must be a number, 'auto' or 'autoalign', got {init_cash!r}")
+    return mode
+
+
+def auto_init_cash(bars, signals, params, dtype, mode):
+    """``params`` with vectorbt's automatic ``init_cash``: the most cash the orders spend.
+
+    vectorbt runs with infinite cash, then sets each column's cash to the lowest
+    point of its cumulative cash flow (1 if it never goes below 0; ``"autoalign"``:
+    the largest over the columns).  Here a first run with infinite cash gives the
+    orders and the flows; the returned params run the same orders from that cash.
+    """
+    if np.isinf(params["size"]).any():
+        raise ValueError(f"init_cash={mode!r} needs a finite size: with infinite cash, "
+                         f"size=inf buys without limit (vectorbt: 'Attempt to go in long "
+                         f"direction infinitely')")
+    probe = dict(params, init_cash=np.full_like(params["init_cash"], np.inf))
+    out = run_tensors(bars, signals, probe, dtype)
+    size = np.asarray(out["order_size"], dtype=np.float64)
+    flow = np.where(size != 0, -size * np.nan_to_num(np.asarray(out["order_price"])) -
+                    np.asarray(out["order_fees"]), 0.0)
+    flow = np.where(np.abs(flow) <= 1e-12, 0.0, flow)         # add_nb(0, flow)
+    low = np.min(np.cumsum(flow, axis=0), axis=0)
+    cash = np.where(low < 0, np.abs(low), 1.0)
+    if mode == "autoalign":
+        cash = np.full_like(cash, np.max(cash))
+    return dict(params, init_cash=cash)
 
 
 # -- the compiled run ----------------------------------------------------------------------
@@ -478,8 +528,12 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     short_entries, short_exits : bool or None
         Give them to trade both sides with four signals (then ``entries`` /
         ``exits`` are the long ones and ``direction`` is ignored).
-    direction : "longonly" (default), "shortonly" or "both"; scalar or per column.
-    init_cash : float, default 100.  size : float, default inf (all cash), else
+    direction : "longonly" (default), "shortonly" or "both" (or vectorbt's codes 0, 1,
+        2); scalar or per column.
+    init_cash : float, default 100; or ``"auto"``: each column starts with the most
+        cash its orders spend (1 if they never spend), ``"autoalign"``: the largest
+        of those for every column (vectorbt's ``InitCashMode``; needs a finite
+        ``size``).  size : float, default inf (all cash), else
         shares per order.  fees : fraction (0.001 = 0.1 %), default 0.
         fixed_fees : cash per order, default 0.  slippage : fraction, default 0.
     sl_stop, tp_stop : float in (0, inf) or None (off); scalar or per column
@@ -513,20 +567,19 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     negative ``max_drawdown``, durations in bars.
     """
     import pandas as pd
+    cash_mode = init_cash_mode(init_cash)
     given, index, columns = conform(
         {"price": price, "open": open, "high": high, "low": low, "close": close,
          "entries": entries, "exits": exits, "short_entries": short_entries,
          "short_exits": short_exits})
+    keywords = {"init_cash": 100.0 if cash_mode else init_cash, "size": size, "fees": fees,
+                "fixed_fees": fixed_fees, "slippage": slippage, "sl_stop": sl_stop,
+                "sl_trail": sl_trail, "tp_stop": tp_stop, "min_size": min_size}
     bars, signals, params, labels = prepare(
         given["close"], given["entries"], given["exits"], given["short_entries"],
         given["short_exits"], direction, given["open"], given["high"], given["low"],
-        given["price"], init_cash=init_cash, size=size, fees=fees, fixed_fees=fixed_fees,
-        slippage=slippage, sl_stop=sl_stop, sl_trail=sl_trail, tp_stop=tp_stop,
-        min_size=min_size)
-    check_column_keywords(
-        {"init_cash": init_cash, "size": size, "fees": fees, "fixed_fees": fixed_fees,
-         "slippage": slippage, "sl_stop": sl_stop, "sl_trail": sl_trail, "tp_stop": tp_stop,
-         "min_size": min_size}, columns)
+        given["price"], **keywords)
+    check_column_keywords(keywords, columns)
     if columns is None or len(columns) != len(labels):
         columns = None
     else:
@@ -539,6 +592,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     ann_factor(freq, year_freq)                   # the checks of freq and year_freq
     step, assumed = bar_length(freq, index)
     ann = ann_factor(step, year_freq)
+    if cash_mode:
+        params = auto_init_cash(bars, signals, params, dtype, cash_mode)
     out = run_tensors(bars, signals, params, dtype, rates(ann, risk_free, required_return))
     if index is None:
         index = pd.RangeIndex(bars["close"].shape[0])

@@ -1,0 +1,92 @@
+"""Make the vectorbt reference of from_signals' everyday keywords.
+
+Each case is a random-walk market (``flowsim.testing.vectorbt_cases.market``, a
+fixed seed), random signals and a set of ``Portfolio.from_signals`` keywords
+(``init_cash="auto"``, direction codes, ``size_type``, per-bar ``size`` / ``fees``
+/ ``sl_stop`` arrays, stop entry and exit prices...).  vectorbt runs each one;
+``tests/data/vectorbt_keyword_cases.npz`` keeps the inputs (signals, array
+keywords, the cases as JSON) with vectorbt's ``stats()`` metrics, exit trades and
+value curve, so the tests rebuild every call without vectorbt.
+
+Needs the ``bench`` extra (vectorbt).  Run from the repository root::
+
+    .venv/bin/python benchmarks/make_vectorbt_keywords_reference.py
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "data", "vectorbt_keyword_cases.npz")
+sys.path.insert(0, ROOT)
+from flowsim.testing import vectorbt_cases as vc  # noqa: E402
+
+N, C = vc.N_BARS, vc.N_COLS
+
+
+def _signals(seed, rate=0.08, short=False):
+    rng = np.random.default_rng(seed + 2000)
+    names = ("entries", "exits") + (("short_entries", "short_exits") if short else ())
+    return {k: rng.random((N, C)) < rate for k in names}
+
+
+def _per_bar(seed, lo, hi, cols=C):
+    return np.random.default_rng(seed + 3000).uniform(lo, hi, (N, cols))
+
+
+def cases():
+    """``[{name, seed, ohlc, signals, kwargs}]``: the stored cases (inputs)."""
+    hl, ohl = ["high", "low"], ["open", "high", "low"]
+
+    def case(name, seed, ohlc=(), rate=0.08, short=False, **kw):
+        return {"name": name, "seed": seed, "ohlc": list(ohlc),
+                "signals": _signals(seed, rate, short), "kwargs": kw}
+
+    return [
+        case("init_cash_auto", 21, size=2.0, fees=0.001, fixed_fees=0.05),
+        case("init_cash_autoalign_both_stops", 22, ohl, direction="both", init_cash="autoalign",
+             size=np.array([1.0, 3.0, 0.5]), sl_stop=0.03, fees=0.001, slippage=0.001),
+        case("direction_code_both", 23, direction=2, fees=0.001),
+        case("direction_codes_per_column", 24, hl, direction=np.array([0, 1, 2]), sl_stop=0.04),
+    ]
+
+
+def _split(case):
+    """(JSON-able case, {npz key: array}) with the array keywords stored as arrays."""
+    name = case["name"]
+    arrays = {f"{name}/signal/{k}": v for k, v in case["signals"].items()}
+    kwargs, array_kw = {}, []
+    for k, v in case["kwargs"].items():
+        if isinstance(v, np.ndarray):
+            arrays[f"{name}/kw/{k}"] = v
+            array_kw.append(k)
+        else:
+            kwargs[k] = v
+    meta = {"name": name, "seed": case["seed"], "ohlc": case["ohlc"], "kwargs": kwargs,
+            "array_kwargs": array_kw, "signals": sorted(case["signals"])}
+    return meta, arrays
+
+
+def main():
+    import vectorbt
+    out = {"version": np.array(vectorbt.__version__)}
+    metas = []
+    for case in cases():
+        meta, arrays = _split(case)
+        metas.append(meta)
+        out.update(arrays)
+        metrics, trades, value = vc.run_vectorbt(case)
+        name = case["name"]
+        out.update({f"{name}/metric/{k}": v for k, v in metrics.items()})
+        out.update({f"{name}/trade/{k}": v for k, v in trades.items()})
+        out[f"{name}/value"] = value
+        print(f"{name}: {len(trades['col'])} trades, end values {value[-1].round(2)}")
+    out["cases"] = np.array(json.dumps(metas))
+    np.savez_compressed(OUT, **out)
+    print(f"wrote {os.path.relpath(OUT, ROOT)} (vectorbt {vectorbt.__version__})")
+
+
+if __name__ == "__main__":
+    main()
