@@ -50,6 +50,22 @@ def cases():
              size=np.array([1.0, 3.0, 0.5]), sl_stop=0.03, fees=0.001, slippage=0.001),
         case("direction_code_both", 23, direction=2, fees=0.001),
         case("direction_codes_per_column", 24, hl, direction=np.array([0, 1, 2]), sl_stop=0.04),
+        case("size_value_at_price", 25, ohl, size=50.0, size_type="value", fees=0.001,
+             price=vc.market(25)[1] * 1.001),
+        case("size_value_both_reversals", 26, direction="both", size=80.0, size_type="value",
+             slippage=0.001, fixed_fees=0.05),
+        case("size_percent_long", 27, size=0.5, size_type="percent", fees=0.002,
+             fixed_fees=0.1),
+        case("size_percent_shortonly_stops", 28, ohl, direction="shortonly",
+             size=np.array([0.3, 0.7, 1.0]), size_type="percent", sl_stop=0.03, fees=0.001),
+        case("size_types_per_column", 29, size=np.array([2.0, 100.0, 0.5]),
+             size_type=np.array([0, 1, 2]), fees=0.001),
+        case("per_bar_size_fees_stops", 30, hl, direction="both", size=_per_bar(30, 0.5, 3.0),
+             fees=_per_bar(31, 0.0, 0.004, 1), sl_stop=_per_bar(32, 0.01, 0.06),
+             tp_stop=np.array([0.05, np.nan, 0.08])),
+        case("per_bar_value_slippage_trail", 33, ohl, size=_per_bar(33, 20.0, 90.0, 1),
+             size_type="value", slippage=_per_bar(34, 0.0, 0.003), sl_stop=_per_bar(35, 0.02, 0.05),
+             sl_trail=True, fees=0.001),
     ]
 
 

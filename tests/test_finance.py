@@ -446,6 +446,46 @@ def test_from_signals_keywords_match_vectorbt(case):
     _check_against_vectorbt(name, from_signals(close, **kw), metrics, trades, value)
 
 
+def test_keywords_refused_name_the_keyword():
+    close = np.linspace(100, 110, 20)
+    sig = np.zeros(20, dtype=bool)
+    sig[3] = True
+    wide = np.tile(close[:, None], (1, 3))
+    other = pd.DataFrame(np.full((20, 1), 0.001), index=pd.RangeIndex(5, 25))
+    cases = [
+        (dict(size_type="targetpercent"), "size_type='targetpercent' is refused: vectorbt's"),
+        (dict(size_type=5), "size_type=5 is refused"),
+        (dict(size_type="shares"), "size_type must be one of"),
+        (dict(size_type="percent", size=0.5, direction="both"), "cannot reverse a position"),
+        (dict(close=wide, fees=np.full(20, 0.001)), "fees has one value per bar but close"),
+        (dict(sl_stop=np.full((19, 1), 0.1)), "sl_stop has shape \\[19, 1\\]"),
+        (dict(size=np.r_[np.ones(19), -1.0][:, None]), "size must be > 0"),
+        (dict(fees=other), "fees has another index than the bars"),
+    ]
+    for kw, msg in cases:
+        args = dict(close=close, entries=sig, exits=~sig, freq="1D")
+        args.update(kw)
+        with pytest.raises(ValueError, match=msg):
+            from_signals(**args)
+
+
+def test_per_bar_keywords_in_sweeps_and_on_a_series():
+    from flowsim.finance import signal_sweep, strategies
+    from flowsim.testing import cases_finance
+    close, grid = cases_finance.rsi_prices(), cases_finance.rsi_stop_grid().iloc[::9]
+    fees = np.random.default_rng(5).uniform(0, 0.003, close.shape)
+    kw = dict(fees=fees, size=0.6, size_type="percent", freq="1D")
+    table = signal_sweep(strategies.rsi_thresholds, close, grid, **kw)
+    assert table["total_trades"].sum() > 20
+    ent, ext = _rsi_row_through_from_signals(table, close, grid, 5, kw)
+    # a Series on close's index is per bar; a constant one gives the scalar's numbers
+    idx = pd.date_range("2024-01-01", periods=len(close), freq="D")
+    c = pd.Series(close[:, 0], index=idx)
+    one = from_signals(c, ent[:, 0], ext[:, 0], fees=pd.Series(0.001, index=idx)).stats()
+    ref = from_signals(c, ent[:, 0], ext[:, 0], fees=0.001).stats()
+    assert one.equals(ref)
+
+
 def test_loop_without_its_unused_parts_is_bit_identical():
     # A long-only run with a trailing stop on OHLC bars leaves out the short and
     # take-profit parts of the loop: every output is the full loop's, bit for bit.
@@ -566,14 +606,21 @@ def test_signal_sweep_same_bits_for_block_size_events_limit_backend():
         other = signal_sweep(strategies.rsi_thresholds, close, grid, **extra, **kw)
         for col in base.columns:                 # exact, NaN where NaN
             assert base[col].equals(other[col]), (extra, col)
-    # one row through from_signals: the same numbers (within rounding of another layout)
-    row = grid.iloc[37]
+    _rsi_row_through_from_signals(base, close, grid, 37, kw)
+
+
+def _rsi_row_through_from_signals(table, close, grid, j, kw):
+    """Row ``j`` of an RSI x stop sweep through from_signals: the same numbers (within
+    rounding of another layout).  Returns its entries and exits."""
+    row = grid.iloc[j]
     rsi = indicators.rsi(close, row.window)
     ent = np.asarray(indicators.crossed_above(float(row.lower), rsi))[:, 0, :]
     ext = np.asarray(indicators.crossed_above(rsi, float(row.upper)))[:, 0, :]
     pf = from_signals(close, ent, ext, sl_stop=row.sl_stop, **kw).stats()
+    n = close.shape[1]
     for k in vectorbt_cases.STAT_COLUMNS:
-        _assert_close(base[k].to_numpy()[74:76], pf[k].to_numpy(), k, rtol=1e-12)
+        _assert_close(table[k].to_numpy()[j * n:(j + 1) * n], pf[k].to_numpy(), k, rtol=1e-12)
+    return ent, ext
 
 
 def test_signal_sweep_refuses_bad_inputs():

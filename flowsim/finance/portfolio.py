@@ -17,6 +17,14 @@ import numpy as np
 
 from ..core.lazy_tf import tf
 from .align import bar_length, check_column_keywords, conform, to_timedelta
+from .orders import (
+    ORDER_PARAMS,
+    bar_keywords,
+    enum_codes,
+    per_bar,
+    refuse_percent_reversal,
+    size_type_codes,
+)
 from .simulate import COLUMN_PARAMS, FEATURES, features_of, simulate_signals
 
 #: Columns of :meth:`Portfolio.stats`, in order (vectorbt's ``stats()`` metrics).
@@ -266,7 +274,8 @@ def prepare(close, entries, exits, short_entries, short_exits, direction, open, 
         none = np.zeros(shape, dtype=bool)
         signals = (np.where(d != 1, ent, none), np.where(d == 0, ext, none),
                    np.where(d == 1, ent, np.where(d == 2, ext, none)), np.where(d == 1, ext, none))
-    params = column_params(c, **kw)
+    params = column_params(c, n_bars=shape[0], close_1d=np.ndim(close) == 1, **kw)
+    refuse_percent_reversal(params, signals)
     labels = cols if cols is not None and len(cols) == c else list(range(c))
     return bars, tuple(np.ascontiguousarray(s) for s in signals), params, labels
 
@@ -286,37 +295,51 @@ def direction_code(value):
 
 def direction_codes(direction, n_cols):
     """Directions (scalar or per column, names or codes) -> int codes [n_cols]."""
-    vals = list(np.asarray(direction.to_numpy() if hasattr(direction, "to_numpy")
-                           else direction, dtype=object).reshape(-1))
-    codes = [direction_code(v) for v in vals]
-    codes = np.array(codes)
-    if codes.size == 1:
-        codes = np.repeat(codes, n_cols)
-    if codes.size != n_cols:
-        raise ValueError(f"direction must be one value or one per column ({n_cols}), got "
-                         f"{codes.size}")
-    return codes
+    return enum_codes(direction, "direction", n_cols, direction_code).astype(np.int64)
+
+
+def _keyword(value, name, n_cols, bars, lo=None, strict=False, allow_nan=False):
+    """A keyword as ``[n_cols]`` or, varying by bar, ``[bars, n_cols]`` float64, checked.
+
+    ``bars``: ``(n_bars, close is 1-d)`` or None (one value per column only).
+    """
+    arr = None if bars is None else per_bar(value, name, bars[0], n_cols, bars[1])
+    if arr is None:
+        return _column_param(value, name, n_cols, lo, strict, allow_nan)
+    flat = _column_param(arr.reshape(-1), name, arr.size, lo, strict, allow_nan)
+    return flat.reshape(arr.shape)
 
 
 def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0.0,
-                  slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, min_size=1e-8):
-    """Per-column keywords of :func:`from_signals`, checked, as float64 arrays."""
+                  slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, min_size=1e-8,
+                  size_type="amount", *, n_bars=None, close_1d=False):
+    """Per-column keywords of :func:`from_signals`, checked, as float64 arrays.
+
+    With ``n_bars`` (and ``close_1d``: whether close is 1-d) the keywords but
+    ``init_cash`` may also vary by bar (``[n_bars, n_cols]``, see :func:`per_bar`).
+    ``size_type`` is in the result only when it is not "amount" everywhere.
+    """
     if isinstance(init_cash, str):
         raise ValueError(f"init_cash={init_cash!r} is not a number: from_signals takes "
                          f"init_cash='auto' or 'autoalign'; elsewhere give the cash")
+    bars = None if n_bars is None else (n_bars, close_1d)
+    off = {"lo": 0, "strict": True, "allow_nan": True}
     p = {"init_cash": _column_param(init_cash, "init_cash", n_cols, 0, strict=True),
-         "size": _column_param(size, "size", n_cols, 0, strict=True),
-         "fees": _column_param(fees, "fees", n_cols, 0),
-         "fixed_fees": _column_param(fixed_fees, "fixed_fees", n_cols, 0),
-         "slippage": _column_param(slippage, "slippage", n_cols, 0),
-         "sl_stop": _column_param(math.nan if sl_stop is None else sl_stop, "sl_stop", n_cols,
-                                  0, strict=True, allow_nan=True),
-         "sl_trail": _column_param(sl_trail, "sl_trail", n_cols),
-         "tp_stop": _column_param(math.nan if tp_stop is None else tp_stop, "tp_stop", n_cols,
-                                  0, strict=True, allow_nan=True),
-         "min_size": _column_param(min_size, "min_size", n_cols, 0)}
+         "size": _keyword(size, "size", n_cols, bars, 0, strict=True),
+         "fees": _keyword(fees, "fees", n_cols, bars, 0),
+         "fixed_fees": _keyword(fixed_fees, "fixed_fees", n_cols, bars, 0),
+         "slippage": _keyword(slippage, "slippage", n_cols, bars, 0),
+         "sl_stop": _keyword(math.nan if sl_stop is None else sl_stop, "sl_stop", n_cols,
+                             bars, **off),
+         "sl_trail": _keyword(sl_trail, "sl_trail", n_cols, bars),
+         "tp_stop": _keyword(math.nan if tp_stop is None else tp_stop, "tp_stop", n_cols,
+                             bars, **off),
+         "min_size": _keyword(min_size, "min_size", n_cols, bars, 0)}
     if np.isinf(p["init_cash"]).any():
         raise ValueError("init_cash must be finite")
+    codes = size_type_codes(size_type, n_cols)
+    if np.any(codes != 0):
+        p["size_type"] = codes
     return p
 
 
@@ -384,7 +407,7 @@ def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0), featur
     b = {k: t.constant(v, dt) for k, v in bars.items()}
     s = tuple(t.constant(x) for x in signals)
     p = {k: (t.constant(params[k] != 0) if k == "sl_trail" else t.constant(params[k], dt))
-         for k in COLUMN_PARAMS}
+         for k in COLUMN_PARAMS + ORDER_PARAMS if k in params}
     if features is None:
         features = FEATURES
     elif features == "auto":
@@ -502,7 +525,7 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
                  slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, open=None, high=None,
                  low=None, price=None, freq=None,
                  year_freq="365 days", risk_free=0.0, required_return=0.0,
-                 min_size=1e-8, dtype="float64"):
+                 min_size=1e-8, size_type="amount", dtype="float64"):
     """Backtest entry/exit signals the way vectorbt's ``Portfolio.from_signals`` does.
 
     Orders fill at the bar's close; ``slippage`` moves the fill against the
@@ -554,6 +577,17 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     risk_free, required_return : float, default 0
         Per-bar rates used by the Sharpe / Omega and Sortino / Omega ratios.
     min_size : float, default 1e-8 (vectorbt's); smaller orders are rejected.
+    size_type : "amount" (default: ``size`` in shares), "value" (in cash, at the
+        bar's order price before stops) or "percent" (a fraction of the cash, or
+        of the largest short, for an entry; not where a position could reverse);
+        scalar or per column.  The target kinds are refused: vectorbt's
+        from_signals refuses them too.
+
+    ``size``, ``fees``, ``fixed_fees``, ``slippage``, ``sl_stop``, ``sl_trail``,
+    ``tp_stop`` and ``min_size`` may also vary by bar, broadcast against ``close``
+    as vectorbt broadcasts them (numpy's rules): a ``[bars, columns]`` or ``[bars,
+    1]`` array or DataFrame on ``close``'s index, or a 1-d one when ``close`` is
+    1-d.  A stop is read on the bar its position is entered.
     dtype : "float64" (default) or "float32".
 
     Pandas inputs are lined up as vectorbt lines them up (see
@@ -574,7 +608,9 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
          "short_exits": short_exits})
     keywords = {"init_cash": 100.0 if cash_mode else init_cash, "size": size, "fees": fees,
                 "fixed_fees": fixed_fees, "slippage": slippage, "sl_stop": sl_stop,
-                "sl_trail": sl_trail, "tp_stop": tp_stop, "min_size": min_size}
+                "sl_trail": sl_trail, "tp_stop": tp_stop, "min_size": min_size,
+                "size_type": size_type}
+    keywords = bar_keywords(keywords, index)
     bars, signals, params, labels = prepare(
         given["close"], given["entries"], given["exits"], given["short_entries"],
         given["short_exits"], direction, given["open"], given["high"], given["low"],

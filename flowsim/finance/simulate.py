@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
+from .orders import params_at, sized
 
 REL_TOL = 1e-9
 ABS_TOL = 1e-12
@@ -76,29 +77,32 @@ def _barrier(i, *xs):
     return fusion_barrier(i >= 0, *xs)
 
 
-def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_size):
+def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_size,
+         fraction=None):
     """``buy_nb`` (lock_cash=False): (filled, size, price, fees, cash, pos, debt, free).
 
     ``short_only`` None: no position is ever short (``debt``, ``free`` unused, None out).
+    ``fraction``: of the cash the order may spend (``buy_nb``'s ``percent``; None: all).
     """
     t = tf()
     zero = t.zeros_like(cash)
     adj = price * (1 + slip)
+    limit = cash if fraction is None else t.minimum(cash, fraction * cash)
     if short_only is None:
-        ok, adj_size = cash != 0, size
+        ok, adj_size = limit != 0, size
     else:
-        ok = t.where(short_only, pos != 0, cash != 0)
+        ok = t.where(short_only, pos != 0, limit != 0)
         adj_size = t.where(short_only, t.minimum(-pos, size), size)
     ok &= adj_size != 0
     req_cash = adj_size * adj
     req_fees = req_cash * fees + fixed
     total = req_cash + req_fees
-    enough = _close_or_less(total, cash)
-    max_req = _add(cash, -fixed) / (1 + fees)
+    enough = _close_or_less(total, limit)
+    max_req = _add(limit, -fixed) / (1 + fees)
     ok &= enough | (max_req > 0)
     final_size = t.where(enough, adj_size, max_req / adj)
-    fees_paid = t.where(enough, req_fees, cash - max_req)
-    final_req = t.where(enough, total, cash)
+    fees_paid = t.where(enough, req_fees, limit - max_req)
+    final_req = t.where(enough, total, limit)
     ok &= ~_is_close(adj_size, zero) & ~_is_less(final_size, min_size)
     new_cash = _add(cash, -final_req)
     new_pos = _add(pos, final_size)
@@ -113,8 +117,9 @@ def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_
     return ok, final_size, adj, fees_paid, new_cash, new_pos, new_debt, new_free
 
 
-def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, slip, min_size):
-    """``sell_nb`` (lock_cash=False; ``all_in``: size=inf with percent=1).
+def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, slip, min_size,
+          fraction=None):
+    """``sell_nb`` (lock_cash=False; ``all_in``: size=inf with percent ``fraction``, None: 1).
 
     ``long_only`` None: every sell closes a long (no shorts), as ``long_only=True``.
     """
@@ -129,6 +134,8 @@ def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, sl
         max_short = _add(total_free, -fixed) / (adj * (1 + fees))
         max_limit = t.where(total_free <= 0, long_size, _add(long_size, max_short))
         ok_all = t.where(total_free <= 0, pos > 0, max_limit > 0)
+        if fraction is not None:
+            max_limit = fraction * max_limit
         size_limit = t.where(long_only, t.minimum(pos, size), t.where(all_in, max_limit, size))
         ok = t.where(long_only, pos != 0, t.where(all_in, ok_all, t.ones_like(ok_all)))
     ok &= ~_is_close(size_limit, zero) & ~_is_less(size_limit, min_size)
@@ -309,7 +316,8 @@ def _stop_state(new, s, p, fill, pos, c, sl_ref, features):
 
 
 def _order(i, s, p, pos, signals, stop, base_price, short):
-    """This bar's order: (signed size, fill price, slippage, long-only?, short-only?)."""
+    """This bar's order: (signed size, fill price, slippage, long-only?, short-only?,
+    cash fraction or None)."""
     t = tf()
     le, lx, se, sx = _signals(pos, *signals)
     slip = p["slippage"]
@@ -323,11 +331,14 @@ def _order(i, s, p, pos, signals, stop, base_price, short):
             sx = t.where(hit, pos < 0, sx)
         price = t.where(hit, stop, base_price)
         slip = t.where(hit, t.zeros_like(slip), slip)
-    size, long_only, short_only = _order_size(pos, le, lx, se, sx, p["size"])
-    return size, price, slip, long_only, short_only
+    size, fraction = p["size"], None
+    if "size_type" in p:
+        size, fraction = sized(size, p["size_type"], base_price, pos)
+    size, long_only, short_only = _order_size(pos, le, lx, se, sx, size)
+    return size, price, slip, long_only, short_only, fraction
 
 
-def _execute(i, s, p, size, price, slip, long_only, short_only, short):
+def _execute(i, s, p, size, price, slip, long_only, short_only, short, fraction=None):
     """Fill this bar's order: (filled?, size, price, fees, new cash/pos(/debt/free))."""
     t = tf()
     names = ("cash", "pos", "debt", "free") if short else ("cash", "pos")
@@ -344,9 +355,9 @@ def _execute(i, s, p, size, price, slip, long_only, short_only, short):
     else:
         long_only = args[5]
     b = _buy(cash, cpos, debt, free, size, price, short_only, p["fees"], p["fixed_fees"],
-             slip, p["min_size"])
+             slip, p["min_size"], fraction)
     q = _sell(cash, cpos, debt, free, -size, price, long_only if short else None, all_in,
-              p["fees"], p["fixed_fees"], slip, p["min_size"])
+              p["fees"], p["fixed_fees"], slip, p["min_size"], fraction)
     is_buy = size > 0
     pick = _barrier(i, *[t.where(is_buy, x, y) for x, y in zip(b, q)])
     fill = pick[0] & (size != 0)
@@ -403,10 +414,12 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
         stop, sl_ref = _stop_fill(s, pos, o, lo, hi, features)
         sig = (le_a[i], lx_a[i]) + ((se_a[i], sx_a[i]) if short else (None, None))
         base = row("price", i) if "price" in bars else c
-        size, price, slip, long_only, short_only = _order(i, s, p, pos, sig, stop, base, short)
-        fill, is_buy, osize, oprice, ofees, new = _execute(i, s, p, size, price, slip,
-                                                           long_only, short_only, short)
-        _stop_state(new, s, p, fill, pos, c, sl_ref, features)
+        pi = params_at(p, i)
+        size, price, slip, long_only, short_only, frac = _order(i, s, pi, pos, sig, stop, base,
+                                                                short)
+        fill, is_buy, osize, oprice, ofees, new = _execute(i, s, pi, size, price, slip,
+                                                           long_only, short_only, short, frac)
+        _stop_state(new, s, pi, fill, pos, c, sl_ref, features)
         # Value from the order records, as Portfolio.value() computes it.
         signed = t.where(fill, t.where(is_buy, osize, -osize), zero)
         flow = t.where(fill, _add(zero, -signed * oprice - ofees), zero)
