@@ -66,6 +66,21 @@ def cases():
         case("per_bar_value_slippage_trail", 33, ohl, size=_per_bar(33, 20.0, 90.0, 1),
              size_type="value", slippage=_per_bar(34, 0.0, 0.003), sl_stop=_per_bar(35, 0.02, 0.05),
              sl_trail=True, fees=0.001),
+        case("opposite_entry_ignore", 36, short=True, upon_opposite_entry="ignore",
+             fees=0.001, rate=0.15),
+        case("opposite_entry_close_short_signals", 37, hl, short=True, sl_stop=0.03,
+             upon_opposite_entry="close", fees=0.001, rate=0.15),
+        case("opposite_entry_per_column_percent", 38, direction="both", size=0.8,
+             size_type="percent", upon_opposite_entry=np.array([0, 1, 2]), rate=0.15),
+        case("stop_entry_at_price", 39, ohl, price=vc.market(39)[1], stop_entry_price="price",
+             sl_stop=0.03, tp_stop=0.05, fees=0.001),
+        case("stop_entry_fill_trailing", 40, ohl, direction="both", slippage=0.002,
+             stop_entry_price="fillprice", sl_stop=0.025, sl_trail=True, fees=0.001),
+        case("stop_exit_stopmarket", 41, ohl, slippage=0.003, sl_stop=0.03, tp_stop=0.04,
+             stop_exit_price="stopmarket", fees=0.001),
+        case("stop_exit_per_column", 42, ohl, direction="both", price=vc.market(42)[1],
+             slippage=0.001, sl_stop=0.02, tp_stop=0.03, stop_exit_price=np.array([1, 2, 3]),
+             stop_entry_price=np.array([0, 1, 3])),
     ]
 
 

@@ -461,6 +461,9 @@ def test_keywords_refused_name_the_keyword():
         (dict(sl_stop=np.full((19, 1), 0.1)), "sl_stop has shape \\[19, 1\\]"),
         (dict(size=np.r_[np.ones(19), -1.0][:, None]), "size must be > 0"),
         (dict(fees=other), "fees has another index than the bars"),
+        (dict(upon_opposite_entry="flip"), "upon_opposite_entry must be one of"),
+        (dict(stop_entry_price="open"), "stop_entry_price must be one of"),
+        (dict(stop_exit_price=[0, 9]), "stop_exit_price must be one of.*got 9"),
     ]
     for kw, msg in cases:
         args = dict(close=close, entries=sig, exits=~sig, freq="1D")

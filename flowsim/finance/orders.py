@@ -103,7 +103,59 @@ def sized(size, size_type, val_price, pos):
 
 
 #: Optional loop parameters (absent: vectorbt's default, nothing added to the loop).
-ORDER_PARAMS = ("size_type",)
+ORDER_PARAMS = ("size_type", "upon_opposite_entry", "stop_entry_price", "stop_exit_price")
+
+#: vectorbt's ``OppositeEntryMode``, ``StopEntryPrice`` and ``StopExitPrice``, with
+#: their defaults.
+MODES = {
+    "upon_opposite_entry": ({"ignore": 0, "close": 1, "closereduce": 2, "reverse": 3,
+                             "reversereduce": 4}, "reversereduce"),
+    "stop_entry_price": ({"valprice": 0, "price": 1, "fillprice": 2, "close": 3}, "close"),
+    "stop_exit_price": ({"stoplimit": 0, "stopmarket": 1, "price": 2, "close": 3},
+                        "stoplimit"),
+}
+
+
+def mode_params(n_cols, **given):
+    """The :data:`MODES` keywords (scalar or per column) as codes, those not at their
+    default (without accumulation, "closereduce" is "close" and "reverse" the default)."""
+    out = {}
+    for name, value in given.items():
+        codes, default = MODES[name]
+        arr = enum_codes(value, name, n_cols, lambda v, c=codes, n=name: _code(v, n, c))
+        same = {3, 4} if name == "upon_opposite_entry" else {codes[default]}
+        if not set(arr.tolist()) <= same:
+            out[name] = arr
+    return out
+
+
+def opposite_entry(pos, le, lx, se, sx, mode):
+    """``resolve_opposite_entry_nb`` without accumulation: an entry against the position
+    is dropped ("ignore") or closes it ("close"); else it reverses it."""
+    ignore = mode == 0
+    close = (mode == 1) | (mode == 2)
+    against_long = (pos > 0) & se
+    against_short = (pos < 0) & le
+    lx = lx | (against_long & close)
+    sx = sx | (against_short & close)
+    return le & ~(against_short & (ignore | close)), lx, se & ~(against_long & (ignore | close)), sx
+
+
+def stop_exit_fill(hit, stop, price, close, slippage, mode):
+    """(fill price, slippage) of the bar's order, a stop's by ``stop_exit_price``: at the
+    stop without slippage (stop limit), at the stop with it (stop market), at the
+    bar's order price or its close with it."""
+    t = tf()
+    fill = t.where(mode == 2, price, t.where(mode == 3, close, stop))
+    slip = t.where(mode == 0, t.zeros_like(slippage), slippage)
+    return t.where(hit, fill, price), t.where(hit, slip, slippage)
+
+
+def stop_entry_ref(mode, close, price, fill_price):
+    """What a new position's stops are measured from (``stop_entry_price``): the bar's
+    order price (valuation price, order price), the fill (with slippage) or the close."""
+    t = tf()
+    return t.where(mode == 3, close, t.where(mode == 2, fill_price, price))
 
 
 def refuse_percent_reversal(params, signals):
@@ -115,13 +167,15 @@ def refuse_percent_reversal(params, signals):
     if "size_type" not in params:
         return
     percent = np.asarray(params["size_type"]) == 2
+    percent &= ~np.isin(params.get("upon_opposite_entry", 4), (0, 1, 2))   # reverses
     both = signals[0].any(axis=0) & signals[2].any(axis=0)
     bad = np.flatnonzero(percent & both)
     if bad.size:
         raise ValueError(f"size_type='percent' cannot reverse a position (vectorbt: "
                          f"'SizeType.Percent does not support position reversal using "
                          f"signals'); column {int(bad[0])} has long and short entries: use "
-                         f"direction='longonly' or 'shortonly', or another size_type")
+                         f"direction='longonly' or 'shortonly', upon_opposite_entry='close' "
+                         f"or 'ignore', or another size_type")
 
 
 def bar_keywords(keywords, index):

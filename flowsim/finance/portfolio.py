@@ -21,6 +21,7 @@ from .orders import (
     ORDER_PARAMS,
     bar_keywords,
     enum_codes,
+    mode_params,
     per_bar,
     refuse_percent_reversal,
     size_type_codes,
@@ -312,12 +313,15 @@ def _keyword(value, name, n_cols, bars, lo=None, strict=False, allow_nan=False):
 
 def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0.0,
                   slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, min_size=1e-8,
-                  size_type="amount", *, n_bars=None, close_1d=False):
+                  size_type="amount", upon_opposite_entry="reversereduce",
+                  stop_entry_price="close", stop_exit_price="stoplimit", *, n_bars=None,
+                  close_1d=False):
     """Per-column keywords of :func:`from_signals`, checked, as float64 arrays.
 
     With ``n_bars`` (and ``close_1d``: whether close is 1-d) the keywords but
     ``init_cash`` may also vary by bar (``[n_bars, n_cols]``, see :func:`per_bar`).
-    ``size_type`` is in the result only when it is not "amount" everywhere.
+    ``size_type`` and the modes of :data:`~flowsim.finance.orders.MODES` are in the
+    result only when they are not vectorbt's defaults everywhere.
     """
     if isinstance(init_cash, str):
         raise ValueError(f"init_cash={init_cash!r} is not a number: from_signals takes "
@@ -340,6 +344,8 @@ def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0
     codes = size_type_codes(size_type, n_cols)
     if np.any(codes != 0):
         p["size_type"] = codes
+    p.update(mode_params(n_cols, upon_opposite_entry=upon_opposite_entry,
+                         stop_entry_price=stop_entry_price, stop_exit_price=stop_exit_price))
     return p
 
 
@@ -525,7 +531,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
                  slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, open=None, high=None,
                  low=None, price=None, freq=None,
                  year_freq="365 days", risk_free=0.0, required_return=0.0,
-                 min_size=1e-8, size_type="amount", dtype="float64"):
+                 min_size=1e-8, size_type="amount", upon_opposite_entry="reversereduce",
+                 stop_entry_price="close", stop_exit_price="stoplimit", dtype="float64"):
     """Backtest entry/exit signals the way vectorbt's ``Portfolio.from_signals`` does.
 
     Orders fill at the bar's close; ``slippage`` moves the fill against the
@@ -583,6 +590,15 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
         scalar or per column.  The target kinds are refused: vectorbt's
         from_signals refuses them too.
 
+    upon_opposite_entry : "reversereduce" (default) or "reverse": an entry against
+        the position reverses it; "close" or "closereduce": closes it; "ignore".
+    stop_entry_price : what stops are measured from: "close" (default, the entry
+        bar's close), "price" or "valprice" (the order price, e.g. ``price=``'s
+        next open), "fillprice" (the fill, slippage included).
+    stop_exit_price : where a stop fills: "stoplimit" (default: at the stop level,
+        or the open past it, without slippage), "stopmarket" (the same with
+        slippage), "price" (the bar's order price) or "close", with slippage.
+
     ``size``, ``fees``, ``fixed_fees``, ``slippage``, ``sl_stop``, ``sl_trail``,
     ``tp_stop`` and ``min_size`` may also vary by bar, broadcast against ``close``
     as vectorbt broadcasts them (numpy's rules): a ``[bars, columns]`` or ``[bars,
@@ -609,7 +625,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     keywords = {"init_cash": 100.0 if cash_mode else init_cash, "size": size, "fees": fees,
                 "fixed_fees": fixed_fees, "slippage": slippage, "sl_stop": sl_stop,
                 "sl_trail": sl_trail, "tp_stop": tp_stop, "min_size": min_size,
-                "size_type": size_type}
+                "size_type": size_type, "upon_opposite_entry": upon_opposite_entry,
+                "stop_entry_price": stop_entry_price, "stop_exit_price": stop_exit_price}
     keywords = bar_keywords(keywords, index)
     bars, signals, params, labels = prepare(
         given["close"], given["entries"], given["exits"], given["short_entries"],

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
-from .orders import params_at, sized
+from .orders import opposite_entry, params_at, sized, stop_entry_ref, stop_exit_fill
 
 REL_TOL = 1e-9
 ABS_TOL = 1e-12
@@ -315,11 +315,13 @@ def _stop_state(new, s, p, fill, pos, c, sl_ref, features):
         new["tp_stop"] = t.where(flat, nan, t.where(opened, p["tp_stop"], s["tp_stop"]))
 
 
-def _order(i, s, p, pos, signals, stop, base_price, short):
+def _order(i, s, p, pos, signals, stop, base_price, short, close=None):
     """This bar's order: (signed size, fill price, slippage, long-only?, short-only?,
     cash fraction or None)."""
     t = tf()
     le, lx, se, sx = _signals(pos, *signals)
+    if "upon_opposite_entry" in p and short:
+        le, lx, se, sx = opposite_entry(pos, le, lx, se, sx, p["upon_opposite_entry"])
     slip = p["slippage"]
     price = base_price
     if stop is not None:
@@ -329,8 +331,12 @@ def _order(i, s, p, pos, signals, stop, base_price, short):
         if short:
             se = se & ~hit
             sx = t.where(hit, pos < 0, sx)
-        price = t.where(hit, stop, base_price)
-        slip = t.where(hit, t.zeros_like(slip), slip)
+        if "stop_exit_price" in p:
+            price, slip = stop_exit_fill(hit, stop, base_price, close, slip,
+                                         p["stop_exit_price"])
+        else:
+            price = t.where(hit, stop, base_price)
+            slip = t.where(hit, t.zeros_like(slip), slip)
     size, fraction = p["size"], None
     if "size_type" in p:
         size, fraction = sized(size, p["size_type"], base_price, pos)
@@ -416,10 +422,12 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
         base = row("price", i) if "price" in bars else c
         pi = params_at(p, i)
         size, price, slip, long_only, short_only, frac = _order(i, s, pi, pos, sig, stop, base,
-                                                                short)
+                                                                short, c)
         fill, is_buy, osize, oprice, ofees, new = _execute(i, s, pi, size, price, slip,
                                                            long_only, short_only, short, frac)
-        _stop_state(new, s, pi, fill, pos, c, sl_ref, features)
+        ref = c if "stop_entry_price" not in pi else stop_entry_ref(
+            pi["stop_entry_price"], c, base, oprice)
+        _stop_state(new, s, pi, fill, pos, ref, sl_ref, features)
         # Value from the order records, as Portfolio.value() computes it.
         signed = t.where(fill, t.where(is_buy, osize, -osize), zero)
         flow = t.where(fill, _add(zero, -signed * oprice - ofees), zero)
