@@ -81,6 +81,15 @@ def cases():
         case("stop_exit_per_column", 42, ohl, direction="both", price=vc.market(42)[1],
              slippage=0.001, sl_stop=0.02, tp_stop=0.03, stop_exit_price=np.array([1, 2, 3]),
              stop_entry_price=np.array([0, 1, 3])),
+        case("accumulate_long", 43, size=1.0, accumulate=True, fees=0.001, rate=0.12),
+        case("accumulate_both_value_stops", 44, ohl, direction="both", size=30.0,
+             size_type="value", accumulate=True, sl_stop=0.04, tp_stop=0.06, fees=0.001,
+             slippage=0.001, rate=0.12),
+        case("accumulate_modes_short_signals", 45, hl, short=True, size=np.array([1.0, 2.0, 0.5]),
+             accumulate=np.array([2, 3, 1]), upon_opposite_entry=np.array([3, 2, 4]),
+             sl_stop=0.05, sl_trail=True, fees=0.001, rate=0.12),
+        case("accumulate_opposite_close", 46, direction="both", size=1.5, accumulate=True,
+             upon_opposite_entry="close", fixed_fees=0.05, rate=0.12),
     ]
 
 

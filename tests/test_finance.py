@@ -464,6 +464,9 @@ def test_keywords_refused_name_the_keyword():
         (dict(upon_opposite_entry="flip"), "upon_opposite_entry must be one of"),
         (dict(stop_entry_price="open"), "stop_entry_price must be one of"),
         (dict(stop_exit_price=[0, 9]), "stop_exit_price must be one of.*got 9"),
+        (dict(accumulate="sometimes"), "accumulate must be one of"),
+        (dict(accumulate=True, size=0.5, size_type="percent"),
+         "size_type='percent' with accumulate is not implemented"),
     ]
     for kw, msg in cases:
         args = dict(close=close, entries=sig, exits=~sig, freq="1D")

@@ -103,7 +103,8 @@ def sized(size, size_type, val_price, pos):
 
 
 #: Optional loop parameters (absent: vectorbt's default, nothing added to the loop).
-ORDER_PARAMS = ("size_type", "upon_opposite_entry", "stop_entry_price", "stop_exit_price")
+ORDER_PARAMS = ("size_type", "upon_opposite_entry", "stop_entry_price", "stop_exit_price",
+                "accumulate")
 
 #: vectorbt's ``OppositeEntryMode``, ``StopEntryPrice`` and ``StopExitPrice``, with
 #: their defaults.
@@ -113,7 +114,14 @@ MODES = {
     "stop_entry_price": ({"valprice": 0, "price": 1, "fillprice": 2, "close": 3}, "close"),
     "stop_exit_price": ({"stoplimit": 0, "stopmarket": 1, "price": 2, "close": 3},
                         "stoplimit"),
+    "accumulate": ({"disabled": 0, "both": 1, "addonly": 2, "removeonly": 3}, "disabled"),
 }
+
+
+def _mode_code(value, name, codes):
+    if isinstance(value, (bool, np.bool_)) and name == "accumulate":
+        return int(bool(value))                 # True: "both", False: "disabled"
+    return _code(value, name, codes)
 
 
 def mode_params(n_cols, **given):
@@ -122,11 +130,57 @@ def mode_params(n_cols, **given):
     out = {}
     for name, value in given.items():
         codes, default = MODES[name]
-        arr = enum_codes(value, name, n_cols, lambda v, c=codes, n=name: _code(v, n, c))
-        same = {3, 4} if name == "upon_opposite_entry" else {codes[default]}
-        if not set(arr.tolist()) <= same:
-            out[name] = arr
+        out[name] = enum_codes(value, name, n_cols,
+                               lambda v, c=codes, n=name: _mode_code(v, n, c))
+    accumulating = np.any(out.get("accumulate", 0) != 0)
+    for name in list(out):
+        codes, default = MODES[name]
+        same = {3, 4} if name == "upon_opposite_entry" and not accumulating \
+            else {codes[default]}
+        if set(out[name].tolist()) <= same:
+            del out[name]
     return out
+
+
+def accumulation(pos, le, se, mode, opposite=None):
+    """This bar's ``accumulate`` code: off where an opposite entry closes or reverses
+    (``resolve_opposite_entry_nb``'s "close" / "reverse"; the "reduce" kinds keep it)."""
+    t = tf()
+    against = ((pos > 0) & se) | ((pos < 0) & le) if se is not None else t.zeros_like(le)
+    if opposite is None:
+        return mode
+    return t.where(against & ((opposite == 1) | (opposite == 3)), t.zeros_like(mode), mode)
+
+
+def accumulated_order(pos, le, lx, se, sx, size, mode):
+    """``signals_to_size_nb`` with ``accumulate`` codes ``mode``: (signed size,
+    long-only?, short-only?).  "both" / "addonly" add ``size`` on an entry in the
+    position's direction, "both" / "removeonly" take ``size`` off on an exit or an
+    opposite entry (instead of closing or reversing)."""
+    t = tf()
+    zero = t.zeros_like(pos)
+    absp = t.abs(pos)
+    remove = (mode == 1) | (mode == 3)
+    add = (mode == 1) | (mode == 2)
+    if se is None:
+        long_ = t.where(lx, t.where(remove, -size, -absp), t.where(le & add, size, zero))
+        return t.where(pos > 0, long_, t.where(le, size, zero)), (pos > 0) & lx, None
+    long_ = t.where(se, t.where(remove, -size, -absp - size),
+                    t.where(lx, t.where(remove, -size, -absp), t.where(le & add, size, zero)))
+    short_ = t.where(le, t.where(remove, size, absp + size),
+                     t.where(sx, t.where(remove, size, absp), t.where(se & add, -size, zero)))
+    flat = t.where(le, size, t.where(se, -size, zero))
+    out = t.where(pos > 0, long_, t.where(pos < 0, short_, flat))
+    return out, (pos > 0) & ~se & lx, (pos < 0) & ~le & sx
+
+
+def stops_renewed(opened, fill, pos, new_pos, sl_stop, tp_stop):
+    """(stop-loss, take-profit) set anew on this bar: on an entry, and when the position
+    grows in its direction if the bar's stop is not NaN (vectorbt's "override")."""
+    t = tf()
+    grew = fill & (pos != 0) & (t.sign(new_pos) == t.sign(pos)) & (t.abs(new_pos) > t.abs(pos))
+    return (opened | (grew & ~t.math.is_nan(sl_stop)),
+            opened | (grew & ~t.math.is_nan(tp_stop)))
 
 
 def opposite_entry(pos, le, lx, se, sx, mode):
@@ -167,6 +221,9 @@ def refuse_percent_reversal(params, signals):
     if "size_type" not in params:
         return
     percent = np.asarray(params["size_type"]) == 2
+    if np.any(percent & (np.asarray(params.get("accumulate", 0)) != 0)):
+        raise ValueError("size_type='percent' with accumulate is not implemented (the "
+                         "fraction of an added or removed size): use 'amount' or 'value'")
     percent &= ~np.isin(params.get("upon_opposite_entry", 4), (0, 1, 2))   # reverses
     both = signals[0].any(axis=0) & signals[2].any(axis=0)
     bad = np.flatnonzero(percent & both)

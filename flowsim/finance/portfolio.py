@@ -314,8 +314,8 @@ def _keyword(value, name, n_cols, bars, lo=None, strict=False, allow_nan=False):
 def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0.0,
                   slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, min_size=1e-8,
                   size_type="amount", upon_opposite_entry="reversereduce",
-                  stop_entry_price="close", stop_exit_price="stoplimit", *, n_bars=None,
-                  close_1d=False):
+                  stop_entry_price="close", stop_exit_price="stoplimit", accumulate=False, *,
+                  n_bars=None, close_1d=False):
     """Per-column keywords of :func:`from_signals`, checked, as float64 arrays.
 
     With ``n_bars`` (and ``close_1d``: whether close is 1-d) the keywords but
@@ -345,7 +345,8 @@ def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0
     if np.any(codes != 0):
         p["size_type"] = codes
     p.update(mode_params(n_cols, upon_opposite_entry=upon_opposite_entry,
-                         stop_entry_price=stop_entry_price, stop_exit_price=stop_exit_price))
+                         stop_entry_price=stop_entry_price, stop_exit_price=stop_exit_price,
+                         accumulate=accumulate))
     return p
 
 
@@ -532,7 +533,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
                  low=None, price=None, freq=None,
                  year_freq="365 days", risk_free=0.0, required_return=0.0,
                  min_size=1e-8, size_type="amount", upon_opposite_entry="reversereduce",
-                 stop_entry_price="close", stop_exit_price="stoplimit", dtype="float64"):
+                 stop_entry_price="close", stop_exit_price="stoplimit", accumulate=False,
+                 dtype="float64"):
     """Backtest entry/exit signals the way vectorbt's ``Portfolio.from_signals`` does.
 
     Orders fill at the bar's close; ``slippage`` moves the fill against the
@@ -590,8 +592,15 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
         scalar or per column.  The target kinds are refused: vectorbt's
         from_signals refuses them too.
 
+    accumulate : False (default), True or "both": an entry in the position's
+        direction adds ``size``, an exit takes ``size`` off; "addonly",
+        "removeonly": only that half (vectorbt's ``AccumulationMode``).  A stop
+        still closes the whole position; a stop is measured anew when the position
+        grows.
     upon_opposite_entry : "reversereduce" (default) or "reverse": an entry against
-        the position reverses it; "close" or "closereduce": closes it; "ignore".
+        the position reverses it (with ``accumulate``, "reversereduce" takes
+        ``size`` off); "close" or "closereduce" (the same with ``accumulate``):
+        closes it; "ignore".
     stop_entry_price : what stops are measured from: "close" (default, the entry
         bar's close), "price" or "valprice" (the order price, e.g. ``price=``'s
         next open), "fillprice" (the fill, slippage included).
@@ -626,7 +635,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
                 "fixed_fees": fixed_fees, "slippage": slippage, "sl_stop": sl_stop,
                 "sl_trail": sl_trail, "tp_stop": tp_stop, "min_size": min_size,
                 "size_type": size_type, "upon_opposite_entry": upon_opposite_entry,
-                "stop_entry_price": stop_entry_price, "stop_exit_price": stop_exit_price}
+                "stop_entry_price": stop_entry_price, "stop_exit_price": stop_exit_price,
+                "accumulate": accumulate}
     keywords = bar_keywords(keywords, index)
     bars, signals, params, labels = prepare(
         given["close"], given["entries"], given["exits"], given["short_entries"],

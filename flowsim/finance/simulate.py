@@ -21,7 +21,16 @@ import numpy as np
 
 from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
-from .orders import opposite_entry, params_at, sized, stop_entry_ref, stop_exit_fill
+from .orders import (
+    accumulated_order,
+    accumulation,
+    opposite_entry,
+    params_at,
+    sized,
+    stop_entry_ref,
+    stop_exit_fill,
+    stops_renewed,
+)
 
 REL_TOL = 1e-9
 ABS_TOL = 1e-12
@@ -304,15 +313,18 @@ def _stop_state(new, s, p, fill, pos, c, sl_ref, features):
     flat = fill & (npos == 0)
     opened = fill & (npos != 0) & ((pos == 0) | (t.sign(npos) != t.sign(pos)))
     nan = t.zeros_like(c) + math.nan
+    sl_on = tp_on = opened
+    if "accumulate" in p:
+        sl_on, tp_on = stops_renewed(opened, fill, pos, npos, p["sl_stop"], p["tp_stop"])
     if "sl" in features:
-        new["sl_ref"] = t.where(flat, nan, t.where(opened, c, sl_ref))
-        new["sl_stop"] = t.where(flat, nan, t.where(opened, p["sl_stop"], s["sl_stop"]))
+        new["sl_ref"] = t.where(flat, nan, t.where(sl_on, c, sl_ref))
+        new["sl_stop"] = t.where(flat, nan, t.where(sl_on, p["sl_stop"], s["sl_stop"]))
     if "trail" in features:
         new["trail"] = t.where(flat, t.zeros_like(s["trail"]),
-                               t.where(opened, p["sl_trail"], s["trail"]))
+                               t.where(sl_on, p["sl_trail"], s["trail"]))
     if "tp" in features:
-        new["tp_ref"] = t.where(flat, nan, t.where(opened, c, s["tp_ref"]))
-        new["tp_stop"] = t.where(flat, nan, t.where(opened, p["tp_stop"], s["tp_stop"]))
+        new["tp_ref"] = t.where(flat, nan, t.where(tp_on, c, s["tp_ref"]))
+        new["tp_stop"] = t.where(flat, nan, t.where(tp_on, p["tp_stop"], s["tp_stop"]))
 
 
 def _order(i, s, p, pos, signals, stop, base_price, short, close=None):
@@ -320,6 +332,9 @@ def _order(i, s, p, pos, signals, stop, base_price, short, close=None):
     cash fraction or None)."""
     t = tf()
     le, lx, se, sx = _signals(pos, *signals)
+    acc = None
+    if "accumulate" in p:
+        acc = accumulation(pos, le, se, p["accumulate"], p.get("upon_opposite_entry"))
     if "upon_opposite_entry" in p and short:
         le, lx, se, sx = opposite_entry(pos, le, lx, se, sx, p["upon_opposite_entry"])
     slip = p["slippage"]
@@ -337,10 +352,15 @@ def _order(i, s, p, pos, signals, stop, base_price, short, close=None):
         else:
             price = t.where(hit, stop, base_price)
             slip = t.where(hit, t.zeros_like(slip), slip)
+        if acc is not None:
+            acc = t.where(hit, t.zeros_like(acc), acc)
     size, fraction = p["size"], None
     if "size_type" in p:
         size, fraction = sized(size, p["size_type"], base_price, pos)
-    size, long_only, short_only = _order_size(pos, le, lx, se, sx, size)
+    if acc is None:
+        size, long_only, short_only = _order_size(pos, le, lx, se, sx, size)
+    else:
+        size, long_only, short_only = accumulated_order(pos, le, lx, se, sx, size, acc)
     return size, price, slip, long_only, short_only, fraction
 
 
