@@ -90,6 +90,10 @@ def cases():
              sl_stop=0.05, sl_trail=True, fees=0.001, rate=0.12),
         case("accumulate_opposite_close", 46, direction="both", size=1.5, accumulate=True,
              upon_opposite_entry="close", fixed_fees=0.05, rate=0.12),
+        case("no_partial_fills", 47, direction="both", size=np.array([0.6, 0.9, 1.2]),
+             allow_partial=False, accumulate=True, fees=0.002, rate=0.15),
+        case("no_partial_fills_per_bar_value", 48, size=_per_bar(48, 40.0, 160.0),
+             size_type="value", allow_partial=_per_bar(49, 0, 1) < 0.5, fees=0.001),
     ]
 
 

@@ -104,7 +104,7 @@ def sized(size, size_type, val_price, pos):
 
 #: Optional loop parameters (absent: vectorbt's default, nothing added to the loop).
 ORDER_PARAMS = ("size_type", "upon_opposite_entry", "stop_entry_price", "stop_exit_price",
-                "accumulate")
+                "accumulate", "allow_partial")
 
 #: vectorbt's ``OppositeEntryMode``, ``StopEntryPrice`` and ``StopExitPrice``, with
 #: their defaults.

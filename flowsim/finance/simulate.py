@@ -387,6 +387,9 @@ def _execute(i, s, p, size, price, slip, long_only, short_only, short, fraction=
     is_buy = size > 0
     pick = _barrier(i, *[t.where(is_buy, x, y) for x, y in zip(b, q)])
     fill = pick[0] & (size != 0)
+    if "allow_partial" in p:                       # a finite size filled whole or not at all
+        asked = t.abs(size)
+        fill &= (p["allow_partial"] != 0) | ~t.math.is_finite(asked) | ~_is_less(pick[1], asked)
     new = {k: t.where(fill, v, s[k]) for k, v in zip(names, pick[4:])}
     return fill, is_buy, pick[1], pick[2], pick[3], new
 
