@@ -94,6 +94,11 @@ def cases():
              allow_partial=False, accumulate=True, fees=0.002, rate=0.15),
         case("no_partial_fills_per_bar_value", 48, size=_per_bar(48, 40.0, 160.0),
              size_type="value", allow_partial=_per_bar(49, 0, 1) < 0.5, fees=0.001),
+        case("lock_cash_shorts", 50, ohl, direction="both", size=np.array([0.5, 1.0, 2.0]),
+             lock_cash=True, accumulate=True, sl_stop=0.05, fees=0.002, fixed_fees=0.05,
+             rate=0.15),
+        case("lock_cash_all_in_short_signals", 51, short=True, lock_cash=True,
+             size=np.array([np.inf, 1.5, 3.0]), fees=0.001, rate=0.12),
     ]
 
 

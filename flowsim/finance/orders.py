@@ -104,7 +104,7 @@ def sized(size, size_type, val_price, pos):
 
 #: Optional loop parameters (absent: vectorbt's default, nothing added to the loop).
 ORDER_PARAMS = ("size_type", "upon_opposite_entry", "stop_entry_price", "stop_exit_price",
-                "accumulate", "allow_partial")
+                "accumulate", "allow_partial", "lock_cash")
 
 #: vectorbt's ``OppositeEntryMode``, ``StopEntryPrice`` and ``StopExitPrice``, with
 #: their defaults.
@@ -255,3 +255,18 @@ def bar_keywords(keywords, index):
                                  f"allowed')")
             out[name] = value.to_numpy()
     return out
+
+
+def locked_cash(cash, pos, debt, free, adj_price, fees, fixed):
+    """``buy_nb``'s cash limit with ``lock_cash``: the free cash when not short; when
+    short, what covering leaves free (all of it, or the cover a partial buy can pay)."""
+    from .simulate import add_tolerant
+    t = tf()
+    short = t.abs(pos)
+    cover = short * adj_price * (1 + fees) + fixed
+    released = free + 2 * debt
+    cover_free = add_tolerant(released, -cover)
+    avg = debt / t.where(pos < 0, short, t.ones_like(short))
+    partial = (free - fixed) / (adj_price * (1 + fees) - 2 * avg) * adj_price * (1 + fees) + fixed
+    when_short = t.where(cover_free > 0, released, t.where(cover_free < 0, partial, cash))
+    return t.where(pos >= 0, free, when_short)

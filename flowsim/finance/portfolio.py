@@ -315,7 +315,7 @@ def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0
                   slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, min_size=1e-8,
                   size_type="amount", upon_opposite_entry="reversereduce",
                   stop_entry_price="close", stop_exit_price="stoplimit", accumulate=False,
-                  allow_partial=True, *, n_bars=None, close_1d=False):
+                  allow_partial=True, lock_cash=False, *, n_bars=None, close_1d=False):
     """Per-column keywords of :func:`from_signals`, checked, as float64 arrays.
 
     With ``n_bars`` (and ``close_1d``: whether close is 1-d) the keywords but
@@ -347,6 +347,9 @@ def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0
     whole = _keyword(allow_partial, "allow_partial", n_cols, bars)
     if np.any(whole == 0):
         p["allow_partial"] = whole
+    locked = _keyword(lock_cash, "lock_cash", n_cols, bars)
+    if np.any(locked != 0):
+        p["lock_cash"] = locked
     p.update(mode_params(n_cols, upon_opposite_entry=upon_opposite_entry,
                          stop_entry_price=stop_entry_price, stop_exit_price=stop_exit_price,
                          accumulate=accumulate))
@@ -537,7 +540,7 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
                  year_freq="365 days", risk_free=0.0, required_return=0.0,
                  min_size=1e-8, size_type="amount", upon_opposite_entry="reversereduce",
                  stop_entry_price="close", stop_exit_price="stoplimit", accumulate=False,
-                 allow_partial=True, dtype="float64"):
+                 allow_partial=True, lock_cash=False, dtype="float64"):
     """Backtest entry/exit signals the way vectorbt's ``Portfolio.from_signals`` does.
 
     Orders fill at the bar's close; ``slippage`` moves the fill against the
@@ -602,6 +605,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
         grows.
     allow_partial : True (default); False: an order of a finite size that cash (or
         the position, for an exit that asks more) cannot fill whole is rejected.
+    lock_cash : False (default); True: shorts only as far as the free cash covers
+        them, and a buy spends only free cash (vectorbt's ``lock_cash``).
     upon_opposite_entry : "reversereduce" (default) or "reverse": an entry against
         the position reverses it (with ``accumulate``, "reversereduce" takes
         ``size`` off); "close" or "closereduce" (the same with ``accumulate``):
@@ -641,7 +646,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
                 "sl_trail": sl_trail, "tp_stop": tp_stop, "min_size": min_size,
                 "size_type": size_type, "upon_opposite_entry": upon_opposite_entry,
                 "stop_entry_price": stop_entry_price, "stop_exit_price": stop_exit_price,
-                "accumulate": accumulate, "allow_partial": allow_partial}
+                "accumulate": accumulate, "allow_partial": allow_partial,
+                "lock_cash": lock_cash}
     keywords = bar_keywords(keywords, index)
     bars, signals, params, labels = prepare(
         given["close"], given["entries"], given["exits"], given["short_entries"],

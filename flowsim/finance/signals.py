@@ -250,7 +250,7 @@ def signal_simulation(strategy, close, params, *, direction="longonly", open=Non
     data = _strategy_data(c, open=open, high=high, low=low, volume=volume, price=price)
     names, kw, arr = _split_params(strategy, params)
     known = ROW_KEYWORDS + ("min_size", "size_type", "upon_opposite_entry", "stop_entry_price",
-                            "stop_exit_price", "accumulate", "allow_partial")
+                            "stop_exit_price", "accumulate", "allow_partial", "lock_cash")
     bad = [k for k in portfolio_kw if k not in known]
     if bad:
         raise TypeError(f"signal_sweep got unknown keywords {bad}; from_signals keywords are "

@@ -24,6 +24,7 @@ from ..core.lazy_tf import tf
 from .orders import (
     accumulated_order,
     accumulation,
+    locked_cash,
     opposite_entry,
     params_at,
     sized,
@@ -87,16 +88,21 @@ def _barrier(i, *xs):
 
 
 def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_size,
-         fraction=None):
-    """``buy_nb`` (lock_cash=False): (filled, size, price, fees, cash, pos, debt, free).
+         fraction=None, lock=None):
+    """``buy_nb``: (filled, size, price, fees, cash, pos, debt, free).
 
     ``short_only`` None: no position is ever short (``debt``, ``free`` unused, None out).
     ``fraction``: of the cash the order may spend (``buy_nb``'s ``percent``; None: all).
+    ``lock``: ``lock_cash`` per column (None: off).
     """
     t = tf()
     zero = t.zeros_like(cash)
     adj = price * (1 + slip)
-    limit = cash if fraction is None else t.minimum(cash, fraction * cash)
+    base = cash
+    if lock is not None and short_only is not None:
+        locked = locked_cash(cash, pos, debt, free, adj, fees, fixed)
+        base = t.minimum(t.where(lock, locked, cash), cash)
+    limit = base if fraction is None else t.minimum(base, fraction * base)
     if short_only is None:
         ok, adj_size = limit != 0, size
     else:
@@ -127,8 +133,9 @@ def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_
 
 
 def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, slip, min_size,
-          fraction=None):
-    """``sell_nb`` (lock_cash=False; ``all_in``: size=inf with percent ``fraction``, None: 1).
+          fraction=None, lock=None):
+    """``sell_nb`` (``all_in``: size=inf with percent ``fraction``, None: 1; ``lock``:
+    ``lock_cash`` per column, None: off).
 
     ``long_only`` None: every sell closes a long (no shorts), as ``long_only=True``.
     """
@@ -143,10 +150,14 @@ def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, sl
         max_short = _add(total_free, -fixed) / (adj * (1 + fees))
         max_limit = t.where(total_free <= 0, long_size, _add(long_size, max_short))
         ok_all = t.where(total_free <= 0, pos > 0, max_limit > 0)
-        if fraction is not None:
-            max_limit = fraction * max_limit
-        size_limit = t.where(long_only, t.minimum(pos, size), t.where(all_in, max_limit, size))
-        ok = t.where(long_only, pos != 0, t.where(all_in, ok_all, t.ones_like(ok_all)))
+        scaled = max_limit if fraction is None else fraction * max_limit
+        limited, free_ok = size, t.ones_like(ok_all)
+        if lock is not None:                       # shorts only as far as the free cash goes
+            scaled = t.where(lock, t.minimum(scaled, max_limit), scaled)
+            limited = t.where(lock, t.minimum(size, max_limit), size)
+            free_ok = t.where(lock, ok_all, free_ok)
+        size_limit = t.where(long_only, t.minimum(pos, size), t.where(all_in, scaled, limited))
+        ok = t.where(long_only, pos != 0, t.where(all_in, ok_all, free_ok))
     ok &= ~_is_close(size_limit, zero) & ~_is_less(size_limit, min_size)
     acq = size_limit * adj
     fees_paid = acq * fees + fixed
@@ -380,10 +391,11 @@ def _execute(i, s, p, size, price, slip, long_only, short_only, short, fraction=
         long_only, short_only, all_in = args[7:]
     else:
         long_only = args[5]
+    lock = (p["lock_cash"] != 0) if "lock_cash" in p and short else None
     b = _buy(cash, cpos, debt, free, size, price, short_only, p["fees"], p["fixed_fees"],
-             slip, p["min_size"], fraction)
+             slip, p["min_size"], fraction, lock)
     q = _sell(cash, cpos, debt, free, -size, price, long_only if short else None, all_in,
-              p["fees"], p["fixed_fees"], slip, p["min_size"], fraction)
+              p["fees"], p["fixed_fees"], slip, p["min_size"], fraction, lock)
     is_buy = size > 0
     pick = _barrier(i, *[t.where(is_buy, x, y) for x, y in zip(b, q)])
     fill = pick[0] & (size != 0)
