@@ -29,6 +29,7 @@ DATA = os.path.join(ROOT, "tests", "data")
 FAST, SLOW = (5, 8, 12), (20, 30, 50)
 SHARES, CASH, COMMISSION = 10, 10_000.0, 0.001
 STOPS = (0.02, 0.04, 0.06, 0.1)
+BRACKET_STOPS, TAKES = (0.03, 0.06), (0.04, 0.08)
 
 
 def bars(n=600, seed=314):
@@ -86,6 +87,18 @@ if bt is not None:
             elif self.position and self.cross < 0:
                 self.close(oco=self.stop_order)        # the first to fill cancels the other
 
+    class SmaCrossBracket(SmaCrossStop):
+        """SmaCrossStop plus a take-profit: a sell ``Limit`` at the fill x (1 + take),
+        the stop, the limit and the closing order one-cancels-other."""
+
+        params = (("take", 0.05),)
+
+        def notify_order(self, order):
+            super().notify_order(order)
+            if order.status == order.Completed and order.isbuy():
+                self.sell(size=order.executed.size, exectype=bt.Order.Limit,
+                          price=order.executed.price * (1 + self.p.take), oco=self.stop_order)
+
     class TradeLog(bt.Analyzer):
         """Closed trades (bar open, bar close, entry price, PnL after commission), value."""
 
@@ -103,9 +116,10 @@ if bt is not None:
             return {"trades": self.rows, "value": self.value}
 
 
-def run_backtrader(op, hi, lo, close, maxcpus=2, stops=None):
+def run_backtrader(op, hi, lo, close, maxcpus=2, stops=None, takes=None):
     """(trades rows, {(fast, slow): final value}, seconds) from optstrategy (with
-    ``stops``: SmaCrossStop, keys (fast, slow, stop))."""
+    ``stops``: SmaCrossStop, keys (fast, slow, stop); and ``takes``: SmaCrossBracket,
+    keys (fast, slow, stop, take))."""
     import pandas as pd
     idx = pd.date_range("2020-01-01", periods=len(close), freq="D")
     frame = pd.DataFrame({"open": op, "high": hi, "low": lo, "close": close, "volume": 1e6},
@@ -117,8 +131,10 @@ def run_backtrader(op, hi, lo, close, maxcpus=2, stops=None):
     cerebro.addanalyzer(TradeLog, _name="log")
     if stops is None:
         cerebro.optstrategy(SmaCross, fast=FAST, slow=SLOW)
-    else:
+    elif takes is None:
         cerebro.optstrategy(SmaCrossStop, fast=FAST, slow=SLOW, stop=stops)
+    else:
+        cerebro.optstrategy(SmaCrossBracket, fast=FAST, slow=SLOW, stop=stops, take=takes)
     start = time.perf_counter()
     results = cerebro.run()
     seconds = time.perf_counter() - start
@@ -127,6 +143,8 @@ def run_backtrader(op, hi, lo, close, maxcpus=2, stops=None):
         key = (strat.params.fast, strat.params.slow)
         if stops is not None:
             key += (strat.params.stop,)
+        if takes is not None:
+            key += (strat.params.take,)
         log = strat.analyzers.log.get_analysis()
         values[key] = log["value"]
         for baropen, barclose, price, pnl in log["trades"]:
@@ -154,17 +172,25 @@ def main():
 
 
 def save_stops(op, hi, lo, close):
-    """The stop-loss optstrategy: backtrader_sma_cross_stop_{trades,values}.csv."""
-    trades, values, seconds = run_backtrader(op, hi, lo, close, stops=STOPS)
-    np.savetxt(os.path.join(DATA, "backtrader_sma_cross_stop_trades.csv"), np.array(trades),
-               fmt=["%d", "%d", "%.17g", "%d", "%d", "%.17g", "%.17g"], delimiter=",",
-               header="fast,slow,stop,entry_idx,exit_idx,entry_price,pnl", comments="")
-    np.savetxt(os.path.join(DATA, "backtrader_sma_cross_stop_values.csv"),
-               np.array([(*k, v) for k, v in sorted(values.items())]),
-               fmt=["%d", "%d", "%.17g", "%.17g"], delimiter=",",
-               header="fast,slow,stop,final_value", comments="")
-    print(f"with stops: {len(values)} combinations in {seconds:.2f} s, {len(trades)} "
-          f"trades; wrote tests/data/backtrader_sma_cross_stop_*.csv")
+    """The stop-loss optstrategy (backtrader_sma_cross_stop_{trades,values}.csv) and
+    the bracket one (backtrader_sma_cross_bracket_*.csv, a ``take`` column too)."""
+    for name, keys, takes in (("stop", ["stop"], None),
+                              ("bracket", ["stop", "take"], TAKES)):
+        stops = STOPS if takes is None else BRACKET_STOPS
+        trades, values, seconds = run_backtrader(op, hi, lo, close, stops=stops, takes=takes)
+        k = len(keys)
+        np.savetxt(os.path.join(DATA, f"backtrader_sma_cross_{name}_trades.csv"),
+                   np.array(trades), fmt=["%d", "%d"] + ["%.17g"] * k + ["%d", "%d", "%.17g",
+                                                                      "%.17g"],
+                   delimiter=",", comments="",
+                   header=",".join(["fast", "slow", *keys, "entry_idx", "exit_idx",
+                                    "entry_price", "pnl"]))
+        np.savetxt(os.path.join(DATA, f"backtrader_sma_cross_{name}_values.csv"),
+                   np.array([(*key, v) for key, v in sorted(values.items())]),
+                   fmt=["%d", "%d"] + ["%.17g"] * (k + 1), delimiter=",", comments="",
+                   header=",".join(["fast", "slow", *keys, "final_value"]))
+        print(f"{name}: {len(values)} combinations in {seconds:.2f} s, {len(trades)} "
+              f"trades; wrote tests/data/backtrader_sma_cross_{name}_*.csv")
 
 
 if __name__ == "__main__":

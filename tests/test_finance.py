@@ -672,35 +672,39 @@ def test_backtrader_port_matches_stored_backtrader():
         _assert_close(tr["pnl"].to_numpy(), ref[:, 5], f"pnl {key}", 1e-9)
 
 
-def test_backtrader_port_with_stops_matches_stored_backtrader():
-    # stops measured from the fill at the next open (stop_entry_price="price"), gaps
-    # filled at the open: backtrader's Stop orders, 36 optstrategy rows
+@pytest.mark.parametrize("kind", ["stop", "bracket"])
+def test_backtrader_port_with_stops_matches_stored_backtrader(kind):
+    # stops (and a take-profit) measured from the fill at the next open
+    # (stop_entry_price="price"), gaps filled at the open: backtrader's Stop (and
+    # Limit) orders, 36 optstrategy rows each
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     import backtest_backtrader_port as port
-    table = port.sweep_with_stops()
+    table = port.sweep_with_stops() if kind == "stop" else port.sweep_with_bracket()
     values = np.loadtxt(os.path.join(ROOT, "tests", "data",
-                                     "backtrader_sma_cross_stop_values.csv"),
+                                     f"backtrader_sma_cross_{kind}_values.csv"),
                         delimiter=",", skiprows=1)
     bt_trades = np.loadtxt(os.path.join(ROOT, "tests", "data",
-                                        "backtrader_sma_cross_stop_trades.csv"),
+                                        f"backtrader_sma_cross_{kind}_trades.csv"),
                            delimiter=",", skiprows=1)
+    k = values.shape[1] - 1                      # fast, slow, stop(, take)
     assert len(table) == len(values) == 36
-    assert np.array_equal(table[["fast", "slow", "sl_stop"]].to_numpy(), values[:, :3])
-    _assert_close(table["end_value"].to_numpy(), values[:, 3], "final values", rtol=1e-12)
-    stopped = 0
-    for j, (fast, slow, stop) in enumerate(values[:, :3]):
-        ref = bt_trades[(bt_trades[:, 0] == fast) & (bt_trades[:, 1] == slow)
-                        & (bt_trades[:, 2] == stop)]
-        tr = port.trades(int(fast), int(slow), stop)
+    stops = ["sl_stop", "tp_stop"][:k - 2]
+    assert np.array_equal(table[["fast", "slow", *stops]].to_numpy(), values[:, :k])
+    _assert_close(table["end_value"].to_numpy(), values[:, k], "final values", rtol=1e-12)
+    hit = 0
+    for j, key in enumerate(values[:, :k]):
+        ref = bt_trades[(bt_trades[:, :k] == key).all(axis=1)]
+        tr = port.trades(int(key[0]), int(key[1]), *key[2:])
         tr = tr[tr["status"] == "closed"]
         assert table["total_closed_trades"].iloc[j] == len(ref) == len(tr)
-        key = (fast, slow, stop)
-        assert np.array_equal(tr["entry_idx"].to_numpy(), ref[:, 3].astype(int)), key
-        assert np.array_equal(tr["exit_idx"].to_numpy(), ref[:, 4].astype(int)), key
-        _assert_close(tr["entry_price"].to_numpy(), ref[:, 5], f"entry price {key}", 1e-12)
-        _assert_close(tr["pnl"].to_numpy(), ref[:, 6], f"pnl {key}", 1e-9)
-        stopped += int((tr["exit_price"] < tr["entry_price"] * (1 - stop) + 1e-9).sum())
-    assert stopped >= 30                         # the stops do fire
+        assert np.array_equal(tr["entry_idx"].to_numpy(), ref[:, k].astype(int)), key
+        assert np.array_equal(tr["exit_idx"].to_numpy(), ref[:, k + 1].astype(int)), key
+        _assert_close(tr["entry_price"].to_numpy(), ref[:, k + 2], f"entry price {key}", 1e-12)
+        _assert_close(tr["pnl"].to_numpy(), ref[:, k + 3], f"pnl {key}", 1e-9)
+        levels = [tr["entry_price"] * (1 - key[2])] + [tr["entry_price"] * (1 + x)
+                                                         for x in key[3:]]
+        hit += int(sum(np.isclose(tr["exit_price"], lv, rtol=1e-12).sum() for lv in levels))
+    assert hit >= 30                             # exits at a stop level: the stops fire
 
 
 def test_plots_draw_equity_and_heatmap(vectorbt_portfolio_cases):
