@@ -257,10 +257,10 @@ def bar_keywords(keywords, index):
     return out
 
 
-def locked_cash(cash, pos, debt, free, adj_price, fees, fixed):
+def locked_cash(cash, pos, debt, free, adj_price, fees, fixed, add_tolerant):
     """``buy_nb``'s cash limit with ``lock_cash``: the free cash when not short; when
-    short, what covering leaves free (all of it, or the cover a partial buy can pay)."""
-    from .simulate import add_tolerant
+    short, what covering leaves free (all of it, or the cover a partial buy can pay).
+    ``add_tolerant``: vectorbt's ``add_nb`` (the loop's)."""
     t = tf()
     short = t.abs(pos)
     cover = short * adj_price * (1 + fees) + fixed

@@ -100,7 +100,7 @@ def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_
     adj = price * (1 + slip)
     base = cash
     if lock is not None and short_only is not None:
-        locked = locked_cash(cash, pos, debt, free, adj, fees, fixed)
+        locked = locked_cash(cash, pos, debt, free, adj, fees, fixed, _add)
         base = t.minimum(t.where(lock, locked, cash), cash)
     limit = base if fraction is None else t.minimum(base, fraction * base)
     if short_only is None:
