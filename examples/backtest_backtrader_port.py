@@ -22,6 +22,15 @@ bar later because backtrader fills a market order at the *next* bar's open, and
 (backtrader's percentage commission is vectorbt's ``fees``), ``init_cash=10000``.
 The value is marked at the close, as backtrader's broker does.
 
+With a stop-loss (``SmaCrossStop`` in the same script: when the buy fills, a sell
+``Stop`` order at the fill price x (1 - stop), one-cancels-other with the close)
+the port adds ``sl_stop`` as a sweep column, ``open=open`` so a stop that gaps
+fills at the open as backtrader's does, and ``stop_entry_price="price"``: the
+stop is measured from the fill at the next open, not from the signal bar's close
+(:func:`sweep_with_stops`, 36 rows).  A bracket (``SmaCrossBracket``: the stop and
+a take-profit ``Limit`` at the fill x (1 + take), one-cancels-other) adds a
+``tp_stop`` column (:func:`sweep_with_bracket`, 36 rows).
+
     PYTHONPATH=. python examples/backtest_backtrader_port.py
 
 prints the sweep and how far it is from the stored backtrader results
@@ -56,6 +65,10 @@ sma_cross_next_open.params = ("fast", "slow")
 
 #: backtrader's broker settings of the original.
 PORTFOLIO = dict(size=10.0, fees=0.001, init_cash=10_000.0, freq="1D")
+#: The stop-loss port's from_signals keywords: stops measured from the fill.
+STOP_PORTFOLIO = dict(PORTFOLIO, stop_entry_price="price")
+STOPS = (0.02, 0.04, 0.06, 0.1)
+BRACKET_STOPS, TAKES = (0.03, 0.06), (0.04, 0.08)
 
 
 def load_bars():
@@ -65,9 +78,13 @@ def load_bars():
     return a[:, 0], a[:, 1], a[:, 2], a[:, 3]
 
 
-def grid(fast=(5, 8, 12), slow=(20, 30, 50)):
+def grid(fast=(5, 8, 12), slow=(20, 30, 50), stops=None, takes=None):
+    """The (fast, slow) rows, times the ``stops`` (an ``sl_stop`` column) and the
+    ``takes`` (``tp_stop``) if given."""
     import pandas as pd
-    return pd.DataFrame(list(itertools.product(fast, slow)), columns=["fast", "slow"])
+    axes = {"fast": fast, "slow": slow, "sl_stop": stops, "tp_stop": takes}
+    axes = {k: v for k, v in axes.items() if v is not None}
+    return pd.DataFrame(list(itertools.product(*axes.values())), columns=list(axes))
 
 
 def sweep(**kwargs):
@@ -78,14 +95,33 @@ def sweep(**kwargs):
                         **PORTFOLIO, **kwargs)
 
 
-def trades(fast, slow):
+def sweep_with_stops(**kwargs):
+    """The stop-loss optstrategy: one row per (fast, slow, sl_stop)."""
+    from flowsim.finance import signal_sweep
+    op, hi, lo, close = load_bars()
+    return signal_sweep(sma_cross_next_open, close, grid(stops=STOPS), price=op, open=op,
+                        high=hi, low=lo, **STOP_PORTFOLIO, **kwargs)
+
+
+def sweep_with_bracket(**kwargs):
+    """The bracket optstrategy: one row per (fast, slow, sl_stop, tp_stop)."""
+    from flowsim.finance import signal_sweep
+    op, hi, lo, close = load_bars()
+    return signal_sweep(sma_cross_next_open, close, grid(stops=BRACKET_STOPS, takes=TAKES),
+                        price=op, open=op, high=hi, low=lo, **STOP_PORTFOLIO, **kwargs)
+
+
+def trades(fast, slow, sl_stop=None, tp_stop=None):
     """The trade records of one combination (from_signals on the same signals)."""
     from flowsim.finance import from_signals
     op, hi, lo, close = load_bars()
     sig = sma_cross_next_open(np.array([[fast, slow]], dtype=np.float64),
                               {"close": close[:, None]})
-    return from_signals(close, np.asarray(sig["entries"])[:, 0, 0],
-                        np.asarray(sig["exits"])[:, 0, 0], price=op, **PORTFOLIO).trades
+    entries, exits = np.asarray(sig["entries"])[:, 0, 0], np.asarray(sig["exits"])[:, 0, 0]
+    if sl_stop is None:
+        return from_signals(close, entries, exits, price=op, **PORTFOLIO).trades
+    return from_signals(close, entries, exits, price=op, open=op, high=hi, low=lo,
+                        sl_stop=sl_stop, tp_stop=tp_stop, **STOP_PORTFOLIO).trades
 
 
 def main():
@@ -97,6 +133,16 @@ def main():
     ours = table.set_index(["fast", "slow"])["end_value"]
     worst = max(abs(ours[(int(f), int(s))] - v) / v for f, s, v in ref)
     print(f"final values vs backtrader: max relative difference {worst:.1e}")
+    stops = sweep_with_stops()
+    ref = np.loadtxt(os.path.join(DATA, "backtrader_sma_cross_stop_values.csv"), delimiter=",",
+                     skiprows=1)
+    worst = np.max(np.abs(stops["end_value"].to_numpy() - ref[:, 3]) / ref[:, 3])
+    print(f"with stops ({len(stops)} rows): max relative difference {worst:.1e}")
+    bracket = sweep_with_bracket()
+    ref = np.loadtxt(os.path.join(DATA, "backtrader_sma_cross_bracket_values.csv"),
+                     delimiter=",", skiprows=1)
+    worst = np.max(np.abs(bracket["end_value"].to_numpy() - ref[:, 4]) / ref[:, 4])
+    print(f"with brackets ({len(bracket)} rows): max relative difference {worst:.1e}")
 
 
 if __name__ == "__main__":

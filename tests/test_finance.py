@@ -399,7 +399,30 @@ def _run_case(case, **extra):
 def test_from_signals_matches_vectorbt(vectorbt_portfolio_cases, name):
     case, metrics, trades, value = next(c for c in vectorbt_portfolio_cases
                                         if c[0]["name"] == name)
-    pf = _run_case(case)
+    _check_against_vectorbt(name, _run_case(case), metrics, trades, value)
+
+
+def _keyword_cases():
+    """The stored keyword cases: ``[(name, from_signals inputs, vectorbt's results)]``."""
+    import json
+    data = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_keyword_cases.npz"))
+    out = []
+    for meta in json.loads(str(data["cases"])):
+        name = meta["name"]
+        close, op, hi, lo = vectorbt_cases.market(meta["seed"])
+        kw = {k: v for k, v in (("open", op), ("high", hi), ("low", lo)) if k in meta["ohlc"]}
+        kw.update({k: data[f"{name}/signal/{k}"] for k in meta["signals"]})
+        kw.update(meta["kwargs"])
+        kw.update({k: data[f"{name}/kw/{k}"] for k in meta["array_kwargs"]})
+        kw.setdefault("freq", "1D")
+        ref = ({k: data[f"{name}/metric/{k}"] for k in vectorbt_cases.STAT_COLUMNS},
+               {k: data[f"{name}/trade/{k}"] for k in vectorbt_cases.TRADE_FIELDS},
+               data[f"{name}/value"])
+        out.append((name, close, kw, ref))
+    return out
+
+
+def _check_against_vectorbt(name, pf, metrics, trades, value):
     stats = pf.stats()
     assert list(stats.columns) == list(vectorbt_cases.STAT_COLUMNS)
     for k, ref in metrics.items():
@@ -414,6 +437,59 @@ def test_from_signals_matches_vectorbt(vectorbt_portfolio_cases, name):
     assert np.array_equal(ours["status"].to_numpy() == "open", trades["status"] == 0)
     for f in ("size", "entry_price", "entry_fees", "exit_price", "exit_fees", "pnl", "return"):
         _assert_close(ours[f].to_numpy(), trades[f], f"{name}: trade {f}")
+
+
+@pytest.mark.parametrize("case", _keyword_cases(), ids=lambda c: c[0])
+def test_from_signals_keywords_match_vectorbt(case):
+    name, close, kw, (metrics, trades, value) = case
+    assert len(trades["col"]) >= 10, name
+    _check_against_vectorbt(name, from_signals(close, **kw), metrics, trades, value)
+
+
+def test_keywords_refused_name_the_keyword():
+    close = np.linspace(100, 110, 20)
+    sig = np.zeros(20, dtype=bool)
+    sig[3] = True
+    wide = np.tile(close[:, None], (1, 3))
+    other = pd.DataFrame(np.full((20, 1), 0.001), index=pd.RangeIndex(5, 25))
+    cases = [
+        (dict(size_type="targetpercent"), "size_type='targetpercent' is refused: vectorbt's"),
+        (dict(size_type=5), "size_type=5 is refused"),
+        (dict(size_type="shares"), "size_type must be one of"),
+        (dict(size_type="percent", size=0.5, direction="both"), "cannot reverse a position"),
+        (dict(close=wide, fees=np.full(20, 0.001)), "fees has one value per bar but close"),
+        (dict(sl_stop=np.full((19, 1), 0.1)), "sl_stop has shape \\[19, 1\\]"),
+        (dict(size=np.r_[np.ones(19), -1.0][:, None]), "size must be > 0"),
+        (dict(fees=other), "fees has another index than the bars"),
+        (dict(upon_opposite_entry="flip"), "upon_opposite_entry must be one of"),
+        (dict(stop_entry_price="open"), "stop_entry_price must be one of"),
+        (dict(stop_exit_price=[0, 9]), "stop_exit_price must be one of.*got 9"),
+        (dict(accumulate="sometimes"), "accumulate must be one of"),
+        (dict(accumulate=True, size=0.5, size_type="percent"),
+         "size_type='percent' with accumulate is not implemented"),
+    ]
+    for kw, msg in cases:
+        args = dict(close=close, entries=sig, exits=~sig, freq="1D")
+        args.update(kw)
+        with pytest.raises(ValueError, match=msg):
+            from_signals(**args)
+
+
+def test_per_bar_keywords_in_sweeps_and_on_a_series():
+    from flowsim.finance import signal_sweep, strategies
+    from flowsim.testing import cases_finance
+    close, grid = cases_finance.rsi_prices(), cases_finance.rsi_stop_grid().iloc[::9]
+    fees = np.random.default_rng(5).uniform(0, 0.003, close.shape)
+    kw = dict(fees=fees, size=0.6, size_type="percent", freq="1D")
+    table = signal_sweep(strategies.rsi_thresholds, close, grid, **kw)
+    assert table["total_trades"].sum() > 20
+    ent, ext = _rsi_row_through_from_signals(table, close, grid, 5, kw)
+    # a Series on close's index is per bar; a constant one gives the scalar's numbers
+    idx = pd.date_range("2024-01-01", periods=len(close), freq="D")
+    c = pd.Series(close[:, 0], index=idx)
+    one = from_signals(c, ent[:, 0], ext[:, 0], fees=pd.Series(0.001, index=idx)).stats()
+    ref = from_signals(c, ent[:, 0], ext[:, 0], fees=0.001).stats()
+    assert one.equals(ref)
 
 
 def test_loop_without_its_unused_parts_is_bit_identical():
@@ -495,6 +571,9 @@ def test_from_signals_refuses_bad_inputs():
         (dict(direction="sideways"), "direction must be 'longonly'"),
         (dict(slippage=[0.1, 0.2]), "slippage must be a scalar or one value per column"),
         (dict(freq="fortnight"), "freq and year_freq must be pandas timedeltas"),
+        (dict(init_cash="auto"), "init_cash='auto' needs a finite size"),
+        (dict(init_cash="lots"), "init_cash must be a number, 'auto' or 'autoalign'"),
+        (dict(direction=3), "direction must be 'longonly'.*got 3"),
     ]
     for kw, msg in cases:
         args = dict(close=close, entries=sig, exits=sig)
@@ -533,14 +612,21 @@ def test_signal_sweep_same_bits_for_block_size_events_limit_backend():
         other = signal_sweep(strategies.rsi_thresholds, close, grid, **extra, **kw)
         for col in base.columns:                 # exact, NaN where NaN
             assert base[col].equals(other[col]), (extra, col)
-    # one row through from_signals: the same numbers (within rounding of another layout)
-    row = grid.iloc[37]
+    _rsi_row_through_from_signals(base, close, grid, 37, kw)
+
+
+def _rsi_row_through_from_signals(table, close, grid, j, kw):
+    """Row ``j`` of an RSI x stop sweep through from_signals: the same numbers (within
+    rounding of another layout).  Returns its entries and exits."""
+    row = grid.iloc[j]
     rsi = indicators.rsi(close, row.window)
     ent = np.asarray(indicators.crossed_above(float(row.lower), rsi))[:, 0, :]
     ext = np.asarray(indicators.crossed_above(rsi, float(row.upper)))[:, 0, :]
     pf = from_signals(close, ent, ext, sl_stop=row.sl_stop, **kw).stats()
+    n = close.shape[1]
     for k in vectorbt_cases.STAT_COLUMNS:
-        _assert_close(base[k].to_numpy()[74:76], pf[k].to_numpy(), k, rtol=1e-12)
+        _assert_close(table[k].to_numpy()[j * n:(j + 1) * n], pf[k].to_numpy(), k, rtol=1e-12)
+    return ent, ext
 
 
 def test_signal_sweep_refuses_bad_inputs():
@@ -554,6 +640,7 @@ def test_signal_sweep_refuses_bad_inputs():
         (dict(fees=-1.0), "fees must be >= 0"),
         (dict(direction="up"), "direction must be"),
         (dict(params=grid.assign(fees=[0.1]), fees=0.1), "given both as params columns"),
+        (dict(init_cash="auto"), "init_cash='auto' is not a number"),
     ]
     for kw, msg in cases:
         args = dict(strategy=strategies.rsi_thresholds, close=close, params=grid)
@@ -583,6 +670,41 @@ def test_backtrader_port_matches_stored_backtrader():
         assert np.array_equal(tr["exit_idx"].to_numpy(), ref[:, 3].astype(int)), key
         _assert_close(tr["entry_price"].to_numpy(), ref[:, 4], f"entry price {key}", 1e-12)
         _assert_close(tr["pnl"].to_numpy(), ref[:, 5], f"pnl {key}", 1e-9)
+
+
+@pytest.mark.parametrize("kind", ["stop", "bracket"])
+def test_backtrader_port_with_stops_matches_stored_backtrader(kind):
+    # stops (and a take-profit) measured from the fill at the next open
+    # (stop_entry_price="price"), gaps filled at the open: backtrader's Stop (and
+    # Limit) orders, 36 optstrategy rows each
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import backtest_backtrader_port as port
+    table = port.sweep_with_stops() if kind == "stop" else port.sweep_with_bracket()
+    values = np.loadtxt(os.path.join(ROOT, "tests", "data",
+                                     f"backtrader_sma_cross_{kind}_values.csv"),
+                        delimiter=",", skiprows=1)
+    bt_trades = np.loadtxt(os.path.join(ROOT, "tests", "data",
+                                        f"backtrader_sma_cross_{kind}_trades.csv"),
+                           delimiter=",", skiprows=1)
+    k = values.shape[1] - 1                      # fast, slow, stop(, take)
+    assert len(table) == len(values) == 36
+    stops = ["sl_stop", "tp_stop"][:k - 2]
+    assert np.array_equal(table[["fast", "slow", *stops]].to_numpy(), values[:, :k])
+    _assert_close(table["end_value"].to_numpy(), values[:, k], "final values", rtol=1e-12)
+    hit = 0
+    for j, key in enumerate(values[:, :k]):
+        ref = bt_trades[(bt_trades[:, :k] == key).all(axis=1)]
+        tr = port.trades(int(key[0]), int(key[1]), *key[2:])
+        tr = tr[tr["status"] == "closed"]
+        assert table["total_closed_trades"].iloc[j] == len(ref) == len(tr)
+        assert np.array_equal(tr["entry_idx"].to_numpy(), ref[:, k].astype(int)), key
+        assert np.array_equal(tr["exit_idx"].to_numpy(), ref[:, k + 1].astype(int)), key
+        _assert_close(tr["entry_price"].to_numpy(), ref[:, k + 2], f"entry price {key}", 1e-12)
+        _assert_close(tr["pnl"].to_numpy(), ref[:, k + 3], f"pnl {key}", 1e-9)
+        levels = [tr["entry_price"] * (1 - key[2])] + [tr["entry_price"] * (1 + x)
+                                                         for x in key[3:]]
+        hit += int(sum(np.isclose(tr["exit_price"], lv, rtol=1e-12).sum() for lv in levels))
+    assert hit >= 30                             # exits at a stop level: the stops fire
 
 
 def test_plots_draw_equity_and_heatmap(vectorbt_portfolio_cases):

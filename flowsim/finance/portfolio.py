@@ -17,6 +17,15 @@ import numpy as np
 
 from ..core.lazy_tf import tf
 from .align import bar_length, check_column_keywords, conform, to_timedelta
+from .orders import (
+    ORDER_PARAMS,
+    bar_keywords,
+    enum_codes,
+    mode_params,
+    per_bar,
+    refuse_percent_reversal,
+    size_type_codes,
+)
 from .simulate import COLUMN_PARAMS, FEATURES, features_of, simulate_signals
 
 #: Columns of :meth:`Portfolio.stats`, in order (vectorbt's ``stats()`` metrics).
@@ -266,46 +275,123 @@ def prepare(close, entries, exits, short_entries, short_exits, direction, open, 
         none = np.zeros(shape, dtype=bool)
         signals = (np.where(d != 1, ent, none), np.where(d == 0, ext, none),
                    np.where(d == 1, ent, np.where(d == 2, ext, none)), np.where(d == 1, ext, none))
-    params = column_params(c, **kw)
+    params = column_params(c, n_bars=shape[0], close_1d=np.ndim(close) == 1, **kw)
+    refuse_percent_reversal(params, signals)
     labels = cols if cols is not None and len(cols) == c else list(range(c))
     return bars, tuple(np.ascontiguousarray(s) for s in signals), params, labels
 
 
+def direction_code(value):
+    """One direction as its code: ``"longonly"`` / ``"shortonly"`` / ``"both"`` or
+    vectorbt's ``Direction`` integers 0 / 1 / 2."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+            and int(value) in DIRECTIONS.values():
+        return int(value)
+    key = str(value).lower().replace("_", "")
+    if not isinstance(value, str) or key not in DIRECTIONS:
+        raise ValueError(f"direction must be 'longonly', 'shortonly' or 'both' (or vectorbt's "
+                         f"Direction codes 0, 1, 2), got {value!r}")
+    return DIRECTIONS[key]
+
+
 def direction_codes(direction, n_cols):
-    """``"longonly" / "shortonly" / "both"`` (scalar or per column) -> int codes [n_cols]."""
-    vals = [direction] if isinstance(direction, str) else list(direction)
-    codes = []
-    for v in vals:
-        key = str(v).lower().replace("_", "")
-        if key not in DIRECTIONS:
-            raise ValueError(f"direction must be 'longonly', 'shortonly' or 'both', got {v!r}")
-        codes.append(DIRECTIONS[key])
-    codes = np.array(codes)
-    if codes.size == 1:
-        codes = np.repeat(codes, n_cols)
-    if codes.size != n_cols:
-        raise ValueError(f"direction must be one value or one per column ({n_cols}), got "
-                         f"{codes.size}")
-    return codes
+    """Directions (scalar or per column, names or codes) -> int codes [n_cols]."""
+    return enum_codes(direction, "direction", n_cols, direction_code).astype(np.int64)
+
+
+def _keyword(value, name, n_cols, bars, lo=None, strict=False, allow_nan=False):
+    """A keyword as ``[n_cols]`` or, varying by bar, ``[bars, n_cols]`` float64, checked.
+
+    ``bars``: ``(n_bars, close is 1-d)`` or None (one value per column only).
+    """
+    arr = None if bars is None else per_bar(value, name, bars[0], n_cols, bars[1])
+    if arr is None:
+        return _column_param(value, name, n_cols, lo, strict, allow_nan)
+    flat = _column_param(arr.reshape(-1), name, arr.size, lo, strict, allow_nan)
+    return flat.reshape(arr.shape)
 
 
 def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0.0,
-                  slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, min_size=1e-8):
-    """Per-column keywords of :func:`from_signals`, checked, as float64 arrays."""
+                  slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, min_size=1e-8,
+                  size_type="amount", upon_opposite_entry="reversereduce",
+                  stop_entry_price="close", stop_exit_price="stoplimit", accumulate=False,
+                  allow_partial=True, lock_cash=False, *, n_bars=None, close_1d=False):
+    """Per-column keywords of :func:`from_signals`, checked, as float64 arrays.
+
+    With ``n_bars`` (and ``close_1d``: whether close is 1-d) the keywords but
+    ``init_cash`` may also vary by bar (``[n_bars, n_cols]``, see :func:`per_bar`).
+    ``size_type`` and the modes of :data:`~flowsim.finance.orders.MODES` are in the
+    result only when they are not vectorbt's defaults everywhere.
+    """
+    if isinstance(init_cash, str):
+        raise ValueError(f"init_cash={init_cash!r} is not a number: from_signals takes "
+                         f"init_cash='auto' or 'autoalign'; elsewhere give the cash")
+    bars = None if n_bars is None else (n_bars, close_1d)
+    off = {"lo": 0, "strict": True, "allow_nan": True}
     p = {"init_cash": _column_param(init_cash, "init_cash", n_cols, 0, strict=True),
-         "size": _column_param(size, "size", n_cols, 0, strict=True),
-         "fees": _column_param(fees, "fees", n_cols, 0),
-         "fixed_fees": _column_param(fixed_fees, "fixed_fees", n_cols, 0),
-         "slippage": _column_param(slippage, "slippage", n_cols, 0),
-         "sl_stop": _column_param(math.nan if sl_stop is None else sl_stop, "sl_stop", n_cols,
-                                  0, strict=True, allow_nan=True),
-         "sl_trail": _column_param(sl_trail, "sl_trail", n_cols),
-         "tp_stop": _column_param(math.nan if tp_stop is None else tp_stop, "tp_stop", n_cols,
-                                  0, strict=True, allow_nan=True),
-         "min_size": _column_param(min_size, "min_size", n_cols, 0)}
+         "size": _keyword(size, "size", n_cols, bars, 0, strict=True),
+         "fees": _keyword(fees, "fees", n_cols, bars, 0),
+         "fixed_fees": _keyword(fixed_fees, "fixed_fees", n_cols, bars, 0),
+         "slippage": _keyword(slippage, "slippage", n_cols, bars, 0),
+         "sl_stop": _keyword(math.nan if sl_stop is None else sl_stop, "sl_stop", n_cols,
+                             bars, **off),
+         "sl_trail": _keyword(sl_trail, "sl_trail", n_cols, bars),
+         "tp_stop": _keyword(math.nan if tp_stop is None else tp_stop, "tp_stop", n_cols,
+                             bars, **off),
+         "min_size": _keyword(min_size, "min_size", n_cols, bars, 0)}
     if np.isinf(p["init_cash"]).any():
         raise ValueError("init_cash must be finite")
+    codes = size_type_codes(size_type, n_cols)
+    if np.any(codes != 0):
+        p["size_type"] = codes
+    whole = _keyword(allow_partial, "allow_partial", n_cols, bars)
+    if np.any(whole == 0):
+        p["allow_partial"] = whole
+    locked = _keyword(lock_cash, "lock_cash", n_cols, bars)
+    if np.any(locked != 0):
+        p["lock_cash"] = locked
+    p.update(mode_params(n_cols, upon_opposite_entry=upon_opposite_entry,
+                         stop_entry_price=stop_entry_price, stop_exit_price=stop_exit_price,
+                         accumulate=accumulate))
     return p
+
+
+INIT_CASH_MODES = ("auto", "autoalign")
+
+
+def init_cash_mode(init_cash):
+    """vectorbt's ``InitCashMode`` named by ``init_cash`` ("auto", "autoalign"), else None."""
+    if not isinstance(init_cash, str):
+        return None
+    mode = init_cash.lower().replace("_", "")
+    if mode not in INIT_CASH_MODES:
+        raise ValueError(f"init_cash must be a number, 'auto' or 'autoalign', got {init_cash!r}")
+    return mode
+
+
+def auto_init_cash(bars, signals, params, dtype, mode):
+    """``params`` with vectorbt's automatic ``init_cash``: the most cash the orders spend.
+
+    vectorbt runs with infinite cash, then sets each column's cash to the lowest
+    point of its cumulative cash flow (1 if it never goes below 0; ``"autoalign"``:
+    the largest over the columns).  Here a first run with infinite cash gives the
+    orders and the flows; the returned params run the same orders from that cash.
+    """
+    if np.isinf(params["size"]).any():
+        raise ValueError(f"init_cash={mode!r} needs a finite size: with infinite cash, "
+                         f"size=inf buys without limit (vectorbt: 'Attempt to go in long "
+                         f"direction infinitely')")
+    probe = dict(params, init_cash=np.full_like(params["init_cash"], np.inf))
+    out = run_tensors(bars, signals, probe, dtype)
+    size = np.asarray(out["order_size"], dtype=np.float64)
+    flow = np.where(size != 0, -size * np.nan_to_num(np.asarray(out["order_price"])) -
+                    np.asarray(out["order_fees"]), 0.0)
+    flow = np.where(np.abs(flow) <= 1e-12, 0.0, flow)         # add_nb(0, flow)
+    low = np.min(np.cumsum(flow, axis=0), axis=0)
+    cash = np.where(low < 0, np.abs(low), 1.0)
+    if mode == "autoalign":
+        cash = np.full_like(cash, np.max(cash))
+    return dict(params, init_cash=cash)
 
 
 # -- the compiled run ----------------------------------------------------------------------
@@ -334,7 +420,7 @@ def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0), featur
     b = {k: t.constant(v, dt) for k, v in bars.items()}
     s = tuple(t.constant(x) for x in signals)
     p = {k: (t.constant(params[k] != 0) if k == "sl_trail" else t.constant(params[k], dt))
-         for k in COLUMN_PARAMS}
+         for k in COLUMN_PARAMS + ORDER_PARAMS if k in params}
     if features is None:
         features = FEATURES
     elif features == "auto":
@@ -452,7 +538,9 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
                  slippage=0.0, sl_stop=None, sl_trail=False, tp_stop=None, open=None, high=None,
                  low=None, price=None, freq=None,
                  year_freq="365 days", risk_free=0.0, required_return=0.0,
-                 min_size=1e-8, dtype="float64"):
+                 min_size=1e-8, size_type="amount", upon_opposite_entry="reversereduce",
+                 stop_entry_price="close", stop_exit_price="stoplimit", accumulate=False,
+                 allow_partial=True, lock_cash=False, dtype="float64"):
     """Backtest entry/exit signals the way vectorbt's ``Portfolio.from_signals`` does.
 
     Orders fill at the bar's close; ``slippage`` moves the fill against the
@@ -478,8 +566,12 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     short_entries, short_exits : bool or None
         Give them to trade both sides with four signals (then ``entries`` /
         ``exits`` are the long ones and ``direction`` is ignored).
-    direction : "longonly" (default), "shortonly" or "both"; scalar or per column.
-    init_cash : float, default 100.  size : float, default inf (all cash), else
+    direction : "longonly" (default), "shortonly" or "both" (or vectorbt's codes 0, 1,
+        2); scalar or per column.
+    init_cash : float, default 100; or ``"auto"``: each column starts with the most
+        cash its orders spend (1 if they never spend), ``"autoalign"``: the largest
+        of those for every column (vectorbt's ``InitCashMode``; needs a finite
+        ``size``).  size : float, default inf (all cash), else
         shares per order.  fees : fraction (0.001 = 0.1 %), default 0.
         fixed_fees : cash per order, default 0.  slippage : fraction, default 0.
     sl_stop, tp_stop : float in (0, inf) or None (off); scalar or per column
@@ -500,6 +592,37 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     risk_free, required_return : float, default 0
         Per-bar rates used by the Sharpe / Omega and Sortino / Omega ratios.
     min_size : float, default 1e-8 (vectorbt's); smaller orders are rejected.
+    size_type : "amount" (default: ``size`` in shares), "value" (in cash, at the
+        bar's order price before stops) or "percent" (a fraction of the cash, or
+        of the largest short, for an entry; not where a position could reverse);
+        scalar or per column.  The target kinds are refused: vectorbt's
+        from_signals refuses them too.
+
+    accumulate : False (default), True or "both": an entry in the position's
+        direction adds ``size``, an exit takes ``size`` off; "addonly",
+        "removeonly": only that half (vectorbt's ``AccumulationMode``).  A stop
+        still closes the whole position; a stop is measured anew when the position
+        grows.
+    allow_partial : True (default); False: an order of a finite size that cash (or
+        the position, for an exit that asks more) cannot fill whole is rejected.
+    lock_cash : False (default); True: shorts only as far as the free cash covers
+        them, and a buy spends only free cash (vectorbt's ``lock_cash``).
+    upon_opposite_entry : "reversereduce" (default) or "reverse": an entry against
+        the position reverses it (with ``accumulate``, "reversereduce" takes
+        ``size`` off); "close" or "closereduce" (the same with ``accumulate``):
+        closes it; "ignore".
+    stop_entry_price : what stops are measured from: "close" (default, the entry
+        bar's close), "price" or "valprice" (the order price, e.g. ``price=``'s
+        next open), "fillprice" (the fill, slippage included).
+    stop_exit_price : where a stop fills: "stoplimit" (default: at the stop level,
+        or the open past it, without slippage), "stopmarket" (the same with
+        slippage), "price" (the bar's order price) or "close", with slippage.
+
+    ``size``, ``fees``, ``fixed_fees``, ``slippage``, ``sl_stop``, ``sl_trail``,
+    ``tp_stop`` and ``min_size`` may also vary by bar, broadcast against ``close``
+    as vectorbt broadcasts them (numpy's rules): a ``[bars, columns]`` or ``[bars,
+    1]`` array or DataFrame on ``close``'s index, or a 1-d one when ``close`` is
+    1-d.  A stop is read on the bar its position is entered.
     dtype : "float64" (default) or "float32".
 
     Pandas inputs are lined up as vectorbt lines them up (see
@@ -513,20 +636,24 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     negative ``max_drawdown``, durations in bars.
     """
     import pandas as pd
+    cash_mode = init_cash_mode(init_cash)
     given, index, columns = conform(
         {"price": price, "open": open, "high": high, "low": low, "close": close,
          "entries": entries, "exits": exits, "short_entries": short_entries,
          "short_exits": short_exits})
+    keywords = {"init_cash": 100.0 if cash_mode else init_cash, "size": size, "fees": fees,
+                "fixed_fees": fixed_fees, "slippage": slippage, "sl_stop": sl_stop,
+                "sl_trail": sl_trail, "tp_stop": tp_stop, "min_size": min_size,
+                "size_type": size_type, "upon_opposite_entry": upon_opposite_entry,
+                "stop_entry_price": stop_entry_price, "stop_exit_price": stop_exit_price,
+                "accumulate": accumulate, "allow_partial": allow_partial,
+                "lock_cash": lock_cash}
+    keywords = bar_keywords(keywords, index)
     bars, signals, params, labels = prepare(
         given["close"], given["entries"], given["exits"], given["short_entries"],
         given["short_exits"], direction, given["open"], given["high"], given["low"],
-        given["price"], init_cash=init_cash, size=size, fees=fees, fixed_fees=fixed_fees,
-        slippage=slippage, sl_stop=sl_stop, sl_trail=sl_trail, tp_stop=tp_stop,
-        min_size=min_size)
-    check_column_keywords(
-        {"init_cash": init_cash, "size": size, "fees": fees, "fixed_fees": fixed_fees,
-         "slippage": slippage, "sl_stop": sl_stop, "sl_trail": sl_trail, "tp_stop": tp_stop,
-         "min_size": min_size}, columns)
+        given["price"], **keywords)
+    check_column_keywords(keywords, columns)
     if columns is None or len(columns) != len(labels):
         columns = None
     else:
@@ -539,6 +666,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     ann_factor(freq, year_freq)                   # the checks of freq and year_freq
     step, assumed = bar_length(freq, index)
     ann = ann_factor(step, year_freq)
+    if cash_mode:
+        params = auto_init_cash(bars, signals, params, dtype, cash_mode)
     out = run_tensors(bars, signals, params, dtype, rates(ann, risk_free, required_return))
     if index is None:
         index = pd.RangeIndex(bars["close"].shape[0])

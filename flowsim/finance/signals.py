@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.lazy_tf import tf
 from .align import bar_length, common_index
+from .orders import ORDER_PARAMS
 from .portfolio import (
     STATS,
     ann_factor,
@@ -96,21 +97,28 @@ class SignalKernel:
         features = self.features + (("short",) if signals[2] is not None else ())
         loop_bars = ("close", "price") + (("open", "high", "low") if "ohlc" in features else ())
         bars = {k: t.cast(data[k], dtype) for k in loop_bars if k in data}
-        p = {}
-        for k in COLUMN_PARAMS:
-            if k in self.row_keywords:
-                j = self.n_strategy + self.row_keywords.index(k)
-                v = t.repeat(t.cast(params[:, j], dtype), assets)
-            else:
-                v = t.tile(t.constant(self.fixed[k], dtype), [rows])
-            p[k] = v
-        p["sl_trail"] = p["sl_trail"] != 0
+        p = self._params(params, rows, assets, dtype)
         out = compiled_simulate()(bars, signals, p, False,
                                   rates(self.ann, self.risk_free, self.required_return), features)
         ends = t.tile(t.stack([close[0], close[-1]]), [1, rows])    # first and last close
         stats = stats_tensors(out, ends, p["init_cash"], self.ann, self.risk_free,
                               self.required_return)
         return {k: t.reshape(v, [rows, assets]) for k, v in stats.items()}
+
+    def _params(self, params, rows, assets, dtype):
+        """The loop's parameters of the block's columns: per-row ones repeated over the
+        assets, fixed ones (per asset, or per bar and asset) tiled over the rows."""
+        t = tf()
+        p = {}
+        for k in COLUMN_PARAMS + ORDER_PARAMS:
+            if k in self.row_keywords:
+                j = self.n_strategy + self.row_keywords.index(k)
+                p[k] = t.repeat(t.cast(params[:, j], dtype), assets)
+            elif k in self.fixed:
+                fixed = t.constant(self.fixed[k], dtype)
+                p[k] = t.tile(fixed, [1, rows] if fixed.shape.rank == 2 else [rows])
+        p["sl_trail"] = p["sl_trail"] != 0
+        return p
 
     def key(self):
         """What the compiled graph depends on (the fixed keywords are constants in it)."""
@@ -241,15 +249,18 @@ def signal_simulation(strategy, close, params, *, direction="longonly", open=Non
         raise ValueError("close must be finite and > 0 (no NaN): drop or fill missing bars first")
     data = _strategy_data(c, open=open, high=high, low=low, volume=volume, price=price)
     names, kw, arr = _split_params(strategy, params)
-    bad = [k for k in portfolio_kw if k not in ROW_KEYWORDS + ("min_size",)]
+    known = ROW_KEYWORDS + ("min_size", "size_type", "upon_opposite_entry", "stop_entry_price",
+                            "stop_exit_price", "accumulate", "allow_partial", "lock_cash")
+    bad = [k for k in portfolio_kw if k not in known]
     if bad:
         raise TypeError(f"signal_sweep got unknown keywords {bad}; from_signals keywords are "
-                        f"{list(ROW_KEYWORDS) + ['min_size']}")
+                        f"{list(known)}")
     both = [k for k in kw if k in portfolio_kw]
     if both:
         raise ValueError(f"{both} given both as params columns and as keywords: choose one")
     _check_rows(kw, arr, len(names))
-    fixed = column_params(c.shape[1], **portfolio_kw)
+    fixed = column_params(c.shape[1], n_bars=c.shape[0], close_1d=np.ndim(close) == 1,
+                          **portfolio_kw)
     code = direction_codes(direction, 1)[0]
     ann_factor(freq, year_freq)                   # the checks of freq and year_freq
     step, assumed = bar_length(freq, index)

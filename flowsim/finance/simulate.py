@@ -21,6 +21,17 @@ import numpy as np
 
 from ..core.kernel import fusion_barrier
 from ..core.lazy_tf import tf
+from .orders import (
+    accumulated_order,
+    accumulation,
+    locked_cash,
+    opposite_entry,
+    params_at,
+    sized,
+    stop_entry_ref,
+    stop_exit_fill,
+    stops_renewed,
+)
 
 REL_TOL = 1e-9
 ABS_TOL = 1e-12
@@ -76,29 +87,37 @@ def _barrier(i, *xs):
     return fusion_barrier(i >= 0, *xs)
 
 
-def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_size):
-    """``buy_nb`` (lock_cash=False): (filled, size, price, fees, cash, pos, debt, free).
+def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_size,
+         fraction=None, lock=None):
+    """``buy_nb``: (filled, size, price, fees, cash, pos, debt, free).
 
     ``short_only`` None: no position is ever short (``debt``, ``free`` unused, None out).
+    ``fraction``: of the cash the order may spend (``buy_nb``'s ``percent``; None: all).
+    ``lock``: ``lock_cash`` per column (None: off).
     """
     t = tf()
     zero = t.zeros_like(cash)
     adj = price * (1 + slip)
+    base = cash
+    if lock is not None and short_only is not None:
+        locked = locked_cash(cash, pos, debt, free, adj, fees, fixed, _add)
+        base = t.minimum(t.where(lock, locked, cash), cash)
+    limit = base if fraction is None else t.minimum(base, fraction * base)
     if short_only is None:
-        ok, adj_size = cash != 0, size
+        ok, adj_size = limit != 0, size
     else:
-        ok = t.where(short_only, pos != 0, cash != 0)
+        ok = t.where(short_only, pos != 0, limit != 0)
         adj_size = t.where(short_only, t.minimum(-pos, size), size)
     ok &= adj_size != 0
     req_cash = adj_size * adj
     req_fees = req_cash * fees + fixed
     total = req_cash + req_fees
-    enough = _close_or_less(total, cash)
-    max_req = _add(cash, -fixed) / (1 + fees)
+    enough = _close_or_less(total, limit)
+    max_req = _add(limit, -fixed) / (1 + fees)
     ok &= enough | (max_req > 0)
     final_size = t.where(enough, adj_size, max_req / adj)
-    fees_paid = t.where(enough, req_fees, cash - max_req)
-    final_req = t.where(enough, total, cash)
+    fees_paid = t.where(enough, req_fees, limit - max_req)
+    final_req = t.where(enough, total, limit)
     ok &= ~_is_close(adj_size, zero) & ~_is_less(final_size, min_size)
     new_cash = _add(cash, -final_req)
     new_pos = _add(pos, final_size)
@@ -113,8 +132,10 @@ def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_
     return ok, final_size, adj, fees_paid, new_cash, new_pos, new_debt, new_free
 
 
-def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, slip, min_size):
-    """``sell_nb`` (lock_cash=False; ``all_in``: size=inf with percent=1).
+def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, slip, min_size,
+          fraction=None, lock=None):
+    """``sell_nb`` (``all_in``: size=inf with percent ``fraction``, None: 1; ``lock``:
+    ``lock_cash`` per column, None: off).
 
     ``long_only`` None: every sell closes a long (no shorts), as ``long_only=True``.
     """
@@ -129,8 +150,14 @@ def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, sl
         max_short = _add(total_free, -fixed) / (adj * (1 + fees))
         max_limit = t.where(total_free <= 0, long_size, _add(long_size, max_short))
         ok_all = t.where(total_free <= 0, pos > 0, max_limit > 0)
-        size_limit = t.where(long_only, t.minimum(pos, size), t.where(all_in, max_limit, size))
-        ok = t.where(long_only, pos != 0, t.where(all_in, ok_all, t.ones_like(ok_all)))
+        scaled = max_limit if fraction is None else fraction * max_limit
+        limited, free_ok = size, t.ones_like(ok_all)
+        if lock is not None:                       # shorts only as far as the free cash goes
+            scaled = t.where(lock, t.minimum(scaled, max_limit), scaled)
+            limited = t.where(lock, t.minimum(size, max_limit), size)
+            free_ok = t.where(lock, ok_all, free_ok)
+        size_limit = t.where(long_only, t.minimum(pos, size), t.where(all_in, scaled, limited))
+        ok = t.where(long_only, pos != 0, t.where(all_in, ok_all, free_ok))
     ok &= ~_is_close(size_limit, zero) & ~_is_less(size_limit, min_size)
     acq = size_limit * adj
     fees_paid = acq * fees + fixed
@@ -297,21 +324,30 @@ def _stop_state(new, s, p, fill, pos, c, sl_ref, features):
     flat = fill & (npos == 0)
     opened = fill & (npos != 0) & ((pos == 0) | (t.sign(npos) != t.sign(pos)))
     nan = t.zeros_like(c) + math.nan
+    sl_on = tp_on = opened
+    if "accumulate" in p:
+        sl_on, tp_on = stops_renewed(opened, fill, pos, npos, p["sl_stop"], p["tp_stop"])
     if "sl" in features:
-        new["sl_ref"] = t.where(flat, nan, t.where(opened, c, sl_ref))
-        new["sl_stop"] = t.where(flat, nan, t.where(opened, p["sl_stop"], s["sl_stop"]))
+        new["sl_ref"] = t.where(flat, nan, t.where(sl_on, c, sl_ref))
+        new["sl_stop"] = t.where(flat, nan, t.where(sl_on, p["sl_stop"], s["sl_stop"]))
     if "trail" in features:
         new["trail"] = t.where(flat, t.zeros_like(s["trail"]),
-                               t.where(opened, p["sl_trail"], s["trail"]))
+                               t.where(sl_on, p["sl_trail"], s["trail"]))
     if "tp" in features:
-        new["tp_ref"] = t.where(flat, nan, t.where(opened, c, s["tp_ref"]))
-        new["tp_stop"] = t.where(flat, nan, t.where(opened, p["tp_stop"], s["tp_stop"]))
+        new["tp_ref"] = t.where(flat, nan, t.where(tp_on, c, s["tp_ref"]))
+        new["tp_stop"] = t.where(flat, nan, t.where(tp_on, p["tp_stop"], s["tp_stop"]))
 
 
-def _order(i, s, p, pos, signals, stop, base_price, short):
-    """This bar's order: (signed size, fill price, slippage, long-only?, short-only?)."""
+def _order(i, s, p, pos, signals, stop, base_price, short, close=None):
+    """This bar's order: (signed size, fill price, slippage, long-only?, short-only?,
+    cash fraction or None)."""
     t = tf()
     le, lx, se, sx = _signals(pos, *signals)
+    acc = None
+    if "accumulate" in p:
+        acc = accumulation(pos, le, se, p["accumulate"], p.get("upon_opposite_entry"))
+    if "upon_opposite_entry" in p and short:
+        le, lx, se, sx = opposite_entry(pos, le, lx, se, sx, p["upon_opposite_entry"])
     slip = p["slippage"]
     price = base_price
     if stop is not None:
@@ -321,13 +357,25 @@ def _order(i, s, p, pos, signals, stop, base_price, short):
         if short:
             se = se & ~hit
             sx = t.where(hit, pos < 0, sx)
-        price = t.where(hit, stop, base_price)
-        slip = t.where(hit, t.zeros_like(slip), slip)
-    size, long_only, short_only = _order_size(pos, le, lx, se, sx, p["size"])
-    return size, price, slip, long_only, short_only
+        if "stop_exit_price" in p:
+            price, slip = stop_exit_fill(hit, stop, base_price, close, slip,
+                                         p["stop_exit_price"])
+        else:
+            price = t.where(hit, stop, base_price)
+            slip = t.where(hit, t.zeros_like(slip), slip)
+        if acc is not None:
+            acc = t.where(hit, t.zeros_like(acc), acc)
+    size, fraction = p["size"], None
+    if "size_type" in p:
+        size, fraction = sized(size, p["size_type"], base_price, pos)
+    if acc is None:
+        size, long_only, short_only = _order_size(pos, le, lx, se, sx, size)
+    else:
+        size, long_only, short_only = accumulated_order(pos, le, lx, se, sx, size, acc)
+    return size, price, slip, long_only, short_only, fraction
 
 
-def _execute(i, s, p, size, price, slip, long_only, short_only, short):
+def _execute(i, s, p, size, price, slip, long_only, short_only, short, fraction=None):
     """Fill this bar's order: (filled?, size, price, fees, new cash/pos(/debt/free))."""
     t = tf()
     names = ("cash", "pos", "debt", "free") if short else ("cash", "pos")
@@ -343,13 +391,17 @@ def _execute(i, s, p, size, price, slip, long_only, short_only, short):
         long_only, short_only, all_in = args[7:]
     else:
         long_only = args[5]
+    lock = (p["lock_cash"] != 0) if "lock_cash" in p and short else None
     b = _buy(cash, cpos, debt, free, size, price, short_only, p["fees"], p["fixed_fees"],
-             slip, p["min_size"])
+             slip, p["min_size"], fraction, lock)
     q = _sell(cash, cpos, debt, free, -size, price, long_only if short else None, all_in,
-              p["fees"], p["fixed_fees"], slip, p["min_size"])
+              p["fees"], p["fixed_fees"], slip, p["min_size"], fraction, lock)
     is_buy = size > 0
     pick = _barrier(i, *[t.where(is_buy, x, y) for x, y in zip(b, q)])
     fill = pick[0] & (size != 0)
+    if "allow_partial" in p:                       # a finite size filled whole or not at all
+        asked = t.abs(size)
+        fill &= (p["allow_partial"] != 0) | ~t.math.is_finite(asked) | ~_is_less(pick[1], asked)
     new = {k: t.where(fill, v, s[k]) for k, v in zip(names, pick[4:])}
     return fill, is_buy, pick[1], pick[2], pick[3], new
 
@@ -403,10 +455,14 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
         stop, sl_ref = _stop_fill(s, pos, o, lo, hi, features)
         sig = (le_a[i], lx_a[i]) + ((se_a[i], sx_a[i]) if short else (None, None))
         base = row("price", i) if "price" in bars else c
-        size, price, slip, long_only, short_only = _order(i, s, p, pos, sig, stop, base, short)
-        fill, is_buy, osize, oprice, ofees, new = _execute(i, s, p, size, price, slip,
-                                                           long_only, short_only, short)
-        _stop_state(new, s, p, fill, pos, c, sl_ref, features)
+        pi = params_at(p, i)
+        size, price, slip, long_only, short_only, frac = _order(i, s, pi, pos, sig, stop, base,
+                                                                short, c)
+        fill, is_buy, osize, oprice, ofees, new = _execute(i, s, pi, size, price, slip,
+                                                           long_only, short_only, short, frac)
+        ref = c if "stop_entry_price" not in pi else stop_entry_ref(
+            pi["stop_entry_price"], c, base, oprice)
+        _stop_state(new, s, pi, fill, pos, ref, sl_ref, features)
         # Value from the order records, as Portfolio.value() computes it.
         signed = t.where(fill, t.where(is_buy, osize, -osize), zero)
         flow = t.where(fill, _add(zero, -signed * oprice - ofees), zero)
