@@ -724,3 +724,16 @@ def test_plots_draw_equity_and_heatmap(vectorbt_portfolio_cases):
     assert data.shape == (2, 2) and data[0, 1] == 3.0 and np.ma.is_masked(data[1, 1])
     with pytest.raises(ValueError, match="'calmar' is not a column"):
         plots.heatmap(table, "window", "sl_stop", "calmar")
+
+
+def test_integer_init_cash_0_and_1_are_vectorbts_modes():
+    """vectorbt reads a Python int 0 / 1 as InitCashMode.Auto / AutoAlign, not as cash."""
+    case = next(c for c in _keyword_cases() if c[0] == "init_cash_autoalign_both_stops")
+    name, close, kw, (metrics, trades, value) = case
+    _check_against_vectorbt(name, from_signals(close, **dict(kw, init_cash=1)), metrics,
+                            trades, value)
+    auto = from_signals(close, **dict(kw, init_cash="auto")).value().to_numpy()
+    np.testing.assert_array_equal(from_signals(close, **dict(kw, init_cash=0)).value()
+                                  .to_numpy(), auto)
+    one = from_signals(close, **dict(kw, init_cash=1.0)).value().to_numpy()
+    assert not np.array_equal(one, value)

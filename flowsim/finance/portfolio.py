@@ -360,7 +360,11 @@ INIT_CASH_MODES = ("auto", "autoalign")
 
 
 def init_cash_mode(init_cash):
-    """vectorbt's ``InitCashMode`` named by ``init_cash`` ("auto", "autoalign"), else None."""
+    """vectorbt's ``InitCashMode`` named by ``init_cash`` ("auto", "autoalign"), else None.
+    As in vectorbt, a Python ``int`` 0 or 1 is the mode's code (``InitCashMode.Auto``,
+    ``AutoAlign``), not an amount of cash: pass ``1.0`` for one unit of cash."""
+    if isinstance(init_cash, int) and init_cash in (0, 1):
+        return INIT_CASH_MODES[init_cash]
     if not isinstance(init_cash, str):
         return None
     mode = init_cash.lower().replace("_", "")
