@@ -596,37 +596,43 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     risk_free, required_return : float, default 0
         Per-bar rates used by the Sharpe / Omega and Sortino / Omega ratios.
     min_size : float, default 1e-8 (vectorbt's); smaller orders are rejected.
-    size_type : "amount" (default: ``size`` in shares), "value" (in cash, at the
-        bar's order price before stops) or "percent" (a fraction of the cash, or
-        of the largest short, for an entry; not where a position could reverse);
-        scalar or per column.  The target kinds are refused: vectorbt's
-        from_signals refuses them too.
+    size_type : {"amount", "value", "percent"}
+        "amount" (default: ``size`` in shares), "value" (in cash, at the bar's
+        order price before stops) or "percent" (a fraction of the cash, or of the
+        largest short, for an entry; not where a position could reverse); scalar
+        or per column.  The target kinds are refused: vectorbt's from_signals
+        refuses them too.
 
-    accumulate : False (default), True or "both": an entry in the position's
-        direction adds ``size``, an exit takes ``size`` off; "addonly",
-        "removeonly": only that half (vectorbt's ``AccumulationMode``).  A stop
-        still closes the whole position; a stop is measured anew when the position
-        grows.
-    allow_partial : True (default); False: an order of a finite size that cash (or
-        the position, for an exit that asks more) cannot fill whole is rejected.
-    lock_cash : False (default); True: shorts only as far as the free cash covers
-        them, and a buy spends only free cash (vectorbt's ``lock_cash``).
-    upon_opposite_entry : "reversereduce" (default) or "reverse": an entry against
-        the position reverses it (with ``accumulate``, "reversereduce" takes
-        ``size`` off); "close" or "closereduce" (the same with ``accumulate``):
-        closes it; "ignore".
-    stop_entry_price : what stops are measured from: "close" (default, the entry
-        bar's close), "price" or "valprice" (the order price, e.g. ``price=``'s
-        next open), "fillprice" (the fill, slippage included).
-    stop_exit_price : where a stop fills: "stoplimit" (default: at the stop level,
-        or the open past it, without slippage), "stopmarket" (the same with
-        slippage), "price" (the bar's order price) or "close", with slippage.
+    accumulate : bool or str
+        False (default), True or "both": an entry in the position's direction
+        adds ``size``, an exit takes ``size`` off; "addonly", "removeonly": only
+        that half (vectorbt's ``AccumulationMode``).  A stop still closes the
+        whole position; a stop is measured anew when the position grows.
+    allow_partial : bool
+        True (default); False: an order of a finite size that cash (or the
+        position, for an exit that asks more) cannot fill whole is rejected.
+    lock_cash : bool
+        False (default); True: shorts only as far as the free cash covers them,
+        and a buy spends only free cash (vectorbt's ``lock_cash``).
+    upon_opposite_entry : str
+        "reversereduce" (default) or "reverse": an entry against the position
+        reverses it (with ``accumulate``, "reversereduce" takes ``size`` off);
+        "close" or "closereduce" (the same with ``accumulate``): closes it;
+        "ignore".
+    stop_entry_price : str
+        What stops are measured from: "close" (default, the entry bar's close),
+        "price" or "valprice" (the order price, e.g. ``price=``'s next open),
+        "fillprice" (the fill, slippage included).
+    stop_exit_price : str
+        Where a stop fills: "stoplimit" (default: at the stop level, or the open
+        past it, without slippage), "stopmarket" (the same with slippage),
+        "price" (the bar's order price) or "close", with slippage.
 
     ``size``, ``fees``, ``fixed_fees``, ``slippage``, ``sl_stop``, ``sl_trail``,
     ``tp_stop`` and ``min_size`` may also vary by bar, broadcast against ``close``
-    as vectorbt broadcasts them (numpy's rules): a ``[bars, columns]`` or ``[bars,
-    1]`` array or DataFrame on ``close``'s index, or a 1-d one when ``close`` is
-    1-d.  A stop is read on the bar its position is entered.
+    as vectorbt broadcasts them (numpy's rules): a ``[bars, columns]`` or
+    ``[bars, 1]`` array or DataFrame on ``close``'s index, or a 1-d one when
+    ``close`` is 1-d.  A stop is read on the bar its position is entered.
     dtype : "float64" (default) or "float32".
 
     Pandas inputs are lined up as vectorbt lines them up (see
