@@ -14,6 +14,23 @@ from .blocks import check_count
 from .lazy_tf import tf
 
 
+def limits_array(dim, limits):
+    """``limits`` (None: the unit cube; one ``(low, high)`` pair for every axis; or
+    ``[dim, 2]``) as a float64 ``[dim, 2]`` array, its shape checked (not its values)."""
+    if limits is None:
+        return np.tile([0.0, 1.0], (dim, 1))
+    try:
+        lim = np.array(limits, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"limits must be numbers shaped [dim, 2], got {limits!r}") from exc
+    if lim.shape == (2,):
+        lim = np.tile(lim, (dim, 1))
+    if lim.shape != (dim, 2):
+        raise ValueError(f"limits must have shape [dim, 2] = [{dim}, 2] "
+                         f"(or be one (low, high) pair), got shape {list(lim.shape)}")
+    return lim
+
+
 class Domain:
     """A box ``limits`` = ``[[low_1, high_1], ..., [low_dim, high_dim]]``.
 
@@ -23,18 +40,7 @@ class Domain:
 
     def __init__(self, dim, limits=None):
         self.dim = check_count("dim", dim)
-        if limits is None:
-            lim = np.tile([0.0, 1.0], (self.dim, 1))
-        else:
-            try:
-                lim = np.array(limits, dtype=np.float64)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"limits must be numbers shaped [dim, 2], got {limits!r}") from exc
-            if lim.shape == (2,):
-                lim = np.tile(lim, (self.dim, 1))
-            if lim.shape != (self.dim, 2):
-                raise ValueError(f"limits must have shape [dim, 2] = [{self.dim}, 2] "
-                                 f"(or be one (low, high) pair), got shape {list(lim.shape)}")
+        lim = limits_array(self.dim, limits)
         if not np.all(np.isfinite(lim)):
             raise ValueError(f"limits must be finite, got {lim.tolist()}; for infinite limits "
                              f"call flowsim.integrate (it changes variables) or wrap the "

@@ -358,12 +358,18 @@ def _build(simulation, spec, device, names=None):
 def _without_xla(simulation, spec, device, names, refusal):
     """The kernel of ``simulation`` built with ``jit_compile=False``, after XLA
     refused to compile its block (``refusal``: TensorFlow's error, e.g. for a
-    ``tf.py_function`` in the integrand); one line on the ``flowsim`` logger says so."""
-    from .log import logger
+    ``tf.py_function`` in the integrand); one line on the ``flowsim`` logger and a
+    :class:`~flowsim.FlowsimWarning` (seen by a user who configured no logging) say so."""
+    import warnings
+
+    from .log import FlowsimWarning, logger
     first = str(refusal).split("\n", 1)[0]
     ops = re.search(r"_JIT: (.*?) \(", first)
-    logger.warning("%s: XLA cannot compile %s; running without XLA (jit_compile=False)",
-                   type(simulation).__name__, ops.group(1) if ops else "the integrand")
+    message = (f"{type(simulation).__name__}: XLA cannot compile "
+               f"{ops.group(1) if ops else 'the integrand'}; running without XLA "
+               f"(jit_compile=False)")
+    logger.warning("%s", message)
+    warnings.warn(message, FlowsimWarning, stacklevel=2)
     return _build(simulation, dataclasses.replace(spec, jit_compile=False), device, names)
 
 

@@ -38,6 +38,7 @@ learns where in ``x`` the integrand lives.
 """
 import numpy as np
 
+from ..core.integrand import limits_array
 from ..core.lazy_tf import tf
 
 __all__ = ["Unbounded", "is_unbounded", "unbounded"]
@@ -46,19 +47,6 @@ __all__ = ["Unbounded", "is_unbounded", "unbounded"]
 FINITE, ABOVE, BELOW, BOTH = 0, 1, 2, 3
 #: The range of ``t`` of each kind but FINITE.
 T_RANGE = {ABOVE: (0.0, 1.0), BELOW: (0.0, 1.0), BOTH: (-1.0, 1.0)}
-
-
-def _limits_array(limits, dim):
-    try:
-        lim = np.array(limits, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"limits must be numbers shaped [dim, 2], got {limits!r}") from exc
-    if lim.shape == (2,) and dim is not None:
-        lim = np.tile(lim, (dim, 1))
-    if lim.ndim != 2 or lim.shape[1] != 2 or (dim is not None and lim.shape[0] != dim):
-        raise ValueError(f"limits must have shape [dim, 2]{f' = [{dim}, 2]' if dim else ''} "
-                         f"(or be one (low, high) pair), got shape {list(lim.shape)}")
-    return lim
 
 
 def is_unbounded(limits):
@@ -91,7 +79,10 @@ class Unbounded:
     ``f``'s times the Jacobian."""
 
     def __init__(self, f, limits, dim=None):
-        lim = _limits_array(limits, dim)
+        if dim is None and np.ndim(limits) != 2:
+            raise ValueError(f"limits must have shape [dim, 2] (or pass dim= with one "
+                             f"(low, high) pair), got {limits!r}")
+        lim = limits_array(len(limits) if dim is None else dim, limits)
         self.f = f
         self.kinds = _kinds(lim)
         self.anchor = np.where(self.kinds == ABOVE, lim[:, 0],
