@@ -65,6 +65,7 @@ import numpy as np
 from flowsim.core import covariance
 from flowsim.core.lazy_tf import tf
 
+from .vegas_map import AdaptiveMap, axis_jacobians, rebinned
 from .vegasflow.monte_carlo import derived_seed
 
 try:
@@ -72,8 +73,8 @@ try:
 except ImportError:                        # no gvar: a dict of GValue
     _DictBase = dict
 
-__all__ = ["BatchIntegrand", "GValue", "Integrator", "LBatchIntegrand", "RAvg", "RAvgArray",
-           "RAvgDict", "RBatchIntegrand", "batchintegrand", "lbatchintegrand",
+__all__ = ["AdaptiveMap", "BatchIntegrand", "GValue", "Integrator", "LBatchIntegrand", "RAvg",
+           "RAvgArray", "RAvgDict", "RBatchIntegrand", "batchintegrand", "lbatchintegrand",
            "rbatchintegrand", "ravg", "vegas_average", "vegas_nstrat"]
 
 
@@ -205,23 +206,34 @@ class BatchFunction:
     """A vegas integrand as a numpy batch function ``x [n, dim] -> [n, size]``
     (picklable when the integrand is)."""
 
-    def __init__(self, fcn, layout):
+    def __init__(self, fcn, layout, jacobians=None):
         self.fcn, self.layout = fcn, layout
         self.fcntype = getattr(fcn, "fcntype", "scalar")
         self.__name__ = getattr(fcn, "__name__", type(fcn).__name__)
+        #: ``x -> dx[d]/dy[d]`` of the map, passed as ``jac=`` (``uses_jac=True``)
+        self.jacobians = jacobians
 
     def __call__(self, x):
         n = x.shape[0]
+        jac = None if self.jacobians is None else self.jacobians(x)
         if self.fcntype == "lbatch":
-            out = self.layout.flatten(self.fcn(x), n)
+            out = self.layout.flatten(_call(self.fcn, x, jac), n)
         elif self.fcntype == "rbatch":
-            out = self.layout.flatten(self.fcn(np.ascontiguousarray(x.T)), n, right=True)
+            xr = np.ascontiguousarray(x.T)
+            out = self.layout.flatten(_call(self.fcn, xr, None if jac is None else jac.T), n,
+                                      right=True)
         else:
-            out = np.stack([self.layout.flatten(_one(self.fcn(p), self.layout), 1)[0]
-                            for p in x]) if n else np.zeros((0, self.layout.size))
+            out = np.stack([self.layout.flatten(_one(_call(self.fcn, p, None if jac is None
+                                                           else jac[i]), self.layout), 1)[0]
+                            for i, p in enumerate(x)]) if n else np.zeros((0, self.layout.size))
         if self.layout.kind == "scalar":
             return out[:, 0]
         return covariance.with_pair_sums(out) if self.layout.columns > self.layout.size else out
+
+
+def _call(fcn, x, jac):
+    """``fcn(x)``, or ``fcn(x, jac=jac)`` with a Jacobian (``uses_jac``)."""
+    return fcn(x) if jac is None else fcn(x, jac=jac)
 
 
 def _one(value, layout):
@@ -240,19 +252,22 @@ def _centre(limits):
                                                     np.where(np.isfinite(high), high - 1.0, 0.0)))
 
 
-def _sample(fcn, limits):
-    """The integrand's output at the centre of the box (its layout)."""
+def _sample(fcn, limits, uses_jac=False):
+    """The integrand's output at the centre of the box (its layout); with
+    ``uses_jac``, called with the Jacobian of a uniform map."""
     mid = _centre(limits)
+    jac = (limits[:, 1] - limits[:, 0]) if uses_jac else None
     kind = getattr(fcn, "fcntype", "scalar")
     if kind == "lbatch":
-        out = fcn(np.tile(mid, (2, 1)))
+        out = _call(fcn, np.tile(mid, (2, 1)), None if jac is None else np.tile(jac, (2, 1)))
         return ({k: np.asarray(v)[0] for k, v in out.items()} if isinstance(out, dict)
                 else np.asarray(out)[0])
     if kind == "rbatch":
-        out = fcn(np.tile(mid[:, None], (1, 2)))
+        out = _call(fcn, np.tile(mid[:, None], (1, 2)),
+                    None if jac is None else np.tile(jac[:, None], (1, 2)))
         return ({k: np.asarray(v)[..., 0] for k, v in out.items()} if isinstance(out, dict)
                 else np.asarray(out)[..., 0])
-    return fcn(mid)
+    return _call(fcn, mid, jac)
 
 
 class _Averaged:
@@ -559,21 +574,21 @@ class Integrator:
 
     def __init__(self, map, nitn=10, neval=None, alpha=0.5, beta=0.75, adapt=True, seed=None,
                  backend=None, correlate_integrals=True, rtol=0.0, atol=0.0, nstrat=None,
-                 neval_frac=0.75, uniform_nstrat=False, max_nhcube=None, **flowsim_kwargs):
-        limits = np.array(map, dtype=np.float64)
-        if limits.ndim != 2 or limits.shape[1] != 2:
-            raise ValueError(f"map must be a list of (low, high) pairs, one per dimension, "
-                             f"got shape {list(limits.shape)}")
-        self.limits = limits
-        self.dim = limits.shape[0]
+                 neval_frac=0.75, uniform_nstrat=False, max_nhcube=None, uses_jac=False,
+                 adapt_to_errors=False, **flowsim_kwargs):
+        self.limits, self._initial_map = _limits_and_map(map)
+        self.dim = self.limits.shape[0]
         self.settings = {"nitn": nitn, "neval": 1000, "alpha": alpha, "beta": beta,
                          "adapt": adapt, "correlate_integrals": bool(correlate_integrals),
                          "rtol": 0.0, "atol": 0.0, "nstrat": None, "neval_frac": 0.75,
-                         "uniform_nstrat": bool(uniform_nstrat), "max_nhcube": max_nhcube}
+                         "uniform_nstrat": bool(uniform_nstrat), "max_nhcube": max_nhcube,
+                         "uses_jac": False, "adapt_to_errors": False}
+        self._n_bins = None
         given = {k: v for k, v in (("nstrat", nstrat), ("neval", neval)) if v is not None}
-        self.set(rtol=rtol, atol=atol, neval_frac=neval_frac, **given)
         self.seed = seed
         self.backend = backend
+        self.set(rtol=rtol, atol=atol, neval_frac=neval_frac, uses_jac=uses_jac,
+                 adapt_to_errors=adapt_to_errors, **given)
         self.flowsim_kwargs = flowsim_kwargs
         self._calls = 0
         self._base = None
@@ -592,6 +607,11 @@ class Integrator:
                 settings[key] = _tolerance(key, settings[key])
         if "neval_frac" in settings:
             settings["neval_frac"] = _fraction(settings["neval_frac"])
+        for key in ("uses_jac", "adapt_to_errors"):
+            if key in settings:
+                settings[key] = _flag(key, settings[key])
+        if settings.get("uses_jac"):
+            _check_uses_jac(self.limits, self.backend)
         if "nstrat" in settings and settings["nstrat"] is not None:
             settings.update(self._explicit_strata(settings))
         elif "neval" in settings or "neval_frac" in settings:
@@ -605,7 +625,9 @@ class Integrator:
         from flowsim.algorithms.strata import check_nstrat
         nstrat = check_nstrat(settings["nstrat"], self.dim)
         beta = settings.get("beta", self.settings["beta"])
-        frac = 0.0 if beta == 0 else settings.get("neval_frac", self.settings["neval_frac"])
+        errors = settings.get("adapt_to_errors", self.settings["adapt_to_errors"])
+        frac = (0.0 if beta == 0 or errors
+                else settings.get("neval_frac", self.settings["neval_frac"]))
         needed = 2.0 * float(np.prod(nstrat)) / (1.0 - frac)
         if "neval" not in settings:
             return {"nstrat": nstrat, "neval": int(needed)}
@@ -622,31 +644,60 @@ class Integrator:
         frac = 0.0 if s["beta"] == 0 else s["neval_frac"]
         return vegas_nstrat(self.dim, s["neval"], frac, s["uniform_nstrat"])
 
+    @property
+    def map(self):
+        """The map of the next call, an :class:`AdaptiveMap` (a copy: changing it does
+        not change the integrator's; ``Integrator(m)`` starts one from it)."""
+        if self.simulation is not None:
+            return AdaptiveMap(self.simulation.grid.tolist())
+        if self._initial_map is not None:
+            return AdaptiveMap(self._initial_map)
+        return AdaptiveMap(self.limits.tolist())
+
     def _new_simulation(self, integrand):
         from flowsim.algorithms.vegas import Vegas
         from flowsim.algorithms.vegasplus import VegasPlus
         from flowsim.physics.unbounded import is_unbounded, unbounded
+
+        from .vegas_errors import ErrorAdaptedVegas, error_strata
         s = self.settings
-        old = self.simulation
-        n_bins = old.n_bins if old is not None else int(min(200, max(2, s["neval"] // 50)))
+        if self._n_bins is None:
+            self._n_bins = (int(self._initial_map.ninc[0]) if self._initial_map is not None
+                            else int(min(200, max(2, s["neval"] // 50))))
+        n_bins = self._n_bins
         limits = self.limits
         if is_unbounded(limits):
             integrand, limits = unbounded(integrand, limits)
         nstrat = self.strata()
-        if s["beta"] > 0:
+        if s["adapt_to_errors"]:
+            nstrat = error_strata(self.dim, int(s["neval"]), s["nstrat"])
+            sim = ErrorAdaptedVegas(integrand, self.dim, limits=limits, nstrat=nstrat,
+                                    alpha=s["alpha"])
+        elif s["beta"] > 0:
             sim = VegasPlus(integrand, self.dim, limits=limits, n_bins=n_bins,
                             alpha=s["alpha"], beta=s["beta"], nstrat=nstrat,
                             neval_frac=s["neval_frac"])
         else:
             sim = Vegas(integrand, self.dim, limits=limits, n_bins=n_bins, alpha=s["alpha"],
                         nstrat=nstrat)
-        if old is not None:
-            if type(old) is type(sim) and np.array_equal(old.nstrat, nstrat):
-                sim.set_state(old.get_state())
-            else:
-                sim.set_edges(old.edges)
+        self._carry_map(sim, nstrat)
         sim.freeze(not s["adapt"])
         return sim
+
+    def _carry_map(self, sim, nstrat):
+        """Start ``sim`` from the last call's map and allocation (or the map given to
+        the constructor), re-divided if its increments differ (same density)."""
+        old = self.simulation
+        if old is not None:
+            if (type(old) is type(sim) and old.n_bins == sim.n_bins
+                    and np.array_equal(old.nstrat, nstrat)):
+                sim.set_state(old.get_state())
+            else:
+                sim.set_edges(rebinned(old.edges, sim.n_bins))
+        elif self._initial_map is not None:
+            m = self._initial_map
+            low, width = self.limits[:, 0:1], self.limits[:, 1:] - self.limits[:, 0:1]
+            sim.set_edges(rebinned((m.grid[:, :m.ninc[0] + 1] - low) / width, sim.n_bins))
 
     # -- the points of an iteration ---------------------------------------------------
     def random_batch(self, yield_hcube=False, yield_y=False):
@@ -700,6 +751,10 @@ class Integrator:
             self.simulation = self._new_simulation(_unit)
         return self.simulation
 
+    def _jacobians(self, x):
+        """``dx[d]/dy[d]`` ``[n, dim]`` of the running map at ``x`` (``uses_jac``)."""
+        return axis_jacobians(self.simulation.grid, x)
+
     def _next_seed(self):
         import secrets
         if self._base is None:
@@ -726,11 +781,13 @@ class Integrator:
         self.set(**settings)
         if not callable(fcn):
             raise TypeError(f"fcn must be callable, got {fcn!r}")
-        layout = Layout(_sample(fcn, self.limits), self.settings["correlate_integrals"])
-        batch = BatchFunction(fcn, layout)
+        uses_jac = self.settings["uses_jac"]
+        layout = Layout(_sample(fcn, self.limits, uses_jac), self.settings["correlate_integrals"])
+        batch = BatchFunction(fcn, layout, self._jacobians if uses_jac else None)
         integrand = NumpyIntegrand(batch, components=0 if layout.kind == "scalar"
                                    else layout.columns)
         self.simulation = self._new_simulation(integrand)
+        self._batch = batch
         seed = self._next_seed()
         opts = {"quiet": True, "jit_compile": False, **self.flowsim_kwargs}
         flow = flow_class(self.backend)(self.simulation, n_events=int(self.settings["neval"]),
@@ -777,6 +834,42 @@ def _tolerance(key, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise ValueError(f"{key} must be a number >= 0, got {value!r}")
     return float(value)
+
+
+def _flag(key, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{key} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _check_uses_jac(limits, backend):
+    """``uses_jac=True`` needs finite limits and the map in this process."""
+    if not np.all(np.isfinite(limits)):
+        raise ValueError("uses_jac=True needs finite limits: on an infinite axis flowsim "
+                         "integrates after a change of variables whose Jacobian is not "
+                         "vegas's; pass finite limits or uses_jac=False")
+    if backend not in (None, "threads"):
+        raise ValueError(f"uses_jac=True runs on backend None or 'threads' (the map's "
+                         f"Jacobian is read in this process), got backend={backend!r}; "
+                         f"pass backend=None or uses_jac=False")
+
+
+def _limits_and_map(map):
+    """``(limits [dim, 2], AdaptiveMap or None)`` of an Integrator's ``map`` argument:
+    limits, an :class:`AdaptiveMap` or another :class:`Integrator` (its map)."""
+    if isinstance(map, Integrator):
+        map = map.map
+    if isinstance(map, AdaptiveMap):
+        initial = AdaptiveMap(map)
+        if np.any(initial.ninc != initial.ninc[0]):
+            initial.adapt(ninc=int(initial.ninc.max()))
+        limits = np.array(initial.region(), dtype=np.float64)
+        return limits, (initial if initial.ninc[0] >= 2 else None)
+    limits = np.array(map, dtype=np.float64)
+    if limits.ndim != 2 or limits.shape[1] != 2:
+        raise ValueError(f"map must be a list of (low, high) pairs, one per dimension, "
+                         f"an AdaptiveMap or an Integrator, got shape {list(limits.shape)}")
+    return limits, None
 
 
 def _fraction(value):
