@@ -927,3 +927,15 @@ def _without_pair_sums(result, layout):
                else np.diag(e[:size] ** 2))
         records.append({**rec, "value": v[:size], "error": e[:size], "covariance": cov})
     return Result(records, result.wall_time, result.timeline, result.meta, skip=result.skip)
+
+
+_PDF_NAMES = ("PDFEV", "PDFEVArray", "PDFEVDict", "PDFIntegrator")
+
+
+def __getattr__(name):
+    """``PDFIntegrator`` and its results, from :mod:`flowsim.compat.vegas_pdf` (loaded
+    when first asked for: it needs ``gvar``)."""
+    if name in _PDF_NAMES:
+        from . import vegas_pdf
+        return getattr(vegas_pdf, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
