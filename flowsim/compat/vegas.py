@@ -514,8 +514,10 @@ class Integrator:
 
     Parameters
     ----------
-    map : sequence of (low, high)
-        The integration limits, one pair per dimension.  An entry may be
+    map : sequence of (low, high), AdaptiveMap or Integrator
+        The integration limits, one pair per dimension; or a map
+        (:class:`AdaptiveMap`, or another integrator's) to start from, whose
+        region gives the limits.  An entry may be
         ``-np.inf`` / ``np.inf`` (``vegas`` refuses them with an
         ``OverflowError``): flowsim then integrates after the change of
         variables of :mod:`flowsim.physics.unbounded`.
@@ -557,6 +559,16 @@ class Integrator:
         one more).
     max_nhcube : ignored
         Accepted and ignored, as ``vegas`` 6 does (a legacy setting).
+    uses_jac : bool
+        Call the integrand as ``f(x, jac=jac)`` with the running map's
+        ``jac[d] = dx[d]/dy[d]`` (``[n, dim]`` for a batch integrand, ``[dim,
+        n]`` for an rbatch one), as ``vegas`` does (default False); needs finite
+        limits and backend None or ``"threads"``.
+    adapt_to_errors : bool
+        The map follows the hypercubes' variances instead of ``|f|``, as
+        ``vegas`` does (default False): the strata, the same on every axis, are
+        the map's increments and every hypercube gets the same events
+        (:mod:`flowsim.compat.vegas_errors`).
     rtol, atol : float
         Stop a call's iterations early, as ``vegas`` does: after each iteration
         (and its adaptation), once the average so far has every ``sdev < atol +
