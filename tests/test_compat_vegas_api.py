@@ -236,6 +236,18 @@ def test_pdf_integrator_stats_give_the_pdfs_spread():
     assert np.shape(default) == (2,) and default[0].sdev == pytest.approx(1, rel=0.05)
 
 
+def test_pdf_integrator_stats_of_a_dict_prior_and_an_rbatch_function():
+    @fvegas.rbatchintegrand
+    def f(p):
+        return {"a": p["a"], "a**2 * b": p["a"] ** 2 * p["b"]}
+    ours = fvegas.PDFIntegrator(gvar.gvar({"a": "1.0(5)", "b": "2(1)"}), seed=5)
+    s = ours.stats(f, neval=2000, nitn=2)
+    assert list(s.keys()) == ["a", "a**2 * b"]
+    # <a^2 b> = (1 + 0.25) 2 = 2.5
+    assert s["a**2 * b"].mean == pytest.approx(2.5, abs=4 * s.vegas_mean["a**2 * b"].sdev)
+    assert s["a"].sdev == pytest.approx(0.5, rel=0.05)
+
+
 def test_pdf_integrator_with_a_pdf_function_and_its_samples():
     @vegas.rbatchintegrand
     def bimodal(p):
@@ -265,6 +277,7 @@ def test_pdf_integrator_expectations_have_honest_pulls_over_seeds():
 @pytest.mark.parametrize("call, error, message", [
     (lambda i: i.stats(product, histograms=True), ValueError, "sample"),
     (lambda i: i.sample(10, mode="x"), ValueError, "mode must be"),
+    (lambda i: i(product, save="out.pkl"), ValueError, "save= is not provided"),
 ])
 def test_pdf_integrator_refuses_what_it_cannot_do(call, error, message):
     integ = fvegas.PDFIntegrator(gvar.gvar(PRIOR))

@@ -160,6 +160,8 @@ def _outputs(fcn, params, pflat):
     """``fcn`` on the points ``pflat`` ``[n, size]``: an array ``[n, ...]`` or a dict
     of them, whatever ``fcn``'s batch kind."""
     kind = getattr(fcn, "fcntype", "scalar")
+    if kind == "flat":
+        return fcn(params, pflat)
     if kind in ("lbatch", "rbatch"):
         right = kind == "rbatch"
         out = fcn(params.batch(pflat, right))
@@ -270,6 +272,12 @@ class PDFIntegrator(Integrator):
         (``.pdfnorm`` the PDF's integral); with ``f=None`` only the PDF is integrated
         (to adapt the map), giving the integrals with ``pdfnorm``."""
         settings.pop("uses_jac", None)
+        for key in ("save", "saveall"):
+            if settings.get(key) is not None:
+                raise ValueError(f"{key}= is not provided by flowsim; keep the returned "
+                                 f"result instead (its .results and .itn_results hold "
+                                 f"every iteration)")
+            settings.pop(key, None)
         for key in ("pdf", "adapt_to_pdf"):
             if key in settings:
                 setattr(self, key, settings.pop(key))
@@ -295,8 +303,8 @@ class PDFIntegrator(Integrator):
         f = lbatchintegrand(_identity) if f is None else f
         sample = _outputs(f, self._params, self._params.pdf.meanflat[None, :])
         shape = None if isinstance(sample, dict) else np.shape(sample)[1:]
-        integrand = lbatchintegrand(functools.partial(_stats_integrand, f=f,
-                                                      moments=bool(moments)))
+        integrand = functools.partial(_stats_integrand, f=f, moments=bool(moments))
+        integrand.fcntype = "flat"          # takes the flat points, not p
         old = {} if "adapt" in settings else self.set(adapt=False)
         try:
             results = super().__call__(self._integrand(integrand), **settings)
@@ -341,44 +349,15 @@ def _flat_outputs(out, n):
     return np.asarray(out).reshape(n, -1)
 
 
-def _stats_integrand(p, f, moments):
+def _stats_integrand(params, pflat, f, moments):
     """``f(p)``, the products ``f_i f_j`` (``j <= i``) and, with ``moments``, the
     third and fourth powers: what :meth:`PDFIntegrator.stats` integrates."""
-    n = len(p.lbatch_buf) if hasattr(p, "lbatch_buf") else len(p)
-    kind = getattr(f, "fcntype", "scalar")
-    if kind == "rbatch":
-        fp = _flat_outputs({k: np.moveaxis(np.asarray(v), -1, 0) for k, v in
-                            _as_dict(f(_to_right(p))).items()}, n)
-    elif kind == "lbatch":
-        out = f(p)
-        fp = _flat_outputs(dict(out) if hasattr(out, "keys") else out, n)
-    else:
-        rows = [f(_row(p, i)) for i in range(n)]
-        fp = np.array([_flat_outputs(dict(r) if hasattr(r, "keys") else r, 1)[0]
-                       for r in rows])
+    fp = _flat_outputs(_outputs(f, params, pflat), len(pflat))
     lower = np.tril_indices(fp.shape[1])
     ans = {"fp": fp, "fpfp": fp[:, lower[0]] * fp[:, lower[1]]}
     if moments:
         ans["fp**3"], ans["fp**4"] = fp ** 3, fp ** 4
     return ans
-
-
-def _as_dict(out):
-    return dict(out) if hasattr(out, "keys") else {None: out}
-
-
-def _to_right(p):
-    """An lbatch ``p`` (array or BufferDict) with its batch index moved last."""
-    if hasattr(p, "lbatch_buf"):
-        return gvar.BufferDict(p, rbatch_buf=np.ascontiguousarray(p.lbatch_buf.T))
-    return np.moveaxis(p, 0, -1)
-
-
-def _row(p, i):
-    """Point ``i`` of an lbatch ``p``."""
-    if hasattr(p, "lbatch_buf"):
-        return gvar.BufferDict(p, buf=p.lbatch_buf[i])
-    return p[i]
 
 
 def _stats_analyzer(results, layout, moments):
