@@ -4,7 +4,8 @@
   ``PlainFlow``, ``VegasFlowPlus``, the wrappers and samplers): replace
   ``import vegasflow`` by ``from flowsim.compat import vegasflow``.
 * :mod:`flowsim.compat.vegas`: the everyday part of Lepage's ``vegas``
-  (``Integrator(limits)(f, nitn=, neval=)``, ``batchintegrand``...).
+  (``Integrator(limits)(f, nitn=, neval=)``, ``batchintegrand``, ``AdaptiveMap``,
+  ``PDFIntegrator``...).
 
 Importing this package loads neither TensorFlow nor the submodules.
 """

@@ -52,6 +52,12 @@ errors::
     print(r['x'] / r['1'])                   # error from the correlated gvars
     print(gvar.evalcorr([r['1'], r['x']]))
 
+``vegas.AdaptiveMap`` (:mod:`flowsim.compat.vegas_map`, the same grids as
+``vegas``), ``Integrator(..., uses_jac=True)``, ``adapt_to_errors=True``
+(:mod:`flowsim.compat.vegas_errors`) and ``vegas.PDFIntegrator``
+(:mod:`flowsim.compat.vegas_pdf`, expectation values under a probability
+density; loaded when first used) are here too.
+
 Results are ``gvar`` numbers when ``gvar`` is installed (``vegas`` needs it):
 an array result holds ``gvar.gvar(mean, cov)``, a dict result is a
 ``gvar.BufferDict`` of them.  Without ``gvar`` they are :class:`GValue`
