@@ -256,6 +256,7 @@ class Trades(Records):
 
     id_title = "Exit Trade Id"
     statuses = TRADE_STATUSES
+    _frame = None
 
     @property
     def frame(self):
@@ -263,6 +264,11 @@ class Trades(Records):
 
         >>> pf.trades.frame[["column", "entry_idx", "pnl", "direction", "status"]]
         """
+        if self._frame is None:
+            self._frame = self._table()
+        return self._frame
+
+    def _table(self):
         import pandas as pd
         r = self._rec
         f = pd.DataFrame({"column": self._readable("col")})
