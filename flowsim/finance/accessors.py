@@ -234,6 +234,10 @@ class Records:
         """Records per column, a Series named ``count`` (vectorbt's ``count()``).
 
         >>> pf.trades.count()
+
+        Returns
+        -------
+        Series of int64, one value per column of the portfolio.
         """
         n = np.bincount(self._rec["col"], minlength=len(self._columns)).astype(np.int64)
         return self._per_column(n, "count")
@@ -292,6 +296,10 @@ class Trades(Records):
         (vectorbt's ``trades.win_rate()``; NaN without trades).
 
         >>> pf.trades.win_rate()
+
+        Returns
+        -------
+        Series named ``win_rate``, one value per column.
         """
         n = np.bincount(self._rec["col"], minlength=len(self._columns))
         won = np.bincount(self._rec["col"], weights=self._rec["pnl"] > 0,
@@ -329,6 +337,10 @@ class Drawdowns(Records):
         vectorbt's ``drawdowns.max_drawdown()``.
 
         >>> pf.drawdowns.max_drawdown()
+
+        Returns
+        -------
+        Series named ``max_drawdown``, one value per column.
         """
         r = self._rec
         depth = (r["valley_val"] - r["peak_val"]) / r["peak_val"]

@@ -118,8 +118,23 @@ def portfolio(pf, column=None, subplots=PORTFOLIO_SUBPLOTS, axes=None, title=Non
     triangles) at their fill prices; ``"trade_pnl"``: each trade's PnL at its exit
     bar (closed: circles, open: diamonds; green > 0, red otherwise);
     ``"cum_returns"``: value / ``init_cash`` against close / first close.
-    ``column``: a label of the portfolio's columns (needed with several);
-    ``axes``: one matplotlib axes per subplot (default: a new figure).
+
+    Parameters
+    ----------
+    pf : Portfolio
+        The result of :func:`~flowsim.finance.from_signals`.
+    column : label or None
+        A label of the portfolio's columns (needed with several).
+    subplots : str or sequence of str
+        Some of :data:`PORTFOLIO_SUBPLOTS`, drawn top to bottom.
+    axes : sequence of matplotlib axes or None
+        One per subplot (default: a new figure).
+    title : str or None
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     import matplotlib.pyplot as plt
     subplots = [subplots] if isinstance(subplots, str) else list(subplots)

@@ -496,10 +496,17 @@ class Portfolio:
         >>> pf.stats()                  # DataFrame, one row per column
         >>> pf.stats(column="BTC")      # Series: one column's metrics
 
-        ``column``: a label of the portfolio's columns; the metrics of that column
-        alone, as vectorbt's ``pf.stats(column=...)`` (under flowsim's names).
-        ``attrs`` holds ``freq`` (the bar length), ``freq_assumed`` and
-        ``ann_factor``: the Sharpe, Calmar, Omega and Sortino ratios depend on them.
+        Parameters
+        ----------
+        column : label or None
+            A label of the portfolio's columns: the metrics of that column alone, as
+            vectorbt's ``pf.stats(column=...)`` (under flowsim's names).
+
+        Returns
+        -------
+        DataFrame (one row per column) or Series (``column`` given).  ``attrs`` holds
+        ``freq`` (the bar length), ``freq_assumed`` and ``ann_factor``: the Sharpe,
+        Calmar, Omega and Sortino ratios depend on them.
         """
         frame = self._stats()
         if column is None:
@@ -525,6 +532,10 @@ class Portfolio:
         ``pf.total_return()``).
 
         >>> pf.total_return()
+
+        Returns
+        -------
+        Series named ``total_return``, one value per column.
         """
         return self._metric("total_return", self._stats()["total_return"])
 
@@ -536,7 +547,15 @@ class Portfolio:
         >>> pf.sharpe_ratio()
         >>> pf.sharpe_ratio(risk_free=0.0001)     # a per-bar rate
 
-        ``risk_free``: default the one given to :func:`from_signals`.
+        Parameters
+        ----------
+        risk_free : float or None
+            Per-bar risk-free rate; default the one given to :func:`from_signals`.
+
+        Returns
+        -------
+        Series named ``sharpe_ratio``, one value per column (inf for returns
+        without spread, NaN under two bars, as in vectorbt).
         """
         if risk_free is not None and (isinstance(risk_free, bool) or not isinstance(
                 risk_free, numbers.Real) or not math.isfinite(risk_free)):
@@ -550,8 +569,11 @@ class Portfolio:
 
         >>> pf.max_drawdown()
 
-        ``pf.drawdowns.max_drawdown()`` is the same fall read from the drawdown
-        records (NaN where there is none), as ``stats()["max_drawdown"]``.
+        Returns
+        -------
+        Series named ``max_drawdown``, one value per column.  ``pf.drawdowns.max_drawdown()``
+        is the same fall read from the drawdown records (NaN where there is none),
+        as ``stats()["max_drawdown"]``.
         """
         return self._metric("max_drawdown", self._out["acc_cum_dd"])
 
@@ -560,6 +582,10 @@ class Portfolio:
         a short sale adds its proceeds).
 
         >>> pf.cash()
+
+        Returns
+        -------
+        DataFrame ``[bars, columns]`` on the portfolio's index and columns.
         """
         from .accessors import cash_balance
         o = self._out
@@ -628,9 +654,18 @@ class Portfolio:
         >>> fig = pf.plot(column="BTC")
         >>> fig.savefig("backtest.png")
 
-        ``column``: needed when the portfolio has several columns; ``subplots``:
-        any of those three names, in order; ``kwargs`` go to
-        :func:`flowsim.finance.plots.portfolio`.  Returns the matplotlib figure.
+        Parameters
+        ----------
+        column : label or None
+            The column to draw; needed when the portfolio has several.
+        subplots : sequence of str
+            Some of ``"orders"``, ``"trade_pnl"``, ``"cum_returns"``, in order.
+        **kwargs
+            ``axes`` and ``title`` of :func:`flowsim.finance.plots.portfolio`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
         """
         from .plots import portfolio
         return portfolio(self, column=column, subplots=subplots, **kwargs)
