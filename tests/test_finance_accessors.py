@@ -109,7 +109,8 @@ def test_stored_cases_cover_what_they_name(portfolios):
     assert np.isnan(portfolios["no_trades"].trades.win_rate()).all()
     fall = portfolios["never_recovered"].drawdowns.records_readable
     assert (fall["Status"] == "Active").sum() == 2
-    assert portfolios["hourly_both"].ann_factor == 365 * 24
+    hourly = portfolios["hourly_both"].sharpe_ratio()
+    assert hourly.attrs["ann_factor"] == 365 * 24 and not hourly.attrs["freq_assumed"]
 
 
 def test_trades_keep_the_table_of_lower_case_names(portfolios):
@@ -127,6 +128,8 @@ def test_trades_keep_the_table_of_lower_case_names(portfolios):
     readable = trades.records_readable
     assert np.array_equal(frame["column"], readable["Column"])
     assert np.array_equal(frame["direction"].str.capitalize(), readable["Direction"])
+    assert repr(trades).startswith(f"Trades: {len(frame)} records over 3 columns\n")
+    assert "Exit Trade Id" in repr(trades)
 
 
 def test_plot_draws_vectorbts_default_subplots(portfolios):

@@ -194,6 +194,10 @@ class Records:
     def __len__(self):
         return len(self._rec["id"])
 
+    def __repr__(self):
+        return (f"{type(self).__name__}: {len(self)} records over {len(self._columns)} "
+                f"columns\n{self.records_readable!r}")
+
     @property
     def records(self):
         """The raw records: vectorbt's fields, ``col`` a column position, codes as ints.

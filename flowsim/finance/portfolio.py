@@ -555,13 +555,17 @@ class Portfolio:
         Returns
         -------
         Series named ``sharpe_ratio``, one value per column (inf for returns
-        without spread, NaN under two bars, as in vectorbt).
+        without spread, NaN under two bars, as in vectorbt); ``attrs`` as
+        :meth:`stats`'s (``freq``, ``freq_assumed``, ``ann_factor``).
         """
         if risk_free is not None and (isinstance(risk_free, bool) or not isinstance(
                 risk_free, numbers.Real) or not math.isfinite(risk_free)):
             raise ValueError(f"risk_free must be a finite number (a per-bar rate), got "
                              f"{risk_free!r}")
-        return self._metric("sharpe_ratio", self._stats(risk_free)["sharpe_ratio"])
+        frame = self._stats(risk_free)
+        out = self._metric("sharpe_ratio", frame["sharpe_ratio"])
+        out.attrs.update(frame.attrs)
+        return out
 
     def max_drawdown(self):
         """Deepest fall of the cumulative returns from their running peak, per column
