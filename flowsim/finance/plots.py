@@ -3,6 +3,7 @@
     >>> pf = from_signals(close, entries, exits, fees=0.001, sl_stop=0.05)
     >>> fig = plots.equity(pf, column=0)                   # value, drawdown, trades
     >>> fig = plots.heatmap(table, "window", "sl_stop", "sharpe_ratio")
+    >>> fig = plots.portfolio(pf, column=0)                # vectorbt's pf.plot()
 
 Needs matplotlib (``pip install 'flowsim[plot]'``).  Both return the
 :class:`matplotlib.figure.Figure`; pass ``ax`` to draw into your own axes.
@@ -47,6 +48,116 @@ def equity(pf, column=0, axes=None, title=None):
     dd = v / np.maximum.accumulate(v) - 1
     bottom.fill_between(x, dd, 0, color="tab:red", alpha=0.4, lw=0)
     bottom.set_ylabel("drawdown")
+    return fig
+
+
+#: The subplots of :func:`portfolio` (vectorbt's default ``pf.plot()``), in order.
+PORTFOLIO_SUBPLOTS = ("orders", "trade_pnl", "cum_returns")
+
+
+def _one_column(pf, column):
+    """The position of ``column`` in ``pf``'s columns (the only one if None)."""
+    labels = list(pf.value().columns)
+    if column is None:
+        if len(labels) != 1:
+            raise ValueError(f"the portfolio has {len(labels)} columns: give column= one of "
+                             f"{labels}")
+        return 0
+    if column not in labels:
+        raise KeyError(f"column={column!r} is not a column of this portfolio; its columns are "
+                       f"{labels}")
+    return labels.index(column)
+
+
+def _orders_on_price(ax, x, pf, j):
+    ax.plot(x, pf._close[:, j], color="tab:blue", lw=1.2, label="Close")
+    orders = pf.orders
+    orders = orders[orders["column"] == pf.columns[j]]
+    for side, marker, color in (("buy", "^", "tab:green"), ("sell", "v", "tab:red")):
+        sel = orders[orders["side"] == side]
+        ax.scatter(np.asarray(x)[sel["idx"].to_numpy()], sel["price"].to_numpy(),
+                   marker=marker, color=color, s=36, zorder=3, label=side.capitalize())
+    ax.set_ylabel("Price")
+
+
+def _trade_pnl(ax, x, pf, j):
+    rec = pf.trades.records
+    rec = rec[rec["col"] == j]
+    closed = rec["status"] == 1
+    for name, sel, marker in (("Closed", closed, "o"), ("Open", ~closed, "D")):
+        part = rec[sel]
+        color = np.where(part["pnl"] > 0, "tab:green", "tab:red")
+        ax.scatter(np.asarray(x)[part["exit_idx"].to_numpy()], part["pnl"].to_numpy(),
+                   c=color, marker=marker, s=30, zorder=3, label=name)
+    ax.axhline(0.0, color="gray", lw=0.8, ls="--")
+    ax.set_ylabel("Trade PnL")
+
+
+def _cum_returns(ax, x, pf, j):
+    value = pf.value().iloc[:, j].to_numpy()
+    init = np.broadcast_to(pf._params["init_cash"], (len(pf.columns),))[j]
+    bench = pf._close[:, j] / pf._close[0, j]
+    ax.plot(x, bench, color="tab:gray", lw=1.0, label="Benchmark")
+    ax.plot(x, value / init, color="tab:purple", lw=1.2, label="Value")
+    ax.axhline(1.0, color="gray", lw=0.8, ls="--")
+    ax.set_ylabel("Cumulative returns")
+
+
+_SUBPLOT_DRAW = {"orders": ("Orders", _orders_on_price),
+                 "trade_pnl": ("Trade PnL", _trade_pnl),
+                 "cum_returns": ("Cumulative Returns", _cum_returns)}
+
+
+def portfolio(pf, column=None, subplots=PORTFOLIO_SUBPLOTS, axes=None, title=None):
+    """vectorbt's default ``pf.plot()`` of one column of a :class:`~flowsim.finance.Portfolio`.
+
+    >>> fig = plots.portfolio(pf, column="BTC")
+    >>> fig = pf.plot(column="BTC", subplots=("orders", "cum_returns"))
+
+    ``"orders"``: the close with buys (green up triangles) and sells (red down
+    triangles) at their fill prices; ``"trade_pnl"``: each trade's PnL at its exit
+    bar (closed: circles, open: diamonds; green > 0, red otherwise);
+    ``"cum_returns"``: value / ``init_cash`` against close / first close.
+
+    Parameters
+    ----------
+    pf : Portfolio
+        The result of :func:`~flowsim.finance.from_signals`.
+    column : label or None
+        A label of the portfolio's columns (needed with several).
+    subplots : str or sequence of str
+        Some of :data:`PORTFOLIO_SUBPLOTS`, drawn top to bottom.
+    axes : sequence of matplotlib axes or None
+        One per subplot (default: a new figure).
+    title : str or None
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+    subplots = [subplots] if isinstance(subplots, str) else list(subplots)
+    unknown = [s for s in subplots if s not in _SUBPLOT_DRAW]
+    if unknown or not subplots:
+        raise ValueError(f"subplots must be some of {list(PORTFOLIO_SUBPLOTS)}, got {subplots}")
+    j = _one_column(pf, column)
+    if axes is None:
+        fig, axes = plt.subplots(len(subplots), 1, sharex=True, squeeze=False,
+                                 figsize=(9, 2.6 * len(subplots)))
+        axes = axes[:, 0]
+    if len(axes) != len(subplots):
+        raise ValueError(f"axes: one per subplot ({len(subplots)}), got {len(axes)}")
+    index = pf.value().index
+    x = index if hasattr(index, "to_pydatetime") else np.arange(len(index))
+    for ax, name in zip(axes, subplots):
+        heading, draw = _SUBPLOT_DRAW[name]
+        draw(ax, x, pf, j)
+        ax.set_title(heading, fontsize=10)
+        ax.legend(loc="upper left", fontsize=8)
+    fig = axes[0].figure
+    if title:
+        fig.suptitle(title)
     return fig
 
 

@@ -3,7 +3,7 @@
     >>> pf = from_signals(close, entries, exits, fees=0.001, sl_stop=0.05, freq="1D")
     >>> pf.stats()          # one row per column: vectorbt's metrics, snake_case
     >>> pf.value()          # equity curve [bars, columns]
-    >>> pf.trades           # exit-trade records, as vectorbt's pf.trades.records_readable
+    >>> pf.trades.records_readable    # exit trades, as vectorbt's
 
 The loop over bars (:func:`flowsim.finance.simulate.simulate_signals`) is one
 XLA-compiled ``tf.while_loop`` updating every column at once, so it runs on any
@@ -435,7 +435,12 @@ def run_tensors(bars, signals, params, dtype, loop_rates=(0.0, 0.0, 0.0), featur
 
 
 class Portfolio:
-    """Result of :func:`from_signals`: ``stats()``, ``value()``, ``returns()``, ``trades``."""
+    """Result of :func:`from_signals`: ``stats()``, ``value()``, ``returns()``, ``trades``.
+
+    vectorbt's everyday accessors: ``total_return()``, ``sharpe_ratio()``,
+    ``max_drawdown()``, ``cash()``, ``stats(column=...)``, ``trades``, ``positions``,
+    ``drawdowns`` (records, see :mod:`flowsim.finance.accessors`) and ``plot()``.
+    """
 
     def __init__(self, out, close, params, labels, ann, risk_free, required_return, index,
                  freq=None, freq_assumed=False, column_index=None):
@@ -450,6 +455,7 @@ class Portfolio:
         #: and not read from the index (one day assumed, where vectorbt has no ratios)
         self.freq, self.freq_assumed = freq, bool(freq_assumed)
         self.risk_free, self.required_return = risk_free, required_return
+        self._cache = {}
 
     def _labels(self):
         import pandas as pd
@@ -471,21 +477,124 @@ class Portfolio:
         v = t.constant(self._out["value"])
         return self._wrap(_returns(v, t.constant(self._params["init_cash"])).numpy())
 
-    def stats(self):
-        """vectorbt's ``stats()`` metrics, one row per column (see :data:`STATS`).
-
-        ``stats().attrs`` holds ``freq`` (the bar length), ``freq_assumed`` and
-        ``ann_factor``: the Sharpe, Calmar, Omega and Sortino ratios depend on them.
-        """
+    def _stats(self, risk_free=None):
+        """:meth:`stats` as a DataFrame, with another per-bar ``risk_free`` if given."""
         import pandas as pd
         t = tf()
+        risk_free = self.risk_free if risk_free is None else risk_free
         out = {k: t.constant(v) for k, v in self._out.items()}
         s = stats_tensors(out, t.constant(self._close), t.constant(self._params["init_cash"]),
-                          self.ann_factor, self.risk_free, self.required_return)
+                          self.ann_factor, risk_free, self.required_return)
         frame = pd.DataFrame({k: v.numpy() for k, v in s.items()}, index=self._labels())
         frame.attrs.update(freq=self.freq, freq_assumed=self.freq_assumed,
                            ann_factor=self.ann_factor)
         return frame
+
+    def stats(self, column=None):
+        """vectorbt's ``stats()`` metrics, one row per column (see :data:`STATS`).
+
+        >>> pf.stats()                  # DataFrame, one row per column
+        >>> pf.stats(column="BTC")      # Series: one column's metrics
+
+        Parameters
+        ----------
+        column : label or None
+            A label of the portfolio's columns: the metrics of that column alone, as
+            vectorbt's ``pf.stats(column=...)`` (under flowsim's names).
+
+        Returns
+        -------
+        DataFrame (one row per column) or Series (``column`` given).  ``attrs`` holds
+        ``freq`` (the bar length), ``freq_assumed`` and ``ann_factor``: the Sharpe,
+        Calmar, Omega and Sortino ratios depend on them.
+        """
+        frame = self._stats()
+        if column is None:
+            return frame
+        labels = self._labels()
+        try:
+            found = column in labels
+        except TypeError:
+            found = False
+        if not found:
+            raise KeyError(f"column={column!r} is not a column of this portfolio; its "
+                           f"columns are {list(labels)}")
+        row = frame.loc[column]
+        row.attrs.update(frame.attrs)
+        return row
+
+    def _metric(self, name, values):
+        import pandas as pd
+        return pd.Series(np.asarray(values), index=self._labels(), name=name)
+
+    def total_return(self):
+        """Total return per column, ``end value / init_cash - 1`` (vectorbt's
+        ``pf.total_return()``).
+
+        >>> pf.total_return()
+
+        Returns
+        -------
+        Series named ``total_return``, one value per column.
+        """
+        return self._metric("total_return", self._stats()["total_return"])
+
+    def sharpe_ratio(self, risk_free=None):
+        """Annualised Sharpe ratio of the bar returns per column (vectorbt's
+        ``pf.sharpe_ratio()``): ``mean(r - risk_free) / std(r, ddof=1) *
+        sqrt(ann_factor)``, annualised as :meth:`stats` (``pf.ann_factor``).
+
+        >>> pf.sharpe_ratio()
+        >>> pf.sharpe_ratio(risk_free=0.0001)     # a per-bar rate
+
+        Parameters
+        ----------
+        risk_free : float or None
+            Per-bar risk-free rate; default the one given to :func:`from_signals`.
+
+        Returns
+        -------
+        Series named ``sharpe_ratio``, one value per column (inf for returns
+        without spread, NaN under two bars, as in vectorbt); ``attrs`` as
+        :meth:`stats`'s (``freq``, ``freq_assumed``, ``ann_factor``).
+        """
+        if risk_free is not None and (isinstance(risk_free, bool) or not isinstance(
+                risk_free, numbers.Real) or not math.isfinite(risk_free)):
+            raise ValueError(f"risk_free must be a finite number (a per-bar rate), got "
+                             f"{risk_free!r}")
+        frame = self._stats(risk_free)
+        out = self._metric("sharpe_ratio", frame["sharpe_ratio"])
+        out.attrs.update(frame.attrs)
+        return out
+
+    def max_drawdown(self):
+        """Deepest fall of the cumulative returns from their running peak, per column
+        (<= 0; 0 without a fall), vectorbt's ``pf.max_drawdown()``.
+
+        >>> pf.max_drawdown()
+
+        Returns
+        -------
+        Series named ``max_drawdown``, one value per column.  ``pf.drawdowns.max_drawdown()``
+        is the same fall read from the drawdown records (NaN where there is none),
+        as ``stats()["max_drawdown"]``.
+        """
+        return self._metric("max_drawdown", self._out["acc_cum_dd"])
+
+    def cash(self):
+        """Cash balance per bar and column, a DataFrame (vectorbt's ``pf.cash()``:
+        a short sale adds its proceeds).
+
+        >>> pf.cash()
+
+        Returns
+        -------
+        DataFrame ``[bars, columns]`` on the portfolio's index and columns.
+        """
+        from .accessors import cash_balance
+        o = self._out
+        return self._wrap(cash_balance(o["order_size"], o["order_price"], o["order_fees"],
+                                       self._params["init_cash"]))
 
     @property
     def orders(self):
@@ -499,42 +608,71 @@ class Portfolio:
                              "fees": self._out["order_fees"][i, j],
                              "side": np.where(size[i, j] > 0, "buy", "sell")})
 
+    def _trade_records(self):
+        from .accessors import exit_trade_records
+        if "trades" not in self._cache:
+            self._cache["trades"] = exit_trade_records(self._out, self._close)
+        return self._cache["trades"]
+
     @property
     def trades(self):
         """Exit trades (vectorbt's ``pf.trades``), closed then the open one, per column.
 
-        Columns: ``column, size, entry_idx, entry_price, entry_fees, exit_idx,
-        exit_price, exit_fees, pnl, return, direction ("long"/"short"), status
+        >>> pf.trades.records_readable       # vectorbt's table
+        >>> pf.trades.win_rate(), pf.trades.count()
+        >>> pf.trades["pnl"]                 # the table of lower-case names, ``.frame``
+
+        A :class:`~flowsim.finance.accessors.Trades`.  Indexing and DataFrame
+        attributes read :attr:`~flowsim.finance.accessors.Trades.frame`: columns
+        ``column, size, entry_idx, entry_price, entry_fees, exit_idx, exit_price,
+        exit_fees, pnl, return, direction ("long"/"short"), status
         ("closed"/"open")``; ``pnl`` and ``return`` are net of fees, the return
         relative to ``size * entry_price``.
         """
-        import pandas as pd
-        o = self._out
-        rows = []
-        n = self._close.shape[0]
-        for j in range(len(self.columns)):
-            for i in np.flatnonzero(o["trade_closed"][:, j]):
-                rows.append((j, o["trade_size"][i, j], int(o["trade_entry_idx"][i, j]),
-                             o["trade_entry_price"][i, j], o["trade_entry_fees"][i, j], i,
-                             o["trade_exit_price"][i, j], o["trade_exit_fees"][i, j],
-                             o["trade_direction"][i, j], "closed"))
-            if o["open_trade"][j]:
-                rows.append((j, o["open_size"][j], int(o["open_entry_idx"][j]),
-                             o["open_entry_price"][j], o["open_entry_fees"][j], n - 1,
-                             self._close[-1, j], 0.0, o["open_direction"][j], "open"))
-        cols = ["col", "size", "entry_idx", "entry_price", "entry_fees", "exit_idx",
-                "exit_price", "exit_fees", "dir", "status"]
-        f = pd.DataFrame(rows, columns=cols)
-        entry_val = f["size"] * f["entry_price"]
-        diff = f["size"] * f["exit_price"] - entry_val
-        diff = np.where(f["dir"] < 0, -diff, diff)
-        f["pnl"] = diff - f["entry_fees"] - f["exit_fees"]
-        f["return"] = f["pnl"] / entry_val
-        f["direction"] = np.where(f["dir"] < 0, "short", "long")
-        f.insert(0, "column", [self.columns[k] for k in f["col"]])
-        f["exit_idx"] = f["exit_idx"].astype(np.int64)
-        return f[["column", "size", "entry_idx", "entry_price", "entry_fees", "exit_idx",
-                  "exit_price", "exit_fees", "pnl", "return", "direction", "status"]]
+        from .accessors import Trades
+        return Trades(self._trade_records(), self._labels(), self.index)
+
+    @property
+    def positions(self):
+        """Positions (vectorbt's ``pf.positions``): the exit trades of one entry merged.
+
+        >>> pf.positions.records_readable, pf.positions.count()
+        """
+        from .accessors import Positions, position_records
+        return Positions(position_records(self._trade_records()), self._labels(), self.index)
+
+    @property
+    def drawdowns(self):
+        """Drawdowns of the value (vectorbt's ``pf.drawdowns``).
+
+        >>> pf.drawdowns.records_readable, pf.drawdowns.count()
+        >>> pf.drawdowns.max_drawdown()
+        """
+        from .accessors import Drawdowns, drawdown_records
+        return Drawdowns(drawdown_records(self._out["value"]), self._labels(), self.index)
+
+    def plot(self, column=None, subplots=("orders", "trade_pnl", "cum_returns"), **kwargs):
+        """vectorbt's default ``pf.plot()`` with matplotlib: orders on the price, the
+        trades' PnL, the cumulative returns against the benchmark's.
+
+        >>> fig = pf.plot(column="BTC")
+        >>> fig.savefig("backtest.png")
+
+        Parameters
+        ----------
+        column : label or None
+            The column to draw; needed when the portfolio has several.
+        subplots : sequence of str
+            Some of ``"orders"``, ``"trade_pnl"``, ``"cum_returns"``, in order.
+        **kwargs
+            ``axes`` and ``title`` of :func:`flowsim.finance.plots.portfolio`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from .plots import portfolio
+        return portfolio(self, column=column, subplots=subplots, **kwargs)
 
 
 def from_signals(close, entries=None, exits=None, *, short_entries=None, short_exits=None,

@@ -1,0 +1,354 @@
+"""vectorbt's record accessors of a :class:`~flowsim.finance.Portfolio`: trades, positions,
+drawdowns, and its cash.
+
+    >>> pf = from_signals(close, entries, exits, fees=0.001, freq="1D")
+    >>> pf.trades.records_readable        # vectorbt's exit trades, its titles and order
+    >>> pf.trades.win_rate()              # winning trades / all trades, per column
+    >>> pf.positions.count()              # positions (exit trades of one entry merged)
+    >>> pf.drawdowns.max_drawdown()       # deepest peak-to-valley fall of the value
+    >>> pf.cash()                         # cash balance per bar and column
+
+The records are vectorbt 1.2's (``get_exit_trades_nb``, ``get_positions_nb``,
+``get_drawdowns_nb``): the same fields, ids, order and numbers; ``records`` holds
+the raw fields (``col`` a position, ``direction`` 0 long / 1 short, ``status`` codes),
+``records_readable`` the titled table with column labels, index values and names.
+"""
+import numpy as np
+
+#: vectorbt's tolerances of ``add_nb`` (a sum this close to zero is zero).
+REL_TOL, ABS_TOL = 1e-9, 1e-12
+
+TRADE_FIELDS = ("id", "col", "size", "entry_idx", "entry_price", "entry_fees", "exit_idx",
+                "exit_price", "exit_fees", "pnl", "return", "direction", "status", "parent_id")
+DRAWDOWN_FIELDS = ("id", "col", "peak_idx", "start_idx", "valley_idx", "end_idx", "peak_val",
+                   "valley_val", "end_val", "status")
+_INT_FIELDS = ("id", "col", "entry_idx", "exit_idx", "direction", "status", "parent_id",
+               "peak_idx", "start_idx", "valley_idx", "end_idx")
+_TITLES = {"col": "Column", "size": "Size", "entry_idx": "Entry Timestamp",
+           "entry_price": "Avg Entry Price", "entry_fees": "Entry Fees",
+           "exit_idx": "Exit Timestamp", "exit_price": "Avg Exit Price",
+           "exit_fees": "Exit Fees", "pnl": "PnL", "return": "Return",
+           "direction": "Direction", "status": "Status", "parent_id": "Position Id",
+           "peak_idx": "Peak Timestamp", "start_idx": "Start Timestamp",
+           "valley_idx": "Valley Timestamp", "end_idx": "End Timestamp",
+           "peak_val": "Peak Value", "valley_val": "Valley Value", "end_val": "End Value"}
+_INDEX_FIELDS = ("entry_idx", "exit_idx", "peak_idx", "start_idx", "valley_idx", "end_idx")
+TRADE_DIRECTIONS = ("Long", "Short")
+TRADE_STATUSES = ("Open", "Closed")
+DRAWDOWN_STATUSES = ("Active", "Recovered")
+
+
+def _is_close(a, b):
+    both = np.isfinite(a) & np.isfinite(b)
+    near = np.abs(a - b) <= np.maximum(REL_TOL * np.maximum(np.abs(a), np.abs(b)), ABS_TOL)
+    return both & ((a == b) | near)
+
+
+def add_tolerant(a, b):
+    """vectorbt's ``add_nb`` on arrays: ``a + b``, or 0 where the sum is zero within
+    its tolerances (relative 1e-9, absolute 1e-12)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    zero = np.where(np.sign(a) != np.sign(b), _is_close(np.abs(a), np.abs(b)),
+                    _is_close(a + b, np.zeros_like(a)))
+    return np.where(zero, 0.0, a + b)
+
+
+def trade_stats(size, entry_price, entry_fees, exit_price, exit_fees, direction):
+    """vectorbt's ``get_trade_stats_nb``: (PnL, return) of trades, net of fees."""
+    entry_val = size * entry_price
+    diff = add_tolerant(size * exit_price, -entry_val)
+    diff = np.where(direction == 1, -diff, diff)
+    pnl = diff - entry_fees - exit_fees
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return pnl, pnl / entry_val
+
+
+def cash_balance(order_size, order_price, order_fees, init_cash):
+    """Cash per bar ``[bars, columns]`` from signed order sizes (0: no order), as
+    vectorbt's ``cash_flow_nb`` and ``cash_nb`` compute it."""
+    filled = order_size != 0
+    flow = np.where(filled, -order_size * np.where(filled, order_price, 0.0) - order_fees, 0.0)
+    flow = add_tolerant(np.zeros_like(flow), flow)
+    out = np.empty_like(flow)
+    now = np.asarray(init_cash, dtype=np.float64)
+    for i in range(flow.shape[0]):
+        now = out[i] = add_tolerant(now, flow[i])
+    return out
+
+
+def exit_trade_records(out, close):
+    """vectorbt's exit-trade records (a dict of :data:`TRADE_FIELDS` arrays) from the
+    outputs of :func:`~flowsim.finance.simulate.simulate_signals`: per column the
+    closed trades by exit bar, then the open one valued at the last close."""
+    rows = []
+    n = close.shape[0]
+    for j in range(close.shape[1]):
+        for i in np.flatnonzero(out["trade_closed"][:, j]):
+            rows.append((j, out["trade_size"][i, j], out["trade_entry_idx"][i, j],
+                         out["trade_entry_price"][i, j], out["trade_entry_fees"][i, j], i,
+                         out["trade_exit_price"][i, j], out["trade_exit_fees"][i, j],
+                         out["trade_direction"][i, j] < 0, 1))
+        if out["open_trade"][j]:
+            rows.append((j, out["open_size"][j], out["open_entry_idx"][j],
+                         out["open_entry_price"][j], out["open_entry_fees"][j], n - 1,
+                         close[-1, j], 0.0, out["open_direction"][j] < 0, 0))
+    names = ("col", "size", "entry_idx", "entry_price", "entry_fees", "exit_idx",
+             "exit_price", "exit_fees", "direction", "status")
+    rec = {k: np.array([r[m] for r in rows], dtype=np.int64 if k in _INT_FIELDS else
+                       np.float64) for m, k in enumerate(names)}
+    rec["pnl"], rec["return"] = trade_stats(rec["size"], rec["entry_price"],
+                                            rec["entry_fees"], rec["exit_price"],
+                                            rec["exit_fees"], rec["direction"])
+    rec["id"] = np.arange(len(rows), dtype=np.int64)
+    # In from_signals a column fills one order per bar, so a position (and its exit
+    # trades) is named by its entry bar within its column.
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (np.diff(rec["col"]) != 0) | (np.diff(rec["entry_idx"]) != 0)
+    rec["parent_id"] = np.cumsum(new) - 1
+    return {k: rec[k] for k in TRADE_FIELDS}
+
+
+def _sequential_sum(x):
+    total = 0.0
+    for v in x:
+        total += v
+    return total
+
+
+def position_records(trades):
+    """vectorbt's ``get_positions_nb``: the exit trades of each position merged."""
+    pid = trades["parent_id"]
+    starts = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]]) if len(pid) else np.array([], int)
+    ends = np.r_[starts[1:], len(pid)]
+    rec = {k: np.empty(len(starts), dtype=trades[k].dtype) for k in TRADE_FIELDS}
+    for p, (a, b) in enumerate(zip(starts, ends)):
+        part = {k: trades[k][a:b] for k in TRADE_FIELDS}
+        one = {k: v[0] for k, v in part.items()}
+        if b - a > 1:
+            size = _sequential_sum(part["size"])
+            one.update(size=size, exit_idx=part["exit_idx"][-1],
+                       entry_price=_sequential_sum(part["size"] * part["entry_price"]) / size,
+                       exit_price=_sequential_sum(part["size"] * part["exit_price"]) / size,
+                       entry_fees=_sequential_sum(part["entry_fees"]),
+                       exit_fees=_sequential_sum(part["exit_fees"]),
+                       direction=part["direction"][-1], status=part["status"][-1])
+            pnl, ret = trade_stats(*(np.float64(one[k]) for k in (
+                "size", "entry_price", "entry_fees", "exit_price", "exit_fees", "direction")))
+            one.update(pnl=pnl, **{"return": ret})
+        one.update(id=p, parent_id=p)
+        for k in TRADE_FIELDS:
+            rec[k][p] = one[k]
+    return rec
+
+
+def drawdown_records(value):
+    """vectorbt's ``get_drawdowns_nb`` on a ``[bars, columns]`` series (no NaN): one
+    record per fall from a peak, recovered (back to the peak) or still active."""
+    rows = []
+    n = value.shape[0]
+    for j in range(value.shape[1]):
+        peak_i, peak, valley_i, valley, running = 0, value[0, j], 0, value[0, j], False
+        for i in range(n):
+            v = value[i, j]
+            status = None
+            if v >= peak:
+                if running:
+                    status = 1
+                else:
+                    peak_i, peak = i, v
+            elif not running:
+                running, valley_i, valley = True, i, v
+            elif v < valley:
+                valley_i, valley = i, v
+            if status is None and running and i == n - 1:
+                status = 0
+            if status is not None:
+                rows.append((j, peak_i, peak_i + 1, valley_i, i, peak, valley, v, status))
+                running, peak_i, valley_i, peak, valley = False, i, i, v, v
+    names = DRAWDOWN_FIELDS[1:]
+    rec = {k: np.array([r[m] for r in rows], dtype=np.int64 if k in _INT_FIELDS else
+                       np.float64) for m, k in enumerate(names)}
+    rec["id"] = np.arange(len(rows), dtype=np.int64)
+    return {k: rec[k] for k in DRAWDOWN_FIELDS}
+
+
+class Records:
+    """Records of a portfolio, one row each, as vectorbt's ``Records``.
+
+    ``records``: the raw fields (a DataFrame); ``records_readable``: vectorbt's
+    titled table; ``count()``: records per column.
+    """
+
+    #: title of the ``id`` field in ``records_readable``
+    id_title = "Id"
+    #: names of the ``status`` codes
+    statuses = ()
+    #: fields left out of ``records_readable``
+    unreadable = ()
+
+    def __init__(self, records, columns, index):
+        self._rec = records
+        self._columns = columns
+        self._index = index
+
+    def __len__(self):
+        return len(self._rec["id"])
+
+    def __repr__(self):
+        return (f"{type(self).__name__}: {len(self)} records over {len(self._columns)} "
+                f"columns\n{self.records_readable!r}")
+
+    @property
+    def records(self):
+        """The raw records: vectorbt's fields, ``col`` a column position, codes as ints.
+
+        >>> pf.trades.records[["col", "entry_idx", "pnl"]]
+        """
+        import pandas as pd
+        return pd.DataFrame({k: v.copy() for k, v in self._rec.items()})
+
+    def _readable(self, field):
+        v = self._rec[field]
+        if field == "col":
+            return np.asarray(self._columns, dtype=object)[v] if len(v) else v.astype(object)
+        if field in _INDEX_FIELDS:
+            return self._index.take(v)
+        if field == "direction":
+            return np.asarray(TRADE_DIRECTIONS, dtype=object)[v]
+        if field == "status":
+            return np.asarray(self.statuses, dtype=object)[v]
+        return v
+
+    @property
+    def records_readable(self):
+        """vectorbt's ``records_readable``: its titles and order, column labels,
+        index values for bars, names for codes.
+
+        >>> pf.trades.records_readable[["Column", "Entry Timestamp", "PnL"]]
+        """
+        import pandas as pd
+        return pd.DataFrame({self.id_title if k == "id" else _TITLES[k]: self._readable(k)
+                             for k in self._rec if k not in self.unreadable})
+
+    def _per_column(self, values, name):
+        import pandas as pd
+        return pd.Series(values, index=self._columns, name=name)
+
+    def count(self):
+        """Records per column, a Series named ``count`` (vectorbt's ``count()``).
+
+        >>> pf.trades.count()
+
+        Returns
+        -------
+        Series of int64, one value per column of the portfolio.
+        """
+        n = np.bincount(self._rec["col"], minlength=len(self._columns)).astype(np.int64)
+        return self._per_column(n, "count")
+
+
+class Trades(Records):
+    """vectorbt's exit trades (``pf.trades``): one record per exit (a partial exit
+    of a grown position is one), then the open trade of each column at the last
+    close.  Fields: ``id, col, size, entry_idx, entry_price, entry_fees, exit_idx,
+    exit_price, exit_fees, pnl, return, direction, status, parent_id`` (the
+    position).
+
+    For the callers of the earlier table, ``frame`` is that table (``column``,
+    ``size``, ``entry_idx``, ``entry_price``, ``entry_fees``, ``exit_idx``,
+    ``exit_price``, ``exit_fees``, ``pnl``, ``return``, ``direction`` "long"/"short",
+    ``status`` "closed"/"open"), and indexing, ``len`` and the DataFrame's
+    attributes other than ``count`` read it: ``pf.trades["pnl"]``,
+    ``pf.trades[pf.trades["status"] == "closed"]``.
+    """
+
+    id_title = "Exit Trade Id"
+    statuses = TRADE_STATUSES
+    _frame = None
+
+    @property
+    def frame(self):
+        """The trades as one table with the column labels and names in lower case.
+
+        >>> pf.trades.frame[["column", "entry_idx", "pnl", "direction", "status"]]
+        """
+        if self._frame is None:
+            self._frame = self._table()
+        return self._frame
+
+    def _table(self):
+        import pandas as pd
+        r = self._rec
+        f = pd.DataFrame({"column": self._readable("col")})
+        for k in ("size", "entry_idx", "entry_price", "entry_fees", "exit_idx", "exit_price",
+                  "exit_fees", "pnl", "return"):
+            f[k] = r[k]
+        f["direction"] = np.where(r["direction"] == 1, "short", "long")
+        f["status"] = np.where(r["status"] == 0, "open", "closed")
+        return f
+
+    def __getitem__(self, key):
+        return self.frame[key]
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.frame, name)
+
+    def win_rate(self):
+        """Winning trades (PnL > 0) over all trades, open ones included, per column
+        (vectorbt's ``trades.win_rate()``; NaN without trades).
+
+        >>> pf.trades.win_rate()
+
+        Returns
+        -------
+        Series named ``win_rate``, one value per column.
+        """
+        n = np.bincount(self._rec["col"], minlength=len(self._columns))
+        won = np.bincount(self._rec["col"], weights=self._rec["pnl"] > 0,
+                          minlength=len(self._columns))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self._per_column(won / n, "win_rate")
+
+
+class Positions(Trades):
+    """vectorbt's positions (``pf.positions``): the exit trades of one entry merged,
+    sizes summed, prices size-weighted, fees summed; ``id`` = ``parent_id``.
+
+    >>> pf.positions.records_readable
+    """
+
+    id_title = "Position Id"
+    unreadable = ("parent_id",)
+
+
+class Drawdowns(Records):
+    """vectorbt's drawdowns of the value (``pf.drawdowns``): one record per fall from
+    a peak, with its peak, start (the bar after the peak), valley and end (the
+    recovery, or the last bar while still active).  Fields: ``id, col, peak_idx,
+    start_idx, valley_idx, end_idx, peak_val, valley_val, end_val, status`` (0
+    active, 1 recovered).
+
+    >>> pf.drawdowns.records_readable
+    """
+
+    id_title = "Drawdown Id"
+    statuses = DRAWDOWN_STATUSES
+
+    def max_drawdown(self):
+        """Deepest drawdown ``valley / peak - 1`` per column (<= 0; NaN without one),
+        vectorbt's ``drawdowns.max_drawdown()``.
+
+        >>> pf.drawdowns.max_drawdown()
+
+        Returns
+        -------
+        Series named ``max_drawdown``, one value per column.
+        """
+        r = self._rec
+        depth = (r["valley_val"] - r["peak_val"]) / r["peak_val"]
+        out = np.full(len(self._columns), np.nan)
+        for j, d in zip(r["col"], depth):
+            out[j] = d if np.isnan(out[j]) else min(out[j], d)
+        return self._per_column(out, "max_drawdown")

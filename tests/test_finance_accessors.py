@@ -1,0 +1,171 @@
+"""The portfolio's vectorbt accessors against stored vectorbt results.
+
+``tests/data/vectorbt_accessor_cases.npz`` is made by
+``benchmarks/make_vectorbt_accessor_reference.py``.
+"""
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flowsim.finance import from_signals
+
+# One pytest-xdist unit with test_finance.py, run after it: the portfolios here have
+# its shapes and keywords, so they reuse its compiled from_signals kernels.
+pytestmark = pytest.mark.xdist_group("tests/test_finance.py")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_accessor_cases.npz"))
+CASES = json.loads(str(DATA["cases"]))
+TITLES = json.loads(str(DATA["titles"]))
+COLUMNS = ["a", "b", "c"]
+SERIES = ("total_return", "sharpe_ratio", "max_drawdown", "trades_win_rate", "trades_count",
+          "positions_count", "drawdowns_count", "drawdowns_max_drawdown")
+
+
+def _assert_close(ours, ref, what, rtol=1e-9):
+    """1e-9 relative (NaN and inf where vectorbt has them)."""
+    np.testing.assert_allclose(np.asarray(ours, dtype=np.float64), ref, rtol=rtol,
+                               atol=rtol * 1e-12, err_msg=what, strict=True)
+
+
+def _portfolio(meta):
+    name = meta["name"]
+    bars = {k: DATA[f"{name}/bars/{k}"] for k in ["close"] + meta["ohlc"]}
+    index = pd.date_range("2021-01-01", periods=len(bars["close"]), freq=meta["freq"])
+
+    def frame(a):
+        return pd.DataFrame(a, index=index, columns=COLUMNS)
+
+    args = {k: frame(bars[k]) for k in meta["ohlc"]}
+    args.update({k: frame(DATA[f"{name}/signal/{k}"]) for k in meta["signals"]})
+    return from_signals(frame(bars["close"]), freq=meta["freq"], **args, **meta["kwargs"])
+
+
+@pytest.fixture(scope="module")
+def portfolios():
+    return {meta["name"]: _portfolio(meta) for meta in CASES}
+
+
+def _check_records(records, kind, name):
+    ref = {k[len(f"{name}/{kind}/"):]: DATA[k] for k in DATA.files
+           if k.startswith(f"{name}/{kind}/") and "/readable/" not in k}
+    ours = records.records
+    assert list(ours.columns) == list(ref), (name, kind)
+    for f, theirs in ref.items():
+        if theirs.dtype.kind == "i":
+            assert ours[f].dtype.kind == "i" and np.array_equal(ours[f], theirs), (name, kind, f)
+        else:
+            _assert_close(ours[f], theirs, f"{name}: {kind} {f}")
+    readable = records.records_readable
+    assert list(readable.columns) == TITLES[kind], (name, kind)
+    prefix = f"{name}/{kind}/readable/"
+    for key in (k for k in DATA.files if k.startswith(prefix)):
+        title, theirs = key[len(prefix):], DATA[key]
+        got = readable[title].to_numpy()
+        if theirs.dtype.kind == "i":                       # timestamps, as int64 ns
+            got = got.astype("datetime64[ns]").astype(np.int64)
+        assert np.array_equal(np.asarray(got, dtype=theirs.dtype), theirs), (name, kind, title)
+
+
+@pytest.mark.parametrize("meta", CASES, ids=[m["name"] for m in CASES])
+def test_accessors_match_vectorbt(portfolios, meta):
+    name = meta["name"]
+    pf = portfolios[name]
+    got = {"total_return": pf.total_return(), "sharpe_ratio": pf.sharpe_ratio(),
+           "max_drawdown": pf.max_drawdown(), "trades_win_rate": pf.trades.win_rate(),
+           "trades_count": pf.trades.count(), "positions_count": pf.positions.count(),
+           "drawdowns_count": pf.drawdowns.count(),
+           "drawdowns_max_drawdown": pf.drawdowns.max_drawdown()}
+    for k in SERIES:
+        assert list(got[k].index) == COLUMNS, (name, k)
+        _assert_close(got[k], DATA[f"{name}/{k}"], f"{name}: {k}")
+    # A column that never trades has constant returns: a standard deviation of exactly
+    # 0 and vectorbt's value for it, inf (vectorbt's two-pass deviation leaves rounding
+    # noise there, about 1e-20, and a Sharpe ratio of about -1e16).
+    idle = pf.trades.count().to_numpy() == 0
+    rf = pf.sharpe_ratio(risk_free=0.0002).to_numpy()
+    theirs = DATA[f"{name}/sharpe_ratio_risk_free"]
+    _assert_close(rf[~idle], theirs[~idle], f"{name}: sharpe_ratio(risk_free)")
+    assert np.all(rf[idle] == np.inf) and np.all(np.abs(theirs[idle]) > 1e12), name
+    cash = pf.cash()
+    assert list(cash.columns) == COLUMNS and cash.index.equals(pf.value().index)
+    _assert_close(cash, DATA[f"{name}/cash"], f"{name}: cash")
+    one = pf.stats(column=meta["column"])
+    assert one.name == meta["column"]
+    for k in one.index:
+        _assert_close(one[k], DATA[f"{name}/stats_column/{k}"], f"{name}: stats {k}")
+    for kind in ("trades", "positions", "drawdowns"):
+        _check_records(getattr(pf, kind), kind, name)
+
+
+def test_stored_cases_cover_what_they_name(portfolios):
+    """Every kind of record shows up: merged positions, no trades, an active drawdown."""
+    acc = portfolios["accumulate_partial_exits"]
+    assert len(acc.positions) < len(acc.trades)
+    assert portfolios["no_trades"].trades.count().sum() == 0
+    assert np.isnan(portfolios["no_trades"].trades.win_rate()).all()
+    fall = portfolios["never_recovered"].drawdowns.records_readable
+    assert (fall["Status"] == "Active").sum() == 2
+    hourly = portfolios["hourly_both"].sharpe_ratio()
+    assert hourly.attrs["ann_factor"] == 365 * 24 and not hourly.attrs["freq_assumed"]
+
+
+def test_trades_keep_the_table_of_lower_case_names(portfolios):
+    pf = portfolios["long_short_signals_costs"]
+    trades = pf.trades
+    frame = trades.frame
+    assert list(frame.columns) == ["column", "size", "entry_idx", "entry_price", "entry_fees",
+                                   "exit_idx", "exit_price", "exit_fees", "pnl", "return",
+                                   "direction", "status"]
+    assert len(trades) == len(frame) == trades.count().sum()
+    closed = trades[trades["status"] == "closed"]
+    assert len(closed) == pf.stats()["total_closed_trades"].sum()
+    assert np.array_equal(trades["pnl"], trades.records["pnl"])
+    assert trades.shape == frame.shape                     # DataFrame attributes read it
+    readable = trades.records_readable
+    assert np.array_equal(frame["column"], readable["Column"])
+    assert np.array_equal(frame["direction"].str.capitalize(), readable["Direction"])
+    assert repr(trades).startswith(f"Trades: {len(frame)} records over 3 columns\n")
+    assert "Exit Trade Id" in repr(trades)
+
+
+def test_plot_draws_vectorbts_default_subplots(portfolios):
+    import matplotlib
+    matplotlib.use("Agg")
+    pf = portfolios["long_short_signals_costs"]
+    fig = pf.plot(column="a")
+    assert [ax.get_title() for ax in fig.axes] == ["Orders", "Trade PnL", "Cumulative Returns"]
+    orders, pnl, cum = fig.axes
+    close = DATA["long_short_signals_costs/bars/close"][:, 0]
+    assert np.array_equal(orders.lines[0].get_ydata(), close)
+    n_orders = sum(len(c.get_offsets()) for c in orders.collections)
+    assert n_orders == (pf.orders["column"] == "a").sum()
+    n_trades = sum(len(c.get_offsets()) for c in pnl.collections)
+    assert n_trades == pf.trades.count()["a"]
+    value = pf.value()["a"].to_numpy()
+    assert np.allclose(cum.lines[1].get_ydata(), value / 100.0)
+    only = pf.plot(column="b", subplots="cum_returns")
+    assert len(only.axes) == 1
+    matplotlib.pyplot.close("all")
+
+
+def test_bad_inputs_name_the_argument(portfolios):
+    pf = portfolios["long_stops_ohlc"]
+    with pytest.raises(KeyError, match=r"column='z' is not a column of this portfolio; its "
+                                       r"columns are \['a', 'b', 'c'\]"):
+        pf.stats(column="z")
+    with pytest.raises(KeyError, match=r"column=\['a'\] is not a column"):
+        pf.stats(column=["a"])
+    with pytest.raises(ValueError, match=r"the portfolio has 3 columns: give column= one of "
+                                         r"\['a', 'b', 'c'\]"):
+        pf.plot()
+    with pytest.raises(KeyError, match="column='z' is not a column"):
+        pf.plot(column="z")
+    with pytest.raises(ValueError, match=r"subplots must be some of \['orders', 'trade_pnl', "
+                                         r"'cum_returns'\], got \['value'\]"):
+        pf.plot(column="a", subplots=("value",))
+    with pytest.raises(ValueError, match="risk_free must be a finite number .* got 'x'"):
+        pf.sharpe_ratio(risk_free="x")
