@@ -269,21 +269,26 @@ class EagerSteps:
         ``targets`` (a list of floats) and moved one row on, in Python floats; the
         environments of ``reset`` (their episode ended) keep their wallet (their
         step is discarded)."""
-        last, close, now = self.rules.length - 1, self.close, self.now
+        last, close, now, rate = self.rules.length - 1, self.close, self.now, self.rate
         columns = ("idx", "asset", "fiat", "ia", "if", "value", "real")
         out = {c: [] for c in columns}
+        rows, assets, fiats, ias, ifs, values, reals = out.values()
         for i, row in enumerate(now["idx"]):
             wallet = now["asset"][i], now["fiat"][i], now["ia"][i], now["if"][i]
             if not reset[i]:
                 wallet = trade(wallet, now["position"][i], targets[i], close[row],
                                self.fee, self.keep)
             asset, fiat = wallet[0], wallet[1]
-            price = close[min(row + 1, last)]
-            ia, if_ = positive(-asset) * self.rate, positive(-fiat) * self.rate
+            price = close[row + 1 if row < last else last]
+            ia, if_ = positive(-asset) * rate, positive(-fiat) * rate
             value = asset * price + fiat - ia * price - if_
-            for c, x in zip(columns, (row + 1, asset, fiat, ia, if_, value,
-                                      divide((asset - ia) * price, value))):
-                out[c].append(x)
+            rows.append(row + 1)
+            assets.append(asset)
+            fiats.append(fiat)
+            ias.append(ia)
+            ifs.append(if_)
+            values.append(value)
+            reals.append(divide((asset - ia) * price, value))
         return out
 
     def step(self, targets, index):
@@ -305,9 +310,9 @@ class EagerSteps:
         if p.max_episode_duration != "max":
             last = p.max_episode_duration - 1
             truncated = [t or s >= last for t, s in zip(truncated, now["step"])]
-        with np.errstate(all="ignore"):
-            state = self.functions(now, terminated)
-            if any(reset):
+        state = self.functions(now, terminated)
+        if True in reset:
+            with np.errstate(all="ignore"):
                 terminated, truncated = self.autoreset(reset, state, now, terminated,
                                                        truncated)
         self.state, self.now = state, now
@@ -327,9 +332,14 @@ class EagerSteps:
     def functions(self, now, terminated):
         """The step's reward (into ``now``) and dynamic features, and the kept history
         shifted: the next ``state``."""
-        s = self.state
         if self.defaults:
             return self.default_functions(now, terminated)
+        with np.errstate(all="ignore"):
+            return self.history_functions(now, terminated)
+
+    def history_functions(self, now, terminated):
+        """:meth:`functions` of any reward and feature functions (on a :class:`History`)."""
+        s = self.state
         entry = {c: self.column(now, c) for c in self.now_columns}
         history = self.history(s["first"], s["ring"], entry)
         reward = self.call(self.rules.reward_function, history, "reward_function").tolist()
@@ -356,10 +366,29 @@ class EagerSteps:
         window = np.concatenate([s["dyn"][:, 1:], dyn[:, None, :]], axis=1)
         return {"first": s["first"], "ring": [np.array(value, np.float64)], "dyn": window}
 
+    def entry(self, env):
+        """Environment ``env``'s entry of ``now`` as gym-trading-env's ``info`` (Python
+        numbers; less ``date``, ``data_*`` and ``reward``), in the order of
+        :data:`flowsim.envs.portfolio.ENTRY`."""
+        now = self.now
+        asset, fiat = now["asset"][env], now["fiat"][env]
+        return {"idx": now["idx"][env], "step": now["step"][env],
+                "position_index": now["position_index"][env],
+                "position": now["position"][env], "real_position": now["real"][env],
+                "portfolio_valuation": now["value"][env],
+                "portfolio_distribution_asset": positive(asset),
+                "portfolio_distribution_fiat": positive(fiat),
+                "portfolio_distribution_borrowed_asset": positive(-asset),
+                "portfolio_distribution_borrowed_fiat": positive(-fiat),
+                "portfolio_distribution_interest_asset": now["ia"][env],
+                "portfolio_distribution_interest_fiat": now["if"][env]}
+
     def observe(self):
+        if self.rules.windows is None:
+            return np.concatenate([self.features[self.now["idx"]], self.state["dyn"][:, -1]],
+                                  axis=1)
         rows = np.array(self.now["idx"])[:, None] + self.window
-        obs = np.concatenate([self.features[rows], self.state["dyn"]], axis=2)
-        return obs[:, 0] if self.rules.windows is None else obs
+        return np.concatenate([self.features[rows], self.state["dyn"]], axis=2)
 
     def outputs(self, now, terminated, truncated):
         """``(obs, table)`` as the compiled calls return them."""

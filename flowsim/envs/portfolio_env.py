@@ -588,6 +588,7 @@ class PortfolioEnv(SingleEnv):
         self._info_keys = None
         self._rows = []                 # the episode's info dicts (eager)
         self._metrics = {}
+        self._data = None               # the data_* columns as lists (eager)
         self.df = df
         self.render_mode = render_mode
         self.observation_space = self._vec.single_observation_space
@@ -640,13 +641,14 @@ class PortfolioEnv(SingleEnv):
         """``(obs, terminated, truncated)`` of the eager step just taken; its
         ``info`` appended to the episode (:attr:`historical_info`)."""
         vec, steps = self._vec, self._vec._eager
-        now = steps.now
-        info = {c: steps.column(now, c)[0] for c in vec.info_columns}
+        info = steps.entry(0)
         idx = info["idx"]
         info["date"] = vec.portfolio.index[idx]
-        for c, values in vec._data.items():
-            info[f"data_{c}"] = values.item(idx)
-        info["reward"] = now["reward"][0]
+        if self._data is None:
+            self._data = [(f"data_{c}", values.tolist()) for c, values in vec._data.items()]
+        for key, values in self._data:
+            info[key] = values[idx]
+        info["reward"] = steps.now["reward"][0]
         if info["step"] == 0:
             self._rows = []
             vec._episode = []
