@@ -362,8 +362,9 @@ class EagerSteps:
         previous = s["ring"][0].tolist()
         now["reward"] = [0.0 if t else log(divide(v, w))
                          for t, v, w in zip(terminated, value, previous)]
-        dyn = np.array([now["position"], now["real"]], np.float32).T
-        window = np.concatenate([s["dyn"][:, 1:], dyn[:, None, :]], axis=1)
+        dyn = np.array([now["position"], now["real"]], np.float32).T[:, None, :]
+        window = dyn if self.rules.windows is None else np.concatenate([s["dyn"][:, 1:], dyn],
+                                                                       axis=1)
         return {"first": s["first"], "ring": [np.array(value, np.float64)], "dyn": window}
 
     def entry(self, env):
