@@ -67,7 +67,8 @@ action at a time, resetting when an episode ends) and 4 and 16 environments
 (gymnasium ``SyncVectorEnv`` of gym-trading-env against
 ``flowsim.envs.PortfolioVectorEnv``, eager numpy steps by default), the same
 actions, on each configuration of ``SMALL_CONFIGS`` (gym-trading-env's default
-options, ``PORTFOLIO``, fractional positions with fees); each round times every
+options, ``PORTFOLIO``, fractional positions with fees, a custom reward and
+feature); each round times every
 pair in turn; medians over ``--rounds`` of the rates and of the ratios taken within
 each round, and the lowest ratio over the configurations::
 
@@ -379,11 +380,29 @@ def portfolio_main(args):
           f"{median(lambda r: r['P5'][0] / r['P0'][0]):.1f}x wall")
 
 
-#: Configurations of the small-batch rows (``--only small``): name -> keywords.
+def drift_feature(history):
+    """A custom dynamic feature: the price relative to the episode's first price."""
+    return history["data_close", -1] / history["data_close", 0] - 1
+
+
+def value_ratio_reward(history):
+    """A custom reward: the step's gain relative to the first valuation, less a penalty
+    on leverage."""
+    gain = (history["portfolio_valuation", -1] - history["portfolio_valuation", -2]) / \
+        history["portfolio_valuation", 0]
+    return gain - np.where(np.abs(history["position", -1]) > 1, 0.0001, 0.0)
+
+
+#: Configurations of the small-batch rows (``--only small``): name -> keywords.  The
+#: last has its own reward and feature functions (flowsim runs them on its batched
+#: history, gym-trading-env on its own).
 SMALL_CONFIGS = {
     "defaults": dict(),
     "fees, leverage, windows": dict(PORTFOLIO),
     "fractional, fees": dict(positions=[-0.5, 0, 0.25, 0.5, 0.75, 1], trading_fees=0.002),
+    "custom reward and feature": dict(positions=[-1, 0, 1, 2], trading_fees=0.0005, windows=3,
+                                      dynamic_feature_functions=[drift_feature],
+                                      reward_function=value_ratio_reward),
 }
 SMALL_SIZES = (1, 4, 16)
 

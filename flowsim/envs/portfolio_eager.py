@@ -151,9 +151,14 @@ class EagerSteps:
     def history(self, first, ring, current):
         """The :class:`History` of the functions: ``current`` (column -> list) the
         entry -1, ``first`` and ``ring`` (arrays) the kept rows of entry 0 and before."""
-        values = {(c, -1): np.array(current[c], np.float64) for c in self.now_columns}
-        values.update({(c, 0): first[i] for i, c in enumerate(self.first_columns)})
-        values.update({(c, -k): ring[i] for i, (c, k) in enumerate(self.ring_keys)})
+        if self.n == 1:             # numpy scalars: a function's every operation is cheaper
+            values = {(c, -1): float(current[c][0]) for c in self.now_columns}
+            values.update({(c, 0): float(first[i][0]) for i, c in enumerate(self.first_columns)})
+            values.update({(c, -k): float(ring[i][0]) for i, (c, k) in enumerate(self.ring_keys)})
+        else:
+            values = {(c, -1): np.array(current[c], np.float64) for c in self.now_columns}
+            values.update({(c, 0): first[i] for i, c in enumerate(self.first_columns)})
+            values.update({(c, -k): ring[i] for i, (c, k) in enumerate(self.ring_keys)})
         return History.of_values(self.rules.columns, values, self.rules.history_length,
                                  LibmValues)
 
@@ -163,6 +168,8 @@ class EagerSteps:
         x = np.asarray(out.x if isinstance(out, LibmValues) else out, np.float64)
         if x.shape == (self.n,):
             return x
+        if x.ndim == 0:
+            return np.full(self.n, x)
         try:
             return np.broadcast_to(x.reshape(-1) if x.ndim else x, (self.n,))
         except ValueError as exc:

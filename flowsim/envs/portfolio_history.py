@@ -107,13 +107,17 @@ class Values:
     @property
     def is_tf(self):
         x = self.x
-        return type(x) is not np.ndarray and not isinstance(x, (np.generic, numbers.Number))
+        return type(x) is not np.ndarray and type(x) is not float and not isinstance(
+            x, (np.generic, numbers.Number))
 
     def apply(self, name, *args):
         """numpy ufunc ``name`` of ``args`` (Values, arrays, numbers) as Values."""
-        if not any(isinstance(a, Values) and a.is_tf for a in args):
+        for a in args:
+            if isinstance(a, Values) and a.is_tf:
+                break
+        else:
             function = self.host_functions.get(name) or getattr(np, name)
-            return type(self)(function(*map(unwrap, args)))
+            return type(self)(function(*[a.x if isinstance(a, Values) else a for a in args]))
         if name not in _TF_UFUNCS:
             raise TypeError(f"np.{name} is not available on flowsim's batched history "
                             f"values; write the function with "
@@ -194,6 +198,8 @@ def libm_log(x):
     """``np.log`` of a float64 array, each value the C library's ``log`` (Python's
     ``math.log``), as XLA computes it on CPUs; numpy's own differs in the last bit
     for about 2 % of values.  ``log(0) = -inf``, ``log(x < 0) = nan``."""
+    if type(x) is float or type(x) is np.float64:
+        return np.float64(math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan))
     values = np.asarray(x, np.float64)
     out = [math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
            for v in values.reshape(-1).tolist()]     # math.log raises for v <= 0
@@ -275,6 +281,9 @@ class History:
         return column, int(t)
 
     def __getitem__(self, arg):
+        if self._values is not None and type(arg) is tuple and len(arg) == 2 and \
+                type(arg[1]) is int and arg in self._values:
+            return self.values_class(self._values[arg])      # a kept entry, quickly
         column, t = self._check(arg)
         if self._values is not None:
             if (column, t) not in self._values:
