@@ -43,6 +43,8 @@ _TF_UFUNCS = {
     "fmin": "minimum",
 }
 _LOGICAL = {"logical_and", "logical_or", "logical_not"}
+#: Types of values computed with numpy (checked before :attr:`Values.is_tf`).
+_HOST_TYPES = frozenset({float, int, np.float64, np.float32, np.ndarray, np.bool_})
 _COMPARE = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
 
 
@@ -112,12 +114,11 @@ class Values:
 
     def apply(self, name, *args):
         """numpy ufunc ``name`` of ``args`` (Values, arrays, numbers) as Values."""
-        for a in args:
-            if isinstance(a, Values) and a.is_tf:
-                break
-        else:
+        raw = [a.x if isinstance(a, Values) else a for a in args]
+        if all(type(x) in _HOST_TYPES for x in raw) or not any(
+                isinstance(a, Values) and a.is_tf for a in args):
             function = self.host_functions.get(name) or getattr(np, name)
-            return type(self)(function(*[a.x if isinstance(a, Values) else a for a in args]))
+            return type(self)(function(*raw))
         if name not in _TF_UFUNCS:
             raise TypeError(f"np.{name} is not available on flowsim's batched history "
                             f"values; write the function with "
