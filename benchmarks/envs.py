@@ -61,6 +61,19 @@ TensorFlow)::
 
     .venv/bin/python benchmarks/envs.py --only portfolio --rounds 7 [--steps 150] [--tf-threads 1]
 
+Small batches (``--only small``): one environment (gym-trading-env's
+``TradingEnv`` against ``gymnasium.make("flowsim/TradingEnv-v0")``, both stepped one
+action at a time, resetting when an episode ends) and 4 and 16 environments
+(gymnasium ``SyncVectorEnv`` of gym-trading-env against
+``flowsim.envs.PortfolioVectorEnv``, eager numpy steps by default), the same
+actions, on each configuration of ``SMALL_CONFIGS`` (gym-trading-env's default
+options, ``PORTFOLIO``, fractional positions with fees, a custom reward and
+feature); each round times every
+pair in turn; medians over ``--rounds`` of the rates and of the ratios taken within
+each round, and the lowest ratio over the configurations::
+
+    .venv/bin/python benchmarks/envs.py --only small --rounds 5 [--steps 300]
+
 Needs gymnasium, gym-anytrading and gym-trading-env (the ``test`` extra).
 """
 import argparse
@@ -367,6 +380,110 @@ def portfolio_main(args):
           f"{median(lambda r: r['P5'][0] / r['P0'][0]):.1f}x wall")
 
 
+def drift_feature(history):
+    """A custom dynamic feature: the price relative to the episode's first price."""
+    return history["data_close", -1] / history["data_close", 0] - 1
+
+
+def value_ratio_reward(history):
+    """A custom reward: the step's gain relative to the first valuation, less a penalty
+    on leverage."""
+    gain = (history["portfolio_valuation", -1] - history["portfolio_valuation", -2]) / \
+        history["portfolio_valuation", 0]
+    return gain - np.where(np.abs(history["position", -1]) > 1, 0.0001, 0.0)
+
+
+#: Configurations of the small-batch rows (``--only small``): name -> keywords.  The
+#: last has its own reward and feature functions (flowsim runs them on its batched
+#: history, gym-trading-env on its own).
+SMALL_CONFIGS = {
+    "defaults": dict(),
+    "fees, leverage, windows": dict(PORTFOLIO),
+    "fractional, fees": dict(positions=[-0.5, 0, 0.25, 0.5, 0.75, 1], trading_fees=0.002),
+    "custom reward and feature": dict(positions=[-1, 0, 1, 2], trading_fees=0.0005, windows=3,
+                                      dynamic_feature_functions=[drift_feature],
+                                      reward_function=value_ratio_reward),
+}
+SMALL_SIZES = (1, 4, 16)
+
+
+class SmallRows:
+    """gym-trading-env against flowsim at 1, 4 and 16 environments on one
+    configuration; :meth:`round` times each pair once and returns ``{size: (theirs,
+    ours)}`` env-steps per second."""
+
+    def __init__(self, df, config, steps):
+        import gymnasium
+        saved = list(warnings.filters)
+        from gym_trading_env.environments import TradingEnv
+        warnings.filters[:] = saved          # its import turns every warning into an error
+
+        import flowsim.envs  # noqa: F401  (registers flowsim/TradingEnv-v0)
+        from flowsim.envs import PortfolioVectorEnv
+        self.steps = steps
+        k = len(config.get("positions", [0, 1]))
+        self.actions = np.random.default_rng(0).integers(0, k, (steps, max(SMALL_SIZES)))
+        self.pairs = {1: (TradingEnv(df, verbose=0, **config),
+                          gymnasium.make("flowsim/TradingEnv-v0", df=df, verbose=0,
+                                         **config).unwrapped)}
+        for n in SMALL_SIZES[1:]:
+            self.pairs[n] = (gymnasium.vector.SyncVectorEnv(
+                [lambda: TradingEnv(df, verbose=0, **config) for _ in range(n)]),
+                PortfolioVectorEnv(df, n, **config))
+        for theirs, ours in self.pairs.values():
+            theirs.reset(seed=0)
+            ours.reset(seed=0)
+
+    def _single(self, env):
+        for a in self.actions[:, 0].tolist():
+            if any(env.step(a)[2:4]):
+                env.reset()
+
+    def _vector(self, env, n):
+        for a in self.actions[:, :n]:
+            env.step(a)
+
+    def round(self):
+        out = {}
+        for n, pair in self.pairs.items():
+            rates = []
+            for env in pair:
+                t0 = time.perf_counter()
+                if n == 1:
+                    self._single(env)
+                else:
+                    self._vector(env, n)
+                rates.append(n * self.steps / (time.perf_counter() - t0))
+            out[n] = tuple(rates)
+        return out
+
+
+def small_main(args):
+    """One, 4 and 16 environments against gym-trading-env, each configuration of
+    :data:`SMALL_CONFIGS`; medians over interleaved rounds."""
+    df = portfolio_frame()
+    rows = {name: SmallRows(df, config, args.steps) for name, config in SMALL_CONFIGS.items()}
+    rounds = {name: [] for name in rows}
+    for r in range(args.rounds):
+        for name, small in rows.items():
+            rounds[name].append(small.round())
+        print(f"round {r + 1}/{args.rounds} (load average {os.getloadavg()[0]:.1f})")
+    out, lowest = [], {}
+    for name, results in rounds.items():
+        for n in SMALL_SIZES:
+            theirs = float(np.median([x[n][0] for x in results]))
+            ours = float(np.median([x[n][1] for x in results]))
+            ratio = float(np.median([x[n][1] / x[n][0] for x in results]))
+            lowest[n] = min(lowest.get(n, np.inf), ratio)
+            what = "one env" if n == 1 else f"{n} envs (SyncVectorEnv x {n})"
+            out.append((f"{name}: {what}", f"{theirs:,.0f}", f"{ours:,.0f}", f"{ratio:.2f}x"))
+    print(f"\nmedians over {args.rounds} interleaved rounds, {args.steps} steps per run")
+    table(out, ["configuration, size", "gym-trading-env steps/s", "flowsim steps/s",
+                "flowsim / gym-trading-env"])
+    print("lowest ratio over the configurations (target >= 1x): " +
+          ", ".join(f"{n} env{'s' if n > 1 else ''} {lowest[n]:.2f}x" for n in SMALL_SIZES))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=300, help="steps per timed vector run")
@@ -374,8 +491,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=1, help="whole measurements, same run")
     parser.add_argument("--portfolio-episodes", type=int, default=8192,
                         help="episodes per portfolio rollout")
-    parser.add_argument("--only", choices=("all", "stocks", "portfolio"), default="all",
-                        help="the gym-anytrading rows, the gym-trading-env rows, or both")
+    parser.add_argument("--only", choices=("all", "stocks", "portfolio", "small"),
+                        default="all",
+                        help="the gym-anytrading rows, the gym-trading-env rows, both, or "
+                             "the small-batch rows against gym-trading-env")
     parser.add_argument("--tf-threads", type=int, default=0,
                         help="TensorFlow intra-op threads for flowsim's rows (0: its "
                              "default, every core; gym-trading-env's rows do not use TF)")
@@ -383,6 +502,9 @@ def main():
     if args.tf_threads:
         from flowsim.core.backend import set_threads
         set_threads(args.tf_threads, strict=True, who="--tf-threads")
+    if args.only == "small":
+        small_main(args)
+        return
     if args.only != "stocks":
         portfolio_main(args)
     if args.only == "portfolio":

@@ -719,12 +719,15 @@ def test_portfolio_env_equals_gym_trading_env(gte, case):
     assert np.array_equal(info["idx"], env.episode_starts(21, episode=1)[0])
 
 
-def test_portfolio_env_without_xla_has_gym_trading_envs_valuations_bit_for_bit(gte):
-    """Without XLA (no a*b + c contraction) every valuation, position and distribution
-    equals gym-trading-env's bit for bit; rewards (a log) to 1e-15."""
+@pytest.mark.parametrize("eager", [True, False])
+def test_portfolio_env_without_xla_has_gym_trading_envs_valuations_bit_for_bit(gte, eager):
+    """Stepped in numpy (eager) or compiled by XLA (each product rounded on its own: no
+    a*b + c contraction), every valuation, position and distribution equals
+    gym-trading-env's bit for bit; rewards (a log) to 1e-15."""
     kwargs = PORTFOLIO_CASES["fees_and_borrowing"]
     df = market_frame(rows=120)
-    env = PortfolioVectorEnv(df, 2, jit_compile=False, **kwargs)
+    env = PortfolioVectorEnv(df, 2, eager=eager, **kwargs)
+    assert env.eager == eager and env.jit_compile
     env.reset(seed=0)
     refs = [gte(df, verbose=0, **kwargs) for _ in range(2)]
     for ref in refs:

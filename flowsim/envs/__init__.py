@@ -18,6 +18,9 @@
 ``flowsim.envs.train_ppo``
     PPO on a PortfolioVectorEnv's rules: rollouts in a compiled loop, gradient
     steps data-parallel over a backend's devices, the same weights on every one.
+``flowsim.envs.evaluate``
+    A policy's episodes on one gymnasium env (``flowsim/TradingEnv-v0`` or
+    gym-trading-env's ``TradingEnv``), a table of returns and metrics.
 
 Modules, by the library whose rules they follow:
 
@@ -27,7 +30,8 @@ gym-anytrading (``StocksEnv``, ``ForexEnv``)
 gym-trading-env (``TradingEnv``)
     ``portfolio`` (the rules: :class:`~flowsim.envs.portfolio.PortfolioRules`),
     ``portfolio_history`` (its ``History`` indexing), ``portfolio_env`` (the
-    VectorEnv), ``portfolio_rollout``, ``portfolio_render``.
+    VectorEnv), ``portfolio_eager`` (its numpy steps for small batches),
+    ``portfolio_rollout``, ``portfolio_render``, ``evaluation``.
 flowsim's own
     ``assets`` (several assets per environment).
 
@@ -39,6 +43,7 @@ gymnasium 1.x has no plugin entry points, so ``gymnasium.make`` finds the id
 after ``import flowsim.envs`` (or as ``"flowsim.envs:flowsim/Stocks-v0"``).
 """
 from ..core.lazy import attach
+from .evaluation import evaluate
 from .policies import MLP, Coin, Momentum
 from .portfolio_rollout import PortfolioRollout, portfolio_rollout
 from .ppo import ActorCritic, PPOResult, train_ppo
@@ -52,8 +57,8 @@ FOREX_ENV_ID = "flowsim/Forex-v0"
 __all__ = ["ACC_DTYPE", "ENV_ID", "FOREX_ENV_ID", "MLP", "PORTFOLIO_ENV_ID", "ActorCritic",
            "Coin", "ForexEnv", "ForexVectorEnv", "Market", "Momentum", "MultiAssetVectorEnv",
            "PPOResult", "PortfolioEnv", "PortfolioRollout", "PortfolioVectorEnv", "Rollout",
-           "RolloutResult", "TradingEnv", "TradingVectorEnv", "portfolio_rollout", "register",
-           "rollout", "sample_prices", "train_ppo"]
+           "RolloutResult", "TradingEnv", "TradingVectorEnv", "evaluate", "portfolio_rollout",
+           "register", "rollout", "sample_prices", "train_ppo"]
 
 #: Names that need gymnasium, imported on first use; ``submodules``: the old paths of
 #: modules renamed to name their rules' library (flowsim._moved).

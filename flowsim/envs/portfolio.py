@@ -433,13 +433,16 @@ class PortfolioRules:
                      wallet=t.stack(wallet), dyn=ring)
         return state, now
 
-    def trade(self, wallet, position, target, price, rules):
+    def trade(self, wallet, position, target, price, rules, exact=False):
         """gym-trading-env's ``trade_to_position`` where ``target != position``
-        (``rules``: :meth:`rule_rows` ``[4, n]``)."""
+        (``rules``: :meth:`rule_rows` ``[4, n]``).  ``exact``: every product that
+        feeds a sum is rounded on its own (:func:`rounded`), as numpy and
+        gym-trading-env round it, never contracted into an FMA by XLA."""
         t = tf()
         fee, keep, _, one = t.unstack(rules)
+        r = rounded(one, exact)
         asset, fiat, ia, if_ = wallet
-        value = asset * price + fiat - ia * price - if_
+        value = r(asset * price) + fiat - r(ia * price) - if_
         current = asset * price / value
         short = (target <= 0) & (current < 0)
         lever = ~short & (target >= 1) & (current > 1)
@@ -447,22 +450,22 @@ class PortfolioRules:
                         t.where(lever, t.minimum(one, (target - one) / t.where(
                             lever, current - one, one)), one))
         repay = ratio < one
-        asset = t.where(repay, asset - (one - ratio) * ia, asset)
-        fiat = t.where(repay, fiat - (one - ratio) * if_, fiat)
+        asset = t.where(repay, asset - r((one - ratio) * ia), asset)
+        fiat = t.where(repay, fiat - r((one - ratio) * if_), fiat)
         ia = t.where(repay, ratio * ia, ia)
         if_ = t.where(repay, ratio * if_, if_)
-        value = asset * price + fiat - ia * price - if_
+        value = r(asset * price) + fiat - r(ia * price) - if_
         size = target * value / price - asset
         buy = size > 0
-        bought = size / (keep + fee * target)
-        sold = size / (one - fee * target)
-        new_asset = t.where(buy, asset + bought * keep, asset + sold)
-        new_fiat = t.where(buy, fiat + (-bought * price), fiat + (-sold * price) * keep)
+        bought = size / (keep + r(fee * target))
+        sold = size / (one - r(fee * target))
+        new_asset = t.where(buy, asset + r(bought * keep), asset + sold)
+        new_fiat = t.where(buy, fiat + r(-bought * price), fiat + r((-sold * price) * keep))
         change = t.not_equal(target, position)
         return tuple(t.where(change, new, old) for new, old in
                      zip((new_asset, new_fiat, ia, if_), wallet))
 
-    def step(self, c, state, target, position_index, fence=None):
+    def step(self, c, state, target, position_index, fence=None, exact=False):
         """One step of every environment to target positions ``target`` (float64
         ``[n]``).  Returns ``(state, reward, terminated, truncated, now)``, ``now``
         the step's entry as :meth:`column` reads it, with ``now["dyn"]`` the step's
@@ -473,13 +476,15 @@ class PortfolioRules:
         cannot fold (a loop counter ``>= 0``): the wallet after the trade and the
         valuation are then computed once, behind
         :func:`flowsim.core.kernel.fusion_barrier`, instead of inside each of the
-        step's outputs that read them."""
+        step's outputs that read them.  ``exact``: no product is contracted with a
+        sum into an FMA (:meth:`trade`); the money is then numpy's and
+        gym-trading-env's, bit for bit."""
         t = tf()
         wallet = tuple(t.unstack(state["wallet"]))
         n = t.shape(target)[0]
         rules = c["rules"]
         wallet = self.trade(wallet, state["position"], target,
-                            t.gather(c["close"], state["idx"]), rules)
+                            t.gather(c["close"], state["idx"]), rules, exact)
         wallet = fusion_barrier(fence, *wallet)
         idx, step = state["idx"] + 1, state["step"] + 1
         price = t.gather(c["close"], idx)
@@ -487,7 +492,8 @@ class PortfolioRules:
         rate = rules[2]
         zero = t.zeros_like(asset)
         wallet = (asset, fiat, t.maximum(zero, -asset) * rate, t.maximum(zero, -fiat) * rate)
-        value = asset * price + fiat - wallet[2] * price - wallet[3]
+        r = rounded(rules[3], exact)
+        value = r(asset * price) + fiat - r(wallet[2] * price) - wallet[3]
         real = (asset - wallet[2]) * price / value
         value, real, *wallet = fusion_barrier(fence, value, real, *wallet)
         wallet = tuple(wallet)
@@ -533,6 +539,17 @@ class PortfolioRules:
         if self.windows is None:
             return row
         return t.concat([obs[:, 1:], row[:, None, :]], axis=1)
+
+
+def rounded(one, exact):
+    """``x -> x * one`` when ``exact`` (``one``: 1.0 that XLA cannot fold, a row of
+    :meth:`PortfolioRules.rule_rows`), else ``x`` unchanged.  A sum then reads the
+    product times one, not the product: XLA may contract that multiply into an FMA
+    with the sum, which rounds ``x * 1 + y`` as ``x + y``, so the product keeps its own
+    rounding (numpy's and gym-trading-env's)."""
+    if not exact:
+        return lambda x: x
+    return lambda x: x * one
 
 
 def _count(name, value, minimum=1):

@@ -20,6 +20,7 @@ from .vector import (
     SingleEnv,
     check_batch,
     check_discrete_actions,
+    check_discrete_numpy,
     default_device,
 )
 
@@ -32,6 +33,19 @@ def metrics_text(close_first, close_last, value_first, value_last):
     """gym-trading-env's two metrics, formatted as it formats them."""
     return {"Market Return": f"{100 * (close_last / close_first - 1):5.2f}%",
             "Portfolio Return": f"{100 * (value_last / value_first - 1):5.2f}%"}
+
+
+def choose_eager(eager, num_envs, backend, dtype):
+    """Whether a :class:`PortfolioVectorEnv` steps in numpy (its ``eager`` keyword)."""
+    from .portfolio_eager import EAGER_MAX_ENVS
+    if eager is None:
+        return num_envs <= EAGER_MAX_ENVS and backend == "numpy" and dtype == "float64"
+    if not isinstance(eager, bool):
+        raise TypeError(f"eager must be None, True or False, got {eager!r}")
+    if eager and (backend != "numpy" or dtype != "float64"):
+        raise ValueError(f"eager=True steps in numpy, float64: it needs backend='numpy' "
+                         f"and dtype='float64', got backend={backend!r}, dtype={dtype!r}")
+    return eager
 
 
 class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
@@ -116,6 +130,15 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         gym-trading-env's numbers) or ``"float32"`` (GPUs run it at full speed;
         valuations then differ from gym-trading-env's at float32's precision,
         about 1e-7 relative per step).  Observations are float32 either way.
+    eager : bool or None
+        Step in numpy from Python (:mod:`flowsim.envs.portfolio_eager`) instead
+        of one compiled TF call: a call costs some hundred microseconds however
+        few environments it steps, numpy a few per environment.  None (default):
+        eager up to ``EAGER_MAX_ENVS`` (16) environments with the numpy backend
+        and float64.  The same observations, rewards, infos and history, bit for
+        bit, on CPUs (history functions using ``np.exp``, ``np.tanh`` and the
+        like excepted: XLA computes those its own way; ``np.log`` is the same).
+        ``True`` needs ``backend="numpy"`` and ``dtype="float64"``.
 
     Seeds: ``reset(seed=s)`` seeds environment ``i`` with ``s + i``; its start
     rows and random initial positions are a pure function of (seed, episode
@@ -133,11 +156,12 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
                  portfolio_initial_value=1000, initial_position="random",
                  max_episode_duration="max", verbose=0, name="Stock", render_mode=None,
                  action_space="discrete", history_length=2, backend="numpy", device=None,
-                 jit_compile=True, dtype="float64"):
+                 jit_compile=True, dtype="float64", eager=None):
         check_batch(num_envs, backend)
         if dtype not in ("float64", "float32"):
             raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
         self.dtype = np.dtype(dtype)
+        self.eager = choose_eager(eager, num_envs, backend, dtype)
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be None or one of {RENDER_MODES}, got "
                              f"{render_mode!r}")
@@ -170,7 +194,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         self._added = [{} for _ in range(self.num_envs)]
         self._metrics = None
         self._mask_keys = self._info_columns = None
-        self._vars = self._fns = None
+        self._vars = self._fns = self._eager = None
         self._seeded = False
         self._ones = np.ones(self.num_envs, dtype=bool)
         self._first = np.zeros((len(p.columns), self.num_envs))   # entry 0, for metrics
@@ -262,7 +286,8 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
             target, index = action, -t.ones_like(state["idx"])
         else:
             target, index = t.gather(self._c["positions"], action), action
-        stepped, reward, terminated, truncated, now = p.step(self._c, state, target, index)
+        stepped, reward, terminated, truncated, now = p.step(self._c, state, target, index,
+                                                             exact=True)
         keys = t.stack([keys[0], keys[1] + t.cast(reset, t.int64)])
         now = {k: now[k] for k in NOW}      # fresh()'s keys: the step's entry less "dyn"
         # the next episodes' state only on a step where some environment starts one
@@ -309,10 +334,17 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
     def reset(self, *, seed=None, options=None):
         """Reset every environment, or those of ``options["reset_mask"]``; ``seed`` as
         :meth:`flowsim.envs.TradingVectorEnv.reset`.  Returns ``(obs, infos)``."""
-        if self._vars is None:
-            self._build()
-        mask, args = self.reset_inputs(seed, options)
-        obs, table = self._fns["reset"](*args)
+        if self.eager:
+            if self._eager is None:
+                from .portfolio_eager import EagerSteps
+                self._eager = EagerSteps(self.portfolio, self.num_envs, self.info_columns)
+            mask, seeds, given = self.reset_values(seed, options)
+            obs, table = self._eager.reset(mask, seeds, given)
+        else:
+            if self._vars is None:
+                self._build()
+            mask, args = self.reset_inputs(seed, options)
+            obs, table = self._fns["reset"](*args)
         obs, _, _, _, infos = self._finish(obs, table, mask, fresh=mask)
         if mask[0]:
             self._record(infos)
@@ -322,10 +354,12 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         """Step every environment with ``actions`` ``[num_envs]``: position indices
         (discrete) or target positions (box).  Returns ``(obs, rewards, terminations,
         truncations, infos)``; rewards float64."""
-        if self._vars is None:
+        if self._vars is None and self._eager is None:
             raise RuntimeError("call reset() before step()")
-        actions = self._check_actions(actions)
-        obs, table = self._fns["step"](actions)
+        if self.eager:
+            obs, table = self._eager.step(*self._eager_actions(actions))
+        else:
+            obs, table = self._fns["step"](self._check_actions(actions))
         out = self._finish(obs, table, self._ones)
         if self.backend == "numpy":
             self._episode_ends(out[4], out[2] | out[3])
@@ -339,6 +373,12 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
                                           f"indices into positions {p.positions.tolist()}")
         t = tf()
         a = actions.numpy() if isinstance(actions, t.Tensor) else np.asarray(actions)
+        return t.constant(self._check_box(a))
+
+    def _check_box(self, a):
+        """Box actions ``a`` (numpy) as target positions in ``self.dtype``, refused
+        naming the range when outside it."""
+        p = self.portfolio
         if a.shape != (self.num_envs,) or not np.issubdtype(a.dtype, np.number):
             raise ValueError(f"actions must be {self.num_envs} target positions (numbers), "
                              f"got shape {list(a.shape)} dtype {a.dtype}")
@@ -347,22 +387,29 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         if bad.any():
             raise ValueError(f"actions must be target positions in [{low}, {high}] "
                              f"(positions[0], positions[-1]), got {float(a[bad][0])!r}")
-        return t.constant(a.astype(self.dtype))
+        return a.astype(self.dtype)
+
+    def _eager_actions(self, actions):
+        """``(targets, index)`` of ``actions`` for :class:`EagerSteps`: target positions
+        (a list of floats) and position indices (-1 for box actions); refused as
+        :meth:`_check_actions` refuses them."""
+        p = self.portfolio
+        a = actions.numpy() if hasattr(actions, "numpy") else np.asarray(actions)
+        if p.action_space == "discrete":
+            a = check_discrete_numpy(a, self.num_envs, len(p.positions),
+                                     f"indices into positions {p.positions.tolist()}")
+            return p.positions[a].tolist(), a
+        return self._check_box(a).tolist(), np.full(self.num_envs, -1)
 
     def _finish(self, obs, table, mask, fresh=None):
         """gymnasium's ``(obs, rewards, terminations, truncations, infos)`` from the
         compiled call's outputs; ``fresh``: the environments that start an episode
         (default: those at step 0), whose entry 0 the metrics keep."""
-        t = tf()
         columns = self.info_columns
         if self.backend == "tf":
-            infos = {c: table[3 + i] for i, c in enumerate(columns)}
-            infos = {c: t.cast(x, t.int64) if c in INT_COLUMNS else x for c, x in infos.items()}
-            infos["reward"] = table[0]
-            masks = {f"_{c}": t.constant(mask) for c in infos}
-            return (obs, table[0], t.cast(table[1], t.bool), t.cast(table[2], t.bool),
-                    {**infos, **masks})
-        table = table.numpy()
+            return self._finish_tf(obs, table, mask)
+        if not isinstance(table, np.ndarray):
+            obs, table = obs.numpy(), table.numpy()
         infos = dict(zip(columns, table[3:]))
         for c in INT_COLUMNS:
             infos[c] = infos[c].astype(np.int64)
@@ -384,7 +431,17 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
             infos = {k: np.where(mask, x, np.zeros_like(x)) for k, x in infos.items()}
             masks = np.repeat(mask[None], len(infos), axis=0)
         infos.update(zip(self._mask_keys, masks))     # one array each (rows of one block)
-        return obs.numpy(), table[0], table[1].astype(bool), table[2].astype(bool), infos
+        return obs, table[0], table[1].astype(bool), table[2].astype(bool), infos
+
+    def _finish_tf(self, obs, table, mask):
+        """:meth:`_finish` with ``backend="tf"``: tensors on the device."""
+        t = tf()
+        infos = {c: table[3 + i] for i, c in enumerate(self.info_columns)}
+        infos = {c: t.cast(x, t.int64) if c in INT_COLUMNS else x for c, x in infos.items()}
+        infos["reward"] = table[0]
+        masks = {f"_{c}": t.constant(mask) for c in infos}
+        return (obs, table[0], t.cast(table[1], t.bool), t.cast(table[2], t.bool),
+                {**infos, **masks})
 
     def _entries(self, infos, rows):
         """History entries ``[len(columns), len(rows)]`` (float64) of environments
@@ -493,14 +550,14 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         return episode_figure(self.portfolio.close, self._episode, self.name, path)
 
     def close_extras(self, **kwargs):
-        self._vars = self._fns = None
+        self._vars = self._fns = self._eager = None
 
     def __repr__(self):
         p = self.portfolio
         return (f"PortfolioVectorEnv(num_envs={self.num_envs}, positions="
                 f"{p.positions.tolist()}, trading_fees={p.trading_fees}, "
                 f"borrow_interest_rate={p.borrow_interest_rate}, windows={p.windows}, "
-                f"backend={self.backend!r}, device={self.device!r})")
+                f"backend={self.backend!r}, device={self.device!r}, eager={self.eager})")
 
 
 class PortfolioEnv(SingleEnv):
@@ -513,6 +570,10 @@ class PortfolioEnv(SingleEnv):
     ``position``, ``real_position``, ``data_*``, ``portfolio_valuation``,
     ``portfolio_distribution_*``, ``reward``).  For speed step many at once with
     :class:`PortfolioVectorEnv`.
+
+    With ``eager`` (default: True, float64) it steps in numpy
+    (:mod:`flowsim.envs.portfolio_eager`) and builds ``info`` and the episode's
+    history straight from the step's numbers, with the compiled step's values.
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
@@ -524,6 +585,10 @@ class PortfolioEnv(SingleEnv):
         self._vec = PortfolioVectorEnv(df, 1, verbose=verbose, render_mode=render_mode,
                                        **kwargs)
         self._vec.keep_history()
+        self._info_keys = None
+        self._rows = []                 # the episode's info dicts (eager)
+        self._metrics = {}
+        self._data = None               # the data_* columns as lists (eager)
         self.df = df
         self.render_mode = render_mode
         self.observation_space = self._vec.single_observation_space
@@ -534,18 +599,89 @@ class PortfolioEnv(SingleEnv):
         """A position index, or a target position with ``action_space="box"``."""
         return np.reshape(np.asarray(action), [1])
 
-    @staticmethod
-    def _info(infos):
-        out = {}
-        for k, v in infos.items():
-            if k.startswith("_"):
-                continue
-            x = v[0]
-            out[k] = x.item() if isinstance(x, np.generic) and k != "date" else x
-        return out
+    def _info(self, infos):
+        if self._info_keys is None:
+            self._info_keys = [k for k in infos if not k.startswith("_")]
+        return {k: infos[k][0] if k == "date" else infos[k].item(0) for k in self._info_keys}
+
+    def reset(self, *, seed=None, options=None):
+        """``(obs, info)`` of a new episode (``seed``: as gymnasium's)."""
+        if not self._vec.eager:
+            return super().reset(seed=seed, options=options)
+        gymnasium.Env.reset(self, seed=seed)
+        if options:
+            raise ValueError(f"options: {type(self).__name__} takes none, got "
+                             f"{sorted(options)}")
+        vec = self._vec
+        if vec._eager is None:
+            from .portfolio_eager import EagerSteps
+            vec._eager = EagerSteps(vec.portfolio, 1, vec.info_columns)
+        vec._eager.start_episodes(*vec.reset_values(seed, None))
+        return self._entry([False], [False])[0], self._rows[-1]
+
+    def step(self, action):
+        """``(obs, reward, terminated, truncated, info)`` after ``action``."""
+        vec = self._vec
+        if not vec.eager:
+            return super().step(action)
+        if vec._eager is None:
+            raise RuntimeError("call reset() before step()")
+        p = vec.portfolio
+        if p.action_space == "discrete" and type(action) is int and \
+                0 <= action < len(p.positions):
+            targets, index = [p.positions.item(action)], [action]
+        else:
+            targets, index = vec._eager_actions(self._action(action))
+            index = index.tolist()
+        obs, terminated, truncated = self._entry(*vec._eager.move(targets, index))
+        info = self._rows[-1]
+        return obs, info["reward"], terminated, truncated, info
+
+    def _entry(self, terminated, truncated):
+        """``(obs, terminated, truncated)`` of the eager step just taken; its
+        ``info`` appended to the episode (:attr:`historical_info`)."""
+        vec, steps = self._vec, self._vec._eager
+        info = steps.entry(0)
+        idx = info["idx"]
+        info["date"] = vec.portfolio.index[idx]
+        if self._data is None:
+            self._data = [(f"data_{c}", values.tolist()) for c, values in vec._data.items()]
+        for key, values in self._data:
+            info[key] = values[idx]
+        info["reward"] = steps.now["reward"][0]
+        if info["step"] == 0:
+            self._rows = []
+            vec._episode = []
+        self._rows.append(info)
+        if vec.render_mode is not None:
+            vec._episode.append({k: info[k] for k in ("idx", "position", "real_position",
+                                                      "portfolio_valuation")})
+        terminated, truncated = bool(terminated[0]), bool(truncated[0])
+        if terminated or truncated:
+            self._episode_end()
+        return steps.observe()[0], terminated, truncated
+
+    def _episode_end(self):
+        first, last = self._rows[0], self._rows[-1]
+        self._metrics = metrics_text(first["data_close"], last["data_close"],
+                                     first["portfolio_valuation"],
+                                     last["portfolio_valuation"])
+        if self._vec.log_metrics:
+            history = self._history(self._vec._recorder.columns)
+            for metric in self._vec.log_metrics:
+                self._metrics[metric["name"]] = metric["function"](history)
+        if self._vec.verbose > 0:
+            print("".join(f"{k} : {v}   |   " for k, v in self._metrics.items()))
+
+    def _history(self, columns):
+        from .episode_history import EpisodeHistory
+        return EpisodeHistory({c: np.array([row[c] for row in self._rows], np.float64)
+                               for c in columns})
 
     def get_metrics(self):
         """gym-trading-env's metrics of the last finished episode."""
+        if self._vec.eager:
+            return self._metrics
         return self._vec.get_metrics()[0]
 
     def add_metric(self, name, function):
@@ -561,7 +697,12 @@ class PortfolioEnv(SingleEnv):
     def historical_info(self):
         """The episode so far, as gym-trading-env's ``historical_info``:
         ``historical_info["position"]``, ``["portfolio_valuation", -1]``, ``[-1]``..."""
-        return self._vec.historical_info(0)
+        if not self._vec.eager:
+            return self._vec.historical_info(0)
+        from .episode_history import EpisodeHistory
+        arrays = self._history(self._vec._kept_columns).arrays
+        arrays["date"] = self._vec.portfolio.index.take(arrays["idx"].astype(np.int64))
+        return EpisodeHistory(arrays)
 
     def save_for_render(self, dir="render_logs"):
         """Write the episode for gym-trading-env's renderer, as gym-trading-env does:

@@ -22,6 +22,7 @@ Only the entries a step keeps are readable: index ``0`` (the episode's first
 entry) and the last ``history_length`` entries (``-1 .. -history_length``);
 :class:`flowsim.envs.PortfolioVectorEnv` takes ``history_length`` (default 2).
 """
+import math
 import numbers
 
 import numpy as np
@@ -42,6 +43,8 @@ _TF_UFUNCS = {
     "fmin": "minimum",
 }
 _LOGICAL = {"logical_and", "logical_or", "logical_not"}
+#: Types of values computed with numpy (checked before :attr:`Values.is_tf`).
+_HOST_TYPES = frozenset({float, int, np.float64, np.float32, np.ndarray, np.bool_})
 _COMPARE = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
 
 
@@ -97,18 +100,25 @@ class Values:
 
     __slots__ = ("x",)
     __array_priority__ = 1000
+    #: numpy ufuncs computed otherwise on numpy values (:class:`LibmValues`).
+    host_functions = {}
 
     def __init__(self, x):
         self.x = x
 
     @property
     def is_tf(self):
-        return not isinstance(self.x, (np.ndarray, np.generic, numbers.Number))
+        x = self.x
+        return type(x) is not np.ndarray and type(x) is not float and not isinstance(
+            x, (np.generic, numbers.Number))
 
     def apply(self, name, *args):
         """numpy ufunc ``name`` of ``args`` (Values, arrays, numbers) as Values."""
-        if not any(isinstance(a, Values) and a.is_tf for a in args):
-            return Values(getattr(np, name)(*map(unwrap, args)))
+        raw = [a.x if isinstance(a, Values) else a for a in args]
+        if all(type(x) in _HOST_TYPES for x in raw) or not any(
+                isinstance(a, Values) and a.is_tf for a in args):
+            function = self.host_functions.get(name) or getattr(np, name)
+            return type(self)(function(*raw))
         if name not in _TF_UFUNCS:
             raise TypeError(f"np.{name} is not available on flowsim's batched history "
                             f"values; write the function with "
@@ -125,7 +135,7 @@ class Values:
         if func is np.where and not kwargs and len(args) == 3:
             cond, a, b = args
             if not any(isinstance(v, Values) and v.is_tf for v in args):
-                return Values(np.where(*map(unwrap, args)))
+                return type(self)(np.where(*map(unwrap, args)))
             t = tf()
             cond = self.apply("not_equal", cond, 0.0).x if not (
                 isinstance(unwrap(cond), t.Tensor) and unwrap(cond).dtype == t.bool) \
@@ -185,6 +195,31 @@ class Values:
     __hash__ = None
 
 
+def libm_log(x):
+    """``np.log`` of a float64 array, each value the C library's ``log`` (Python's
+    ``math.log``), as XLA computes it on CPUs; numpy's own differs in the last bit
+    for about 2 % of values.  ``log(0) = -inf``, ``log(x < 0) = nan``."""
+    if type(x) is float or type(x) is np.float64:
+        return np.float64(math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan))
+    values = np.asarray(x, np.float64)
+    out = [math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
+           for v in values.reshape(-1).tolist()]     # math.log raises for v <= 0
+    return np.array(out, np.float64).reshape(values.shape)
+
+
+class LibmValues(Values):
+    """:class:`Values` of numpy arrays whose ``np.log`` (``log2``, ``log10``) is the C
+    library's (:func:`libm_log`): the numbers of an XLA-compiled history function on
+    CPUs, for :mod:`flowsim.envs.portfolio_eager`.  Other transcendental ufuncs
+    (``np.exp``, ``np.tanh``, ...) are numpy's, which XLA's own may differ from in
+    the last bit."""
+
+    __slots__ = ()
+    host_functions = {"log": libm_log,
+                      "log2": lambda x: libm_log(x) / np.log(2.0),
+                      "log10": lambda x: libm_log(x) / np.log(10.0)}
+
+
 class History:
     """The entries of a batch of episodes, indexed as gym-trading-env's ``History``.
 
@@ -207,12 +242,17 @@ class History:
         self._length = len(self._last)
         self._values = None
 
+    #: What ``history[column, t]`` returns the values as.
+    values_class = Values
+
     @classmethod
-    def of_values(cls, columns, values, history_length):
+    def of_values(cls, columns, values, history_length, values_class=Values):
         """A history holding only ``values``: ``{(column, t): tensor [n]}`` (what
-        :func:`reads` found the functions read); reading another entry is refused."""
+        :func:`reads` found the functions read); reading another entry is refused.
+        ``values_class``: :class:`Values` or :class:`LibmValues`."""
         history = cls(columns, None, [])
         history._values, history._length = dict(values), int(history_length)
+        history.values_class = values_class
         return history
 
     @property
@@ -222,6 +262,9 @@ class History:
     def _check(self, arg):
         """``(column, t)`` of ``history[arg]``, refused with gym-trading-env's message
         for an unknown column and flowsim's for an entry it does not keep."""
+        if type(arg) is tuple and len(arg) == 2 and type(arg[1]) is int and \
+                arg[0] in self._index and -self._length <= arg[1] <= 0:
+            return arg                              # the usual read, checked quickly
         if not (isinstance(arg, tuple) and len(arg) == 2):
             raise TypeError(f"history[{arg!r}]: flowsim's batched history reads one entry "
                             f"at a time, history[column, t] with t = 0 or -1 .. "
@@ -239,6 +282,9 @@ class History:
         return column, int(t)
 
     def __getitem__(self, arg):
+        if self._values is not None and type(arg) is tuple and len(arg) == 2 and \
+                type(arg[1]) is int and arg in self._values:
+            return self.values_class(self._values[arg])      # a kept entry, quickly
         column, t = self._check(arg)
         if self._values is not None:
             if (column, t) not in self._values:
@@ -246,7 +292,7 @@ class History:
                     f"history[{column!r}, {t}] was not read when flowsim first traced the "
                     f"reward and feature functions (it keeps only the entries they read): "
                     f"a function must read the same history entries on every call")
-            return Values(self._values[column, t])
+            return self.values_class(self._values[column, t])
         entry = self._first if t == 0 else self._last[-t - 1]
         return Values(entry[self._index[column]])
 

@@ -104,28 +104,36 @@ def check_discrete_actions(actions, num_envs, n_actions, what):
     ``[0, n_actions)``; anything else is refused naming ``actions`` and the range
     (``what`` names the meaning of the values, e.g. ``"0 Sell, 1 Buy"``)."""
     t = tf()
-    if isinstance(actions, t.Tensor):
-        if not (actions.dtype.is_integer or actions.dtype == t.bool):
-            raise TypeError(f"actions must be integers ({what}), got dtype {actions.dtype.name}")
-        if actions.shape.rank != 1 or actions.shape[0] != num_envs:
-            raise ValueError(f"actions must have shape ({num_envs},), got "
-                             f"{actions.shape.as_list()}")
-        actions = t.cast(actions, t.int32)
-        low, high = int(t.reduce_min(actions)), int(t.reduce_max(actions))
-    else:
-        actions = np.asarray(actions)
-        if actions.shape != (num_envs,):
-            raise ValueError(f"actions must have shape ({num_envs},), got "
-                             f"{list(actions.shape)}")
-        if not (np.issubdtype(actions.dtype, np.integer) or actions.dtype == np.bool_):
-            raise TypeError(f"actions must be integers ({what}), got dtype {actions.dtype}")
-        low, high = (int(actions.min()), int(actions.max())) if actions.size else (0, 0)
-        actions = t.constant(actions.astype(np.int32, copy=False))
+    if not isinstance(actions, t.Tensor):
+        actions = check_discrete_numpy(np.asarray(actions), num_envs, n_actions, what)
+        return t.constant(actions.astype(np.int32, copy=False))
+    if not (actions.dtype.is_integer or actions.dtype == t.bool):
+        raise TypeError(f"actions must be integers ({what}), got dtype {actions.dtype.name}")
+    if actions.shape.rank != 1 or actions.shape[0] != num_envs:
+        raise ValueError(f"actions must have shape ({num_envs},), got "
+                         f"{actions.shape.as_list()}")
+    actions = t.cast(actions, t.int32)
+    check_action_range(int(t.reduce_min(actions)), int(t.reduce_max(actions)), n_actions, what)
+    return actions
+
+
+def check_discrete_numpy(actions, num_envs, n_actions, what):
+    """:func:`check_discrete_actions` of a numpy array: ``actions`` unchanged."""
+    if actions.shape != (num_envs,):
+        raise ValueError(f"actions must have shape ({num_envs},), got "
+                         f"{list(actions.shape)}")
+    if not (np.issubdtype(actions.dtype, np.integer) or actions.dtype == np.bool_):
+        raise TypeError(f"actions must be integers ({what}), got dtype {actions.dtype}")
+    if actions.size:
+        check_action_range(int(actions.min()), int(actions.max()), n_actions, what)
+    return actions
+
+
+def check_action_range(low, high, n_actions, what):
     if low < 0 or high >= n_actions:
         bad = low if low < 0 else high
         raise ValueError(f"actions must be in [0, {n_actions - 1}] ({what}), got {bad}: "
                          f"the action space is Discrete({n_actions})")
-    return actions
 
 
 class CompiledVectorEnv:
@@ -162,10 +170,16 @@ class CompiledVectorEnv:
     def reset_inputs(self, seed, options):
         """``(mask, args)`` of a ``reset(seed=, options=)``: the environments reset
         (numpy bool ``[num_envs]``) and the reset call's tensors (mask, seeds,
-        which seeds are given).  An int ``seed`` also seeds gymnasium's
-        ``np_random`` (for its wrappers); the first reset gives unseeded
-        environments OS entropy."""
+        which seeds are given): :meth:`reset_values` as tensors."""
         t = tf()
+        mask, values, given = self.reset_values(seed, options)
+        return mask, (t.constant(mask), t.constant(values), t.constant(given))
+
+    def reset_values(self, seed, options):
+        """``(mask, seeds, given)`` (numpy ``[num_envs]``) of a ``reset(seed=,
+        options=)``: the environments reset, their seeds (int64) and which seeds
+        are given.  An int ``seed`` also seeds gymnasium's ``np_random`` (for its
+        wrappers); the first reset gives unseeded environments OS entropy."""
         mask = reset_mask(options, self.num_envs, self._ones)
         seeds = env_seeds(seed, self.num_envs)
         if isinstance(seed, numbers.Integral):
@@ -175,7 +189,7 @@ class CompiledVectorEnv:
             self._seeded = True
         given = np.array([s is not None for s in seeds])
         values = np.array([0 if s is None else s for s in seeds], dtype=np.int64)
-        return mask, (t.constant(mask), t.constant(values), t.constant(given))
+        return mask, values, given
 
 
 class TradingVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
