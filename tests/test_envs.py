@@ -1163,3 +1163,22 @@ def test_single_env_saves_for_gym_trading_envs_renderer(gte, tmp_path):
     with pytest.raises(ValueError, match="save_for_render needs the DataFrame columns open, "
                                          "high, low and close"):
         PortfolioEnv(df[["close", "feature_return"]], verbose=0).save_for_render(tmp_path)
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_partial_reset_appends_only_to_the_reset_environments_history(eager):
+    """After ``reset(options={"reset_mask": ...})`` the reset environment's history holds
+    its reset entry alone; the others' histories run on, without an extra row."""
+    env = PortfolioVectorEnv(market_frame(rows=50), 3, eager=eager, positions=[0, 1])
+    env.keep_history()
+    env.reset(seed=5)
+    for _ in range(4):
+        env.step(np.array([1, 0, 1]))
+    before = [env.historical_info(i) for i in range(3)]
+    env.reset(options={"reset_mask": np.array([False, True, False])})
+    after = [env.historical_info(i) for i in range(3)]
+    assert [len(h) for h in before] == [5, 5, 5] and [len(h) for h in after] == [5, 1, 5]
+    for i in (0, 2):
+        assert np.array_equal(after[i]["portfolio_valuation"], before[i]["portfolio_valuation"])
+    env.step(np.array([0, 1, 0]))
+    assert [len(env.historical_info(i)) for i in range(3)] == [6, 2, 6]

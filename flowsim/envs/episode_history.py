@@ -75,38 +75,43 @@ def check_metric(name, function, columns):
 
 
 class EpisodeRecorder:
-    """The entries of ``columns`` of ``num_envs`` environments since each one's reset."""
+    """The entries of ``columns`` of ``num_envs`` environments since each one's reset
+    (each environment's own rows: a partial reset appends to the reset ones only)."""
 
     def __init__(self, columns, num_envs):
         self.columns, self.num_envs = list(columns), num_envs
         self.rows = {c: np.zeros((64, num_envs)) for c in self.columns}
-        self.size = 0
         self.start = np.zeros(num_envs, dtype=np.int64)
+        self.end = np.zeros(num_envs, dtype=np.int64)
 
-    def add(self, infos, fresh):
-        """Append the entries ``infos`` (columns -> ``[num_envs]``); environments
-        ``fresh`` (indices) start an episode with them."""
+    def add(self, infos, fresh, envs=None):
+        """Append the entries ``infos`` (columns -> ``[num_envs]``) of environments
+        ``envs`` (indices; default all); environments ``fresh`` (indices, among
+        ``envs``) start an episode with them."""
+        envs = np.arange(self.num_envs) if envs is None else np.asarray(envs, np.int64)
         self._room()
+        self.start[fresh] = self.end[fresh]
+        at = self.end[envs]
         for c in self.columns:
-            self.rows[c][self.size] = np.asarray(infos[c], np.float64)
-        self.start[fresh] = self.size
-        self.size += 1
+            self.rows[c][at, envs] = np.asarray(infos[c], np.float64)[envs]
+        self.end[envs] += 1
 
     def episode(self, env):
         """:class:`EpisodeHistory` of environment ``env`` from its reset to now."""
-        first = self.start[env]
-        return EpisodeHistory({c: self.rows[c][first:self.size, env].copy()
+        first, last = self.start[env], self.end[env]
+        return EpisodeHistory({c: self.rows[c][first:last, env].copy()
                                for c in self.columns})
 
     def _room(self):
-        """Drop the rows no episode needs; grow when full."""
-        keep = int(self.start.min()) if self.size else 0
+        """Drop the rows no episode needs; grow when one environment's rows are full."""
+        keep = int(self.start.min())
         if keep:
+            size = int(self.end.max())
             for c in self.columns:
-                self.rows[c][:self.size - keep] = self.rows[c][keep:self.size]
-            self.size -= keep
+                self.rows[c][:size - keep] = self.rows[c][keep:size]
             self.start -= keep
+            self.end -= keep
         capacity = len(next(iter(self.rows.values())))
-        if self.size == capacity:
+        if int(self.end.max()) == capacity:
             for c in self.columns:
                 self.rows[c] = np.concatenate([self.rows[c], np.zeros_like(self.rows[c])])

@@ -422,7 +422,7 @@ class PortfolioVectorEnv(CompiledVectorEnv, gymnasium.vector.VectorEnv):
         if fresh.size:
             self._first[:, fresh] = self._entries(infos, fresh)
         if self._recorder is not None:
-            self._recorder.add(infos, fresh)
+            self._recorder.add(infos, fresh, np.flatnonzero(mask))
         if self._mask_keys is None:
             self._mask_keys = [f"_{k}" for k in infos]
         if mask is self._ones:
