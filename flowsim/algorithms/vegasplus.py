@@ -33,7 +33,7 @@ MAX_HCUBES = 1 << 24
 #: dimensions the default is :func:`events_per_hcube`.
 EVENTS_PER_HCUBE = 4
 #: From this many dimensions on, the default ``nstrat`` follows ``vegas``'s budget and
-#: is even (:func:`choose_nstrat`).
+#: is even once that affords 4 strata per axis (:func:`choose_nstrat`).
 MANY_DIMS = 7
 #: Most hypercube slots a block returns: with more hypercubes, a block returns the
 #: sums of a window of this many consecutive hypercubes starting at its first.
@@ -43,34 +43,39 @@ HCUBE_WINDOW = 1 << 16
 MAP_TRAINING = "n/(H n_h) weights"
 
 
-def events_per_hcube(dim, neval_frac=0.75):
-    """Default average events per hypercube in ``dim`` dimensions.
+def events_per_hcube(dim):
+    """Default average events per hypercube in ``dim`` dimensions: ``max(4, 2 ** (dim / 2))``."""
+    return max(EVENTS_PER_HCUBE, 2.0 ** (dim / 2.0))
 
-    ``max(4, 2 ** (dim / 2))`` below :data:`MANY_DIMS` dimensions; from there on at
-    most ``vegas``'s ``2 / (1 - neval_frac)`` (two events per hypercube from the
-    evenly spread share, 8 by default) and at least 4.
-    """
-    per = max(EVENTS_PER_HCUBE, 2.0 ** (dim / 2.0))
-    if dim >= MANY_DIMS:
-        per = min(per, max(EVENTS_PER_HCUBE, 2.0 / (1.0 - neval_frac)))
-    return per
+
+def _largest_strata(dim, limit):
+    """The largest ``s <= MAX_STRATA_PER_AXIS`` with ``s ** dim <= max(1, limit)``."""
+    s = 1
+    while s < MAX_STRATA_PER_AXIS and float(s + 1) ** dim <= limit:
+        s += 1
+    return s
 
 
 def choose_nstrat(dim, n_events, max_hcubes=MAX_HCUBES, per_hcube=None, neval_frac=0.75):
     """The same strata ``s`` on every axis: the largest ``s <= MAX_STRATA_PER_AXIS`` with
-    ``s ** dim <= min(max_hcubes, n / per_hcube)`` (default :func:`events_per_hcube`),
-    rounded down to an even ``s`` from :data:`MANY_DIMS` dimensions on (unless 1).
+    ``s ** dim <= min(max_hcubes, n / per_hcube)`` (default :func:`events_per_hcube`).
 
-        >>> choose_nstrat(8, 10**8).tolist()     # 6**8 hypercubes: vegas's 7**3 x 8**5
+    From :data:`MANY_DIMS` dimensions on (with the default ``per_hcube``), once
+    ``vegas``'s budget of ``2 / (1 - neval_frac)`` events per hypercube (two from
+    the evenly spread share; at most :func:`events_per_hcube`) affords 4 strata per
+    axis, the largest even ``s`` within that budget instead.
+
+        >>> choose_nstrat(8, 10**8).tolist()     # 6**8 hypercubes: vegas's 8**5 x 7**3
         [6, 6, 6, 6, 6, 6, 6, 6]
     """
-    per = events_per_hcube(dim, neval_frac) if per_hcube is None else per_hcube
-    limit = max(1.0, min(max_hcubes, n_events / per))
-    s = 1
-    while s < MAX_STRATA_PER_AXIS and float(s + 1) ** dim <= limit:
-        s += 1
-    if dim >= MANY_DIMS and s > 1:
-        s -= s % 2
+    per = events_per_hcube(dim) if per_hcube is None else per_hcube
+    s = _largest_strata(dim, min(max_hcubes, n_events / per))
+    if dim >= MANY_DIMS and per_hcube is None:
+        per_vegas = min(per, 2.0 / (1.0 - neval_frac))
+        even = _largest_strata(dim, min(max_hcubes, n_events / per_vegas))
+        even -= even % 2
+        if even >= 4:
+            s = even
     return np.full(dim, s, dtype=np.int64)
 
 
@@ -172,15 +177,16 @@ class VegasPlus(Vegas):
         Strata per axis.  Default: chosen at the first iteration from its
         event count ``n``, the same ``s`` on every axis: the largest ``s``
         with ``s ** dim <= min(max_hcubes, n / m)`` and ``s <= 32``, where
-        ``m`` is the average of events per hypercube
-        (:func:`~flowsim.algorithms.vegasplus.events_per_hcube`):
-        ``max(4, 2 ** (dim / 2))`` below 7 dimensions (4 up to 4 dimensions,
-        8 in 6), and from 7 dimensions on ``vegas``'s budget, ``2 / (1 -
-        neval_frac)`` (8 by default: two events per hypercube from the evenly
-        spread share), with ``s`` rounded down to an even number.  So the
-        default depends on the first iteration's ``n``: at 2*10^6 events,
-        26^4 hypercubes in 4 dimensions, 7^6 in 6, 4^8 in 8; at 10^5, 12^4,
-        4^6 and 2^8; in 8 dimensions 4^8 from 5.2*10^5 events, 6^8 from
+        ``m = max(4, 2 ** (dim / 2))`` is the average of events per hypercube
+        (4 up to 4 dimensions, 8 in 6, 16 in 8).  From 7 dimensions on, once
+        ``vegas``'s budget, ``2 / (1 - neval_frac)`` events per hypercube (8
+        by default: two from the evenly spread share), affords 4 strata per
+        axis, ``s`` is instead the largest even number within that budget
+        (below, 3 stays 3: with 2 strata per axis short runs at 2*10^5 events
+        over-estimated their errors).  So the default depends on the first
+        iteration's ``n``: at 2*10^6 events, 26^4 hypercubes in 4
+        dimensions, 7^6 in 6, 4^8 in 8; at 10^5, 12^4, 4^6 and 2^8; in 8
+        dimensions 3^8 from 1.05*10^5 events, 4^8 from 5.2*10^5, 6^8 from
         1.3*10^7 and 8^8 from 1.3*10^8, so the error keeps falling as ``n``
         grows (``benchmarks/vegasplus_sizes.py``).  Fixed afterwards (the
         kernel's state shapes depend on it): a run whose later iterations are
@@ -192,7 +198,7 @@ class VegasPlus(Vegas):
         parity matters when the map puts structure at the middle of ``y``
         (the 8-dim double Gaussian's two peaks, after the map, lie on either
         side of ``y = 1/2``: an odd ``s`` cuts them, and 3^8 or 5^8
-        hypercubes give errors 3 to 5 times those of 4^8 or 6^8; ``vegas``'s
+        hypercubes give errors 2 to 9 times those of 4^8 or 6^8; ``vegas``'s
         mixed 5 and 4 strata lose as much).  The same ``s`` on every axis,
         because ``s + 1`` on some axes did worse there.  The cap of 32 strata
         per axis (as :class:`flowsim.Vegas`) keeps a few events in each
