@@ -28,10 +28,13 @@ from .histogram import estimate_record
 from .vegas import MAX_STRATA_PER_AXIS, Vegas, check_fraction
 
 #: Default cap on the number of hypercubes (the host keeps a few numbers per hypercube).
-MAX_HCUBES = 1 << 20
+MAX_HCUBES = 1 << 24
 #: Fewest average events per hypercube used to choose ``nstrat``; in ``dim``
-#: dimensions the default is ``max(EVENTS_PER_HCUBE, 2 ** (dim / 2))``.
+#: dimensions the default is :func:`events_per_hcube`.
 EVENTS_PER_HCUBE = 4
+#: From this many dimensions on, the default ``nstrat`` follows ``vegas``'s budget and
+#: is even once that affords 4 strata per axis (:func:`choose_nstrat`).
+MANY_DIMS = 7
 #: Most hypercube slots a block returns: with more hypercubes, a block returns the
 #: sums of a window of this many consecutive hypercubes starting at its first.
 HCUBE_WINDOW = 1 << 16
@@ -45,14 +48,34 @@ def events_per_hcube(dim):
     return max(EVENTS_PER_HCUBE, 2.0 ** (dim / 2.0))
 
 
-def choose_nstrat(dim, n_events, max_hcubes=MAX_HCUBES, per_hcube=None):
-    """The same strata ``s`` on every axis: the largest ``s <= MAX_STRATA_PER_AXIS`` with
-    ``s ** dim <= min(max_hcubes, n / per_hcube)`` (default :func:`events_per_hcube`)."""
-    per = events_per_hcube(dim) if per_hcube is None else per_hcube
-    limit = max(1.0, min(max_hcubes, n_events / per))
+def _largest_strata(dim, limit):
+    """The largest ``s <= MAX_STRATA_PER_AXIS`` with ``s ** dim <= max(1, limit)``."""
     s = 1
     while s < MAX_STRATA_PER_AXIS and float(s + 1) ** dim <= limit:
         s += 1
+    return s
+
+
+def choose_nstrat(dim, n_events, max_hcubes=MAX_HCUBES, per_hcube=None, neval_frac=0.75):
+    """The same strata ``s`` on every axis: the largest ``s <= MAX_STRATA_PER_AXIS`` with
+    ``s ** dim <= min(max_hcubes, n / per_hcube)`` (default :func:`events_per_hcube`).
+
+    From :data:`MANY_DIMS` dimensions on (with the default ``per_hcube``), once
+    ``vegas``'s budget of ``2 / (1 - neval_frac)`` events per hypercube (two from
+    the evenly spread share; at most :func:`events_per_hcube`) affords 4 strata per
+    axis, the largest even ``s`` within that budget instead.
+
+        >>> choose_nstrat(8, 10**8).tolist()     # 6**8 hypercubes: vegas's 8**5 x 7**3
+        [6, 6, 6, 6, 6, 6, 6, 6]
+    """
+    per = events_per_hcube(dim) if per_hcube is None else per_hcube
+    s = _largest_strata(dim, min(max_hcubes, n_events / per))
+    if dim >= MANY_DIMS and per_hcube is None:
+        per_vegas = min(per, 2.0 / (1.0 - neval_frac))
+        even = _largest_strata(dim, min(max_hcubes, n_events / per_vegas))
+        even -= even % 2
+        if even >= 4:
+            s = even
     return np.full(dim, s, dtype=np.int64)
 
 
@@ -84,16 +107,32 @@ def _cumsum(x, group=64):
     return t.reshape(inner + outer[:, None], [-1])
 
 
+def _ends_at_or_below(ends, first, h):
+    """How many of the increasing ``ends`` ``[h]`` are ``<= first``: a binary search of
+    a fixed ``ceil(log2(h + 1))`` steps (an int32 scalar; the same integer as counting
+    them all, which costs ``O(h)`` per block)."""
+    t = tf()
+    lo, hi = t.constant(0, t.int32), t.constant(h, t.int32)
+    for _ in range(int(h).bit_length()):
+        mid = (lo + hi) // 2
+        below = t.gather(ends, t.minimum(mid, h - 1)) <= first
+        searching = lo < hi
+        lo = t.where(searching & below, mid + 1, lo)
+        hi = t.where(searching & ~below, mid, hi)
+    return lo
+
+
 def _hypercube_of(ends, first, size, h):
     """Hypercube of events ``first .. first+size-1``: ``i`` with ``ends[i-1] <= e < ends[i]``.
 
-    O(size + h) per block: the hypercube of the first event counts the ``ends`` at
-    or below it; the hypercubes starting inside the block (at most ``size`` of them,
-    as each has at least one event) mark their first event, and a cumulative sum of
-    the marks numbers the rest.  Padding events past the last end get ``h - 1``.
+    O(size + log h) per block: the hypercube of the first event is the number of
+    ``ends`` at or below it (:func:`_ends_at_or_below`); the hypercubes starting
+    inside the block (at most ``size`` of them, as each has at least one event) mark
+    their first event, and a cumulative sum of the marks numbers the rest.  Padding
+    events past the last end get ``h - 1``.
     """
     t = tf()
-    h0 = t.reduce_sum(t.cast(ends <= first, t.int32))
+    h0 = _ends_at_or_below(ends, first, h)
     width = min(h, size)
     start = t.minimum(h0, h - width)
     window = t.gather(ends, start + t.range(width)) - first               # [width]
@@ -138,34 +177,44 @@ class VegasPlus(Vegas):
         Strata per axis.  Default: chosen at the first iteration from its
         event count ``n``, the same ``s`` on every axis: the largest ``s``
         with ``s ** dim <= min(max_hcubes, n / m)`` and ``s <= 32``, where
-        ``m = max(4, 2 ** (dim / 2))`` is the average of events per
-        hypercube (4 up to 4 dimensions, 8 in 6, 16 in 8).  So the default
-        depends on the first iteration's ``n``: at 2*10^6 events, 26^4
-        hypercubes in 4 dimensions, 7^6 in 6, 4^8 in 8; at 10^5, 12^4,
-        4^6 and 2^8.  Fixed afterwards (the kernel's state shapes depend on
-        it): a run whose later iterations are much larger keeps the first
-        one's hypercubes.  The rule is a compromise, chosen on the peaked
-        integrands of ``benchmarks/_peaked.py`` (``docs/performance.rst``,
-        "vegas.py"): many small hypercubes help low-dimensional
-        peaks at large budgets; in many dimensions few strata per axis do
-        better, and their parity matters when the map puts structure at the
-        middle of ``y`` (the 8-dim double Gaussian's two peaks, after the
-        map, lie on either side of ``y = 1/2``: an odd ``s`` cuts them).
-        The same ``s`` on every axis, because ``s + 1`` on some axes did
-        worse there.  The cap of 32 strata per axis (as
-        :class:`flowsim.Vegas`) keeps a few events in each stratum of 1 to 3
-        dimensions, where thousands of tiny strata under-estimate the error
-        of integrable singularities.  Pass ``nstrat`` to choose otherwise,
-        e.g. for an integrand whose structure an even or odd ``s`` cuts.
+        ``m = max(4, 2 ** (dim / 2))`` is the average of events per hypercube
+        (4 up to 4 dimensions, 8 in 6, 16 in 8).  From 7 dimensions on, once
+        ``vegas``'s budget, ``2 / (1 - neval_frac)`` events per hypercube (8
+        by default: two from the evenly spread share), affords 4 strata per
+        axis, ``s`` is instead the largest even number within that budget
+        (below, 3 stays 3: with 2 strata per axis short runs at 2*10^5 events
+        over-estimated their errors).  So the default depends on the first
+        iteration's ``n``: at 2*10^6 events, 26^4 hypercubes in 4
+        dimensions, 7^6 in 6, 4^8 in 8; at 10^5, 12^4, 4^6 and 2^8; in 8
+        dimensions 3^8 from 1.05*10^5 events, 4^8 from 5.2*10^5, 6^8 from
+        1.3*10^7 and 8^8 from 1.3*10^8, so the error keeps falling as ``n``
+        grows (``benchmarks/vegasplus_sizes.py``).  Fixed afterwards (the
+        kernel's state shapes depend on it): a run whose later iterations are
+        much larger keeps the first one's hypercubes.  The rule is a
+        compromise, chosen on the peaked integrands of
+        ``benchmarks/_peaked.py`` (``docs/performance.rst``, "vegas.py"):
+        many small hypercubes help low-dimensional peaks at large budgets; in
+        many dimensions only a few strata per axis are affordable, and their
+        parity matters when the map puts structure at the middle of ``y``
+        (the 8-dim double Gaussian's two peaks, after the map, lie on either
+        side of ``y = 1/2``: an odd ``s`` cuts them, and 3^8 or 5^8
+        hypercubes give errors 2 to 9 times those of 4^8 or 6^8; ``vegas``'s
+        mixed 5 and 4 strata lose as much).  The same ``s`` on every axis,
+        because ``s + 1`` on some axes did worse there.  The cap of 32 strata
+        per axis (as :class:`flowsim.Vegas`) keeps a few events in each
+        stratum of 1 to 3 dimensions, where thousands of tiny strata
+        under-estimate the error of integrable singularities.  Pass
+        ``nstrat`` to choose otherwise, e.g. for an integrand whose structure
+        an even or odd ``s`` cuts.
     max_hcubes : int
         Cap on the number of hypercubes when ``nstrat`` is chosen (default
-        1,048,576 = 32^4).  Each block returns ``2 k`` floats per hypercube
+        16,777,216 = 8^8, which the rule reaches at 1.3*10^8 events in 8
+        dimensions).  Each block returns ``2 k`` floats per hypercube
         for at most ``HCUBE_WINDOW`` (65,536) hypercubes: with more, a block
         returns a window of consecutive hypercubes from its first (so blocks
         may have at most about ``2 * HCUBE_WINDOW`` events), added at their
-        place on the host.  The host keeps ``O(H)`` numbers per iteration,
-        and the kernel's time per event grows with ``H`` (see
-        ``docs/performance.rst``).
+        place on the host.  The host keeps ``O(H)`` numbers per iteration
+        (about 40 bytes per hypercube) and ``O(HCUBE_WINDOW)`` per block.
     neval_frac : float
         Fraction of the events allocated adaptively, in [0, 1) (default 0.75);
         the others are spread evenly (at least 2 per hypercube).
@@ -233,7 +282,8 @@ class VegasPlus(Vegas):
         """Fix the hypercube allocation of the next iteration of ``n_events`` events."""
         n_events = check_count("n_events", n_events)
         if self.nstrat is None:
-            self._set_nstrat(choose_nstrat(self.dim, n_events, self.max_hcubes))
+            self._set_nstrat(choose_nstrat(self.dim, n_events, self.max_hcubes,
+                                            neval_frac=self.neval_frac))
         h = self.n_hcubes
         if n_events < 2 * h:
             raise ValueError(f"VegasPlus needs n_events >= 2 * hypercubes = {2 * h} "
