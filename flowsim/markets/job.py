@@ -44,7 +44,7 @@ class MarketsJob:
         kwargs = flow_options(args)
         n = args.markets if args.markets is not None else 1000
         iters = args.iters if "iters" in given(args) else 1
-        result = ensemble(cfg, n, seed=args.seed, backend=args.backend or "flow",
+        result = ensemble(cfg, n, seed=args.seed, backend=args.backend,
                           block_markets=args.block_size, iterations=iters,
                           checkpoint=args.checkpoint, quiet=args.quiet or args.json,
                           classes=classes, **kwargs)
