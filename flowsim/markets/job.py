@@ -27,7 +27,9 @@ class MarketsJob:
     maps its user classes to flowsim's (JSON, as the ``classes=`` keyword of
     :func:`flowsim.markets.ensemble`), ``--markets`` the
     number of markets (default 1000), ``--iters`` splits them into iterations (with
-    ``--checkpoint`` a stopped run resumes), ``--block-size`` is markets per block.
+    ``--checkpoint`` a stopped run resumes), ``--block-size`` is markets per block;
+    ``--backend`` and ``--block-size`` not given, it runs where
+    :func:`flowsim.markets.ensemble` picks (:func:`flowsim.markets.ensembles.auto_setup`).
     """
 
     cli_options = ("config", "classes", "markets", "seed", "backend", "events_limit", "block_size",
