@@ -165,10 +165,10 @@ def reference(name, seeds, first_seed=0):
     return np.array(rows), columns, seeds * T / seconds
 
 
-def write_tables(name, rows, columns, first_seed):
-    """``tests/data/pams_markets_<name>.csv`` (one row per seed) and its ``_summary.csv``
+def write_tables(name, rows, columns, first_seed, kind="markets"):
+    """``tests/data/pams_<kind>_<name>.csv`` (one row per seed) and its ``_summary.csv``
     (statistic, mean, standard error, count)."""
-    path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
+    path = os.path.join(ROOT, "tests", "data", f"pams_{kind}_{name}.csv")
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["seed", *columns])

@@ -408,15 +408,64 @@ def test_grid_is_one_table(small_run):
     assert table["volatility_1"].iloc[1] > table["volatility_1"].iloc[0]
 
 
-def test_ensemble_and_a_flow_of_from_pams_are_the_same_run():
-    """``ensemble(cfg, n, seed=s)`` and ``Flow(from_pams(cfg), n, seed=s).run(1)``, shown
-    side by side in docs/markets.rst, give the same bits (their default
-    block sizes once differed: 192 against the Flow's 320 for 300 markets)."""
+def test_ensemble_records_its_choice_and_given_back_it_is_the_same_run():
+    """``ensemble(cfg, n, seed=s)`` picks backend, workers and block itself
+    (``chosen_by`` "auto"); its ``meta["setup"]`` given back, or its block given to a
+    Flow of ``from_pams(cfg)``, is the same run, bit for bit (one block: in this
+    process, no worker started)."""
     import flowsim
-    a = fm.ensemble(small_config(), 300, seed=1)
-    b = flowsim.Flow(fm.from_pams(small_config()), 300, seed=1, quiet=True).run(1)
-    assert np.asarray(a.value).tobytes() == np.asarray(b.value).tobytes()
-    assert np.asarray(a.error).tobytes() == np.asarray(b.error).tobytes()
+    a = fm.ensemble(small_config(), BLOCK, seed=1)
+    assert a.meta["setup"] == {"backend": "flow", "block_markets": BLOCK}
+    assert (a.meta["chosen_by"], a.meta["backend"], a.meta["workers"],
+            a.meta["block_markets"]) == ("auto", "flow", 1, BLOCK)
+    again = fm.ensemble(small_config(), BLOCK, seed=1, **a.meta["setup"])
+    assert again.meta["chosen_by"] == "given"
+    b = flowsim.Flow(fm.from_pams(small_config()), BLOCK, seed=1, block_size=BLOCK,
+                     quiet=True).run(1)
+    for other in (again, b):
+        assert np.asarray(a.value).tobytes() == np.asarray(other.value).tobytes()
+        assert np.asarray(a.error).tobytes() == np.asarray(other.error).tobytes()
+
+
+def test_auto_setup_is_the_documented_rule():
+    """Cache-sized even blocks, a function of the config and the count only; joblib
+    with a worker per core (at most one per block) from 4 blocks and 2 cores on; in
+    this process below that; a GPU runs the Flow's own block in this process."""
+    from flowsim.markets.ensembles import PROCESS_MIN_BLOCKS, auto_setup
+    ci, shock = fm.from_pams(fm.config_path("ci2002")), fm.from_pams(
+        fm.config_path("shock_transfer"))
+    assert PROCESS_MIN_BLOCKS == 4
+    assert auto_setup(ci, 1024, cores=2) == {"backend": "joblib", "n_jobs": 2,
+                                             "block_markets": 256}
+    assert auto_setup(ci, 1024, cores=64)["n_jobs"] == 4          # one worker a block
+    assert auto_setup(ci, 1024, cores=1) == {"backend": "flow", "n_jobs": None,
+                                             "block_markets": 256}
+    assert auto_setup(ci, 300, cores=2) == {"backend": "flow", "n_jobs": None,
+                                            "block_markets": 192}    # 2 blocks
+    assert auto_setup(shock, 300, cores=2) == {"backend": "joblib", "n_jobs": 2,
+                                               "block_markets": 64}  # 5 blocks
+    assert auto_setup(ci, 1024, block_markets=64, cores=2)["backend"] == "joblib"
+    assert auto_setup(ci, 1024, cores=2, gpus=1) == {"backend": "flow", "n_jobs": None,
+                                                     "block_markets": 1024}
+
+
+def test_keywords_given_win_over_the_auto_choice():
+    """What is given is kept; joblib's ``n_jobs`` alone names the backend; a given
+    joblib backend gets a worker per core (at most one per block)."""
+    from flowsim.markets.ensembles import _setup, joblib_workers
+    market = fm.parse(fm.config_path("ci2002"))
+    cases = [(dict(backend="flow", block_markets=1024), {}, [], ("flow", None, 1024)),
+             (dict(backend="threads"), {}, ["block_markets"], ("threads", None, 256)),
+             (dict(block_markets=128), {"n_jobs": 1}, [], ("joblib", 1, 128)),
+             (dict(backend="joblib"), {}, ["block_markets", "workers"],
+              ("joblib", joblib_workers(1024, 256), 256))]
+    for told, flow_kw, picked, want in cases:
+        kw = {"backend": None, "block_markets": None, **told}
+        flow_kw["device"] = "CPU:0"                  # the CPU rule on any machine
+        setup, got = _setup(market, (), 1024, kw["backend"], kw["block_markets"], flow_kw)
+        assert (setup["backend"], setup["n_jobs"], setup["block_markets"]) == want, told
+        assert got == picked, told
+        assert flow_kw.get("n_jobs") == setup["n_jobs"], told
 
 
 @pytest.fixture(scope="module")

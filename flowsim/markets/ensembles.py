@@ -267,16 +267,86 @@ def cache_block_markets(sim, largest=DEFAULT_BLOCK_MARKETS, budget=CACHE_BYTES):
 
 def flow_block_markets(n_markets):
     """The block size a :class:`flowsim.Flow` of ``n_markets`` events picks by itself
-    (:func:`flowsim.core.blocks.default_block_size`): :func:`ensemble`'s default, so
-    that ``ensemble(cfg, n, seed=s)`` is ``Flow(from_pams(cfg), n, seed=s).run(1)``."""
+    (:func:`flowsim.core.blocks.default_block_size`): :func:`ensemble`'s block on a GPU,
+    so that there ``ensemble(cfg, n, seed=s)`` is ``Flow(from_pams(cfg), n,
+    seed=s).run(1)``."""
     from ..core.blocks import default_block_size
     return default_block_size(n_markets)
 
 
-def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
+#: Fewest blocks an iteration needs before :func:`ensemble` starts worker processes by
+#: itself: fewer run in this process, which need not start a worker (import TensorFlow,
+#: compile the kernel) for them.
+PROCESS_MIN_BLOCKS = 4
+
+
+def auto_setup(sim, n_markets, block_markets=None, cores=None, gpus=0):
+    """The backend, workers and block :func:`ensemble` runs ``n_markets`` markets of
+    ``sim`` (a :class:`MarketEnsemble`) in when it is not told, as the keywords that
+    give them: ``{"backend": ..., "n_jobs": ..., "block_markets": ...}``
+    (``n_jobs`` None: one process)::
+
+        sim = fm.from_pams(fm.config_path("ci2002"))
+        auto_setup(sim, 1024, cores=2)
+        # {'backend': 'joblib', 'n_jobs': 2, 'block_markets': 256}
+
+    On a CPU (``gpus`` 0): even blocks of at most :func:`cache_block_markets` markets
+    (a multiple of 64; ``block_markets`` if given), then, with at least
+    :data:`PROCESS_MIN_BLOCKS` blocks and 2 ``cores`` (default: the cores this process
+    may run on, ``os.sched_getaffinity``), ``backend="joblib"`` with one
+    single-threaded worker process per core, at most one per block; else
+    ``backend="flow"`` in this process.  The block is a function of the config (its
+    :meth:`MarketEnsemble.bytes_per_market` in float64, paths left out) and
+    ``n_markets`` only, so the same call gives the same bits on every CPU.  With a
+    GPU: ``backend="flow"`` on it and the :class:`flowsim.Flow`'s own block
+    (:func:`flow_block_markets`, up to 65,536 markets a block).
+    """
+    if block_markets is None:
+        block_markets = (flow_block_markets(n_markets) if gpus else
+                         default_block_markets(n_markets, largest=cache_block_markets(sim)))
+    workers = joblib_workers(n_markets, block_markets, cores)
+    if gpus or workers < 2 or math.ceil(n_markets / block_markets) < PROCESS_MIN_BLOCKS:
+        return {"backend": "flow", "n_jobs": None, "block_markets": block_markets}
+    return {"backend": "joblib", "n_jobs": workers, "block_markets": block_markets}
+
+
+def joblib_workers(n_markets, block_markets, cores=None):
+    """One worker per core (default: the cores this process may run on), at most one
+    per block: ``backend="joblib"``'s ``n_jobs`` when :func:`ensemble` is not told."""
+    from ..core.backend import cores as own_cores
+    return max(1, min(cores or own_cores(), math.ceil(n_markets / block_markets)))
+
+
+def _gpus(device):
+    """GPUs :func:`ensemble` may run on: ``device``'s kind if given, else TensorFlow's."""
+    if device is not None:
+        return int("GPU" in str(device).upper())
+    return len(tf().config.list_physical_devices("GPU"))
+
+
+def ensemble(config, n_markets, seed=None, backend=None, paths=0, learned=(),
              block_markets=None, iterations=1, checkpoint=None, quiet=True, classes=None,
              **flow_kw):
-    """Run ``n_markets`` markets of ``config``; return a :class:`flowsim.Result`.
+    """Run ``n_markets`` markets of ``config``; return a :class:`flowsim.Result`::
+
+        result = fm.ensemble(fm.config_path("ci2002"), 1024, seed=1)
+        result.meta["setup"]     # on 2 cores, no GPU: the keywords it picked
+        # {'backend': 'joblib', 'n_jobs': 2, 'block_markets': 256}
+
+    Not told ``backend``, ``n_jobs`` or ``block_markets``, it picks those that run
+    fastest here (:func:`auto_setup`): on a CPU, blocks whose books stay in the
+    caches and, with at least 4 of them, one single-threaded joblib worker per core
+    running whole blocks; fewer blocks run in this process (no worker to start); on a
+    GPU, the GPU in large blocks.  Keywords given always win.  ``Result.meta`` records
+    the choice: ``"backend"``, ``"workers"``, ``"block_markets"``, ``"chosen_by"``
+    (``"auto"``, ``"given"``, or ``"auto: "`` and the keywords picked) and
+    ``"setup"``, the keywords themselves: ``ensemble(cfg, n, seed=s,
+    **result.meta["setup"])`` is the same run, bit for bit, anywhere.  The bits
+    depend on the seed, the block and ``iterations`` (and ``dtype``), not on the
+    backend or the workers; the block picked is a function of the config and
+    ``n_markets`` on every CPU, so ``ensemble(cfg, n, seed=s)`` gives the same bits on
+    every CPU-only machine and is ``Flow(from_pams(cfg, block_markets=b), n, seed=s,
+    block_size=b).run(1)`` with ``b = result.meta["block_markets"]``.
 
     Parameters
     ----------
@@ -285,28 +355,29 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
     n_markets : int
         Markets in all (a multiple of ``iterations``).
     seed : int or None
-        Same seed, same bits on every backend and for every ``events_limit``.
-    backend : str or Flow class
+        Same seed and block, same bits on every backend and for every ``events_limit``.
+    backend : str, Flow class or None
         ``"flow"`` (one device), ``"threads"``, ``"joblib"``, ``"mpi"``, ``"spark"``...
-        On a CPU, ``"joblib"`` is the fastest: one single-threaded worker process per
-        core, each running whole blocks in its own caches (give at least as many blocks
-        as cores; docs/markets.rst, "Speed and memory").
+        Default None: :func:`auto_setup`'s (``"joblib"`` with ``n_jobs`` given).  On a
+        CPU, ``"joblib"`` is the fastest: one single-threaded worker process per core,
+        each running whole blocks in its own caches (give at least as many blocks as
+        cores; docs/markets.rst, "Speed and memory").  The workers stay up for the
+        next call (joblib's loky pool) and end when idle for 5 minutes or when this
+        process ends.
     paths : int
         Keep the price paths of the first ``paths`` markets: ``Result.paths =
         {"market_price": [paths, T + 1], "fundamental": [paths, T + 1]}`` at times
         ``0 .. T`` (warm-up included), as pams's ``get_market_prices()`` and
         ``get_fundamental_prices()``; with several markets one such dict per market,
-        ``Result.paths[MARKET]``.
+        ``Result.paths[MARKET]``.  Does not change the block picked.
     learned : sequence of LearnedAgents
         Learned groups beside the FCN groups.
     block_markets : int or None
-        Markets per block (part of the random stream).  Default: the block size a
-        :class:`flowsim.Flow` picks by itself (one block per iteration up to 65,536
-        markets), so that ``ensemble(cfg, n, seed=s)`` and ``Flow(from_pams(cfg), n,
-        seed=s).run(1)`` are the same run, bit for bit.  Give e.g. 256 for a finer
-        progress bar, or to share an iteration among the devices or workers of a
-        parallel backend (each gets whole blocks); a block of ``B`` markets holds ``B``
-        times :meth:`MarketEnsemble.bytes_per_market` while it runs.
+        Markets per block (part of the random stream).  Default: :func:`auto_setup`'s.
+        Give e.g. 64 for a finer progress bar, or the Flow's block
+        (:func:`flow_block_markets`) for the run of ``Flow(from_pams(cfg), n,
+        seed=s).run(1)``; a block of ``B`` markets holds ``B`` times
+        :meth:`MarketEnsemble.bytes_per_market` while it runs.
     iterations : int
         Run the markets in this many iterations (each ``n_markets / iterations``
         markets); with ``checkpoint`` a stopped run resumes after the last finished one.
@@ -322,7 +393,8 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
         ``events_limit`` (markets per device call; default one block, so that every
         device or worker gets blocks to run), ``device``, ``jit_compile``,
         ``rng``, ``dtype`` (``"float32"``: the markets compute in float32, see
-        :class:`MarketEnsemble`) and the backend's own keywords.
+        :class:`MarketEnsemble`) and the backend's own keywords (``n_jobs``: joblib's
+        worker processes).
 
     Returns a :class:`flowsim.Result` whose ``value`` and ``error`` are arrays over
     :data:`flowsim.markets.stats.NAMES` (mean over markets, standard error; with
@@ -337,14 +409,15 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
         raise ValueError(f"n_markets ({n_markets}) must be a multiple of iterations "
                          f"({iterations})")
     per_iteration = n_markets // iterations
-    if block_markets is None:
-        block_markets = flow_block_markets(per_iteration)
-    sim = from_pams(config, learned=learned, block_markets=block_markets,
-                    paths=min(paths, per_iteration), classes=classes)
+    market = _config.parse(config, classes=classes)
+    setup, picked = _setup(market, learned, per_iteration, backend, block_markets, flow_kw)
+    block_markets = setup["block_markets"]
+    sim = from_pams(market, learned=learned, block_markets=block_markets,
+                    paths=min(paths, per_iteration))
     # one block per device call: every device and worker gets work, the progress bar
     # moves block by block (a market block is long work, so the calls' overhead is not)
     flow_kw.setdefault("events_limit", block_markets)
-    cls = flow_class(None if backend == "flow" else backend)
+    cls = flow_class(None if setup["backend"] == "flow" else setup["backend"])
     flow = cls(sim, n_events=per_iteration, seed=seed, block_size=block_markets, quiet=quiet,
                **flow_kw)
     try:
@@ -352,7 +425,34 @@ def ensemble(config, n_markets, seed=None, backend="flow", paths=0, learned=(),
     finally:
         if cls.__name__ != "Flow":
             flow.close()
+    if setup["backend"] == "flow":
+        result.meta["workers"] = 1
+    result.meta["block_markets"] = block_markets
+    result.meta["setup"] = {k: v for k, v in setup.items() if v is not None}
+    result.meta["chosen_by"] = ("given" if not picked else "auto" if len(picked) == 3
+                                else "auto: " + ", ".join(sorted(picked)))
     return decorate(result, sim)
+
+
+def _setup(market, learned, n_markets, backend, block_markets, flow_kw):
+    """``ensemble``'s keywords (``flow_kw`` gets joblib's ``n_jobs``) and the names of
+    those it picked itself."""
+    if backend is None and "n_jobs" in flow_kw:
+        backend = "joblib"                              # a joblib keyword names it
+    picked = [name for name, value in (("backend", backend), ("workers", backend),
+                                       ("block_markets", block_markets)) if value is None]
+    setup = {"backend": backend, "block_markets": block_markets}
+    if picked:
+        setup = auto_setup(from_pams(market, learned=learned), n_markets, block_markets,
+                           gpus=_gpus(flow_kw.get("device")))
+        setup["backend"] = backend or setup["backend"]
+    setup["n_jobs"] = None
+    if setup["backend"] == "joblib":
+        if "n_jobs" not in flow_kw:
+            flow_kw["n_jobs"] = joblib_workers(n_markets, setup["block_markets"])
+            picked = sorted(set(picked) | {"workers"})
+        setup["n_jobs"] = flow_kw["n_jobs"]
+    return setup, picked
 
 
 def decorate(result, sim):

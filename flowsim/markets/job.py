@@ -27,7 +27,9 @@ class MarketsJob:
     maps its user classes to flowsim's (JSON, as the ``classes=`` keyword of
     :func:`flowsim.markets.ensemble`), ``--markets`` the
     number of markets (default 1000), ``--iters`` splits them into iterations (with
-    ``--checkpoint`` a stopped run resumes), ``--block-size`` is markets per block.
+    ``--checkpoint`` a stopped run resumes), ``--block-size`` is markets per block;
+    ``--backend`` and ``--block-size`` not given, it runs where
+    :func:`flowsim.markets.ensemble` picks (:func:`flowsim.markets.ensembles.auto_setup`).
     """
 
     cli_options = ("config", "classes", "markets", "seed", "backend", "events_limit", "block_size",
@@ -44,7 +46,7 @@ class MarketsJob:
         kwargs = flow_options(args)
         n = args.markets if args.markets is not None else 1000
         iters = args.iters if "iters" in given(args) else 1
-        result = ensemble(cfg, n, seed=args.seed, backend=args.backend or "flow",
+        result = ensemble(cfg, n, seed=args.seed, backend=args.backend,
                           block_markets=args.block_size, iterations=iters,
                           checkpoint=args.checkpoint, quiet=args.quiet or args.json,
                           classes=classes, **kwargs)

@@ -240,3 +240,43 @@ def several_market_statistics(series, t0, indexes=None):
         comp = np.stack([np.asarray(series[c][0], np.float64) for c in components], axis=1)
         cols.append(index_deviation(series[m][0], comp, shares, t0)[:, None])
     return np.concatenate(cols, axis=1)
+
+
+#: Balance-sheet quantities of an agent at the end of a run (pams's
+#: ``Agent.cash_amount`` and ``asset_volumes``): ``cash``; ``inventory``, the units
+#: held; ``wealth``, cash plus inventory at the final market price; ``pnl``, wealth
+#: less the starting cash and inventory at the starting market price.
+BALANCE_QUANTITIES = ("cash", "inventory", "wealth", "pnl")
+#: Statistics of a quantity over a group's agents in one market run: mean, standard
+#: deviation (``ddof=1``) and the 10 %, 50 % and 90 % quantiles (numpy's linear rule).
+BALANCE_STATISTICS = ("mean", "std", "q10", "q50", "q90")
+
+
+def balance_names(groups):
+    """``"GROUP:QUANTITY_STATISTIC"`` for every agent group (config order), quantity of
+    :data:`BALANCE_QUANTITIES` and statistic of :data:`BALANCE_STATISTICS`."""
+    return [f"{g}:{q}_{s}" for g in groups for q in BALANCE_QUANTITIES
+            for s in BALANCE_STATISTICS]
+
+
+def balance_statistics(cash, inventory, price, start_cash, start_inventory, start_price,
+                       groups):
+    """``[M, len(balance_names(groups))]``: per run of one market, the statistics of
+    :func:`balance_names`.  ``cash``, ``inventory``, ``start_cash``,
+    ``start_inventory``: ``[M, agents]``; ``price``, ``start_price``: ``[M]`` (final
+    and starting market price); ``groups``: ``{name: agent indices}`` in config order."""
+    cash, inventory = np.asarray(cash, np.float64), np.asarray(inventory, np.float64)
+    start_cash = np.asarray(start_cash, np.float64)
+    start_inventory = np.asarray(start_inventory, np.float64)
+    price = np.asarray(price, np.float64)[:, None]
+    start_price = np.asarray(start_price, np.float64)[:, None]
+    wealth = cash + inventory * price
+    quantities = {"cash": cash, "inventory": inventory, "wealth": wealth,
+                  "pnl": wealth - start_cash - start_inventory * start_price}
+    columns = []
+    for idx in groups.values():
+        for q in BALANCE_QUANTITIES:
+            x = quantities[q][:, np.asarray(idx)]
+            columns += [x.mean(1), x.std(1, ddof=1) if x.shape[1] > 1 else x[:, 0] * np.nan,
+                        *np.quantile(x, [0.1, 0.5, 0.9], axis=1)]
+    return np.stack(columns, 1)
