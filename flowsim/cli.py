@@ -378,7 +378,8 @@ def parser():
     r.add_argument("--backend", default=None,
                    help="threads, scheduled, mpi, spark, joblib, a registered or installed "
                    "backend (flowsim.register_backend, entry points 'flowsim.backends'), "
-                   "or module:factory (an Executor factory); default one device")
+                   "or module:factory (an Executor factory); default one device (for the markets "
+                   "target, flowsim.markets.ensemble's choice for this machine)")
     r.add_argument("--schedule", default=None, help="static, dynamic, guided or weighted "
                    "(with --backend threads, scheduled or mpi)")
     r.add_argument("--checkpoint", default=None)
