@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from ..core.lazy_tf import tf
-from .groups import CALL_AUTO, CALL_DEFAULT, CALL_GIVEN, simulate_groups
+from .groups import simulate_groups
 
 #: vectorbt's ``SizeType`` names from_orders takes.
 ORDER_SIZE_TYPES = {"amount": 0, "value": 1, "percent": 2, "targetamount": 3,
@@ -29,6 +29,8 @@ REFUSED_ORDER_KEYWORDS = ("max_size", "size_granularity", "reject_prob", "lock_c
                           "raise_reject", "log", "val_price", "ffill_val_price", "update_value",
                           "max_orders", "max_logs", "seed", "group_select", "broadcast_kwargs",
                           "wrapper_kwargs", "attach_call_seq", "engine")
+#: The stop parts of the grouped signal loop (always in: a stop off is NaN).
+STOP_FEATURES = ("sl", "trail", "tp")
 #: from_signals keywords a grouped run refuses when they are not vectorbt's defaults.
 GROUP_REFUSED = ("upon_opposite_entry", "stop_entry_price", "stop_exit_price", "accumulate",
                  "lock_cash")
@@ -91,7 +93,8 @@ def from_slots(arr, lay):
 
 
 def call_sequence(call_seq, shape, codes):
-    """``(mode, given [n, columns] or None)`` for vectorbt's ``call_seq``."""
+    """``(auto, given [m, columns])`` for vectorbt's ``call_seq``: sort by order value, or
+    the given order of each group's columns (``m = 1``: the same on every bar)."""
     if isinstance(call_seq, str):
         key = call_seq.lower()
         if key == "random":
@@ -100,12 +103,10 @@ def call_sequence(call_seq, shape, codes):
         if key not in CALL_SEQ_TYPES:
             raise ValueError(f"call_seq must be one of {list(CALL_SEQ_TYPES)} or an array of "
                              f"each group's call order per bar, got {call_seq!r}")
-        if key == "auto":
-            return CALL_AUTO, None
-        if key == "default":
-            return CALL_DEFAULT, None
-        lens = np.bincount(codes)
-        return CALL_GIVEN, np.broadcast_to(lens[codes] - 1 - layout(codes)[3], shape)
+        slot = layout(codes)[3][None, :]
+        if key == "reversed":
+            return False, np.bincount(codes)[codes] - 1 - slot
+        return key == "auto", slot
     given = np.asarray(call_seq.to_numpy() if hasattr(call_seq, "to_numpy") else call_seq)
     given = np.broadcast_to(given, shape).astype(np.int64)
     lens = np.bincount(codes)[codes]
@@ -115,7 +116,7 @@ def call_sequence(call_seq, shape, codes):
             raise ValueError(f"call_seq bar {row}, column {int(np.argmax(bad))} is "
                              f"{int(given[row][bad][0])}: each entry is a position in "
                              f"its group (vectorbt: 'Call index exceeds bounds of the group')")
-    return CALL_GIVEN, given
+    return False, given
 
 
 def _call_slots(given, lay):
@@ -131,15 +132,14 @@ def _call_slots(given, lay):
 _COMPILED = {}
 
 
-def compiled_groups(mode, call_mode, keep_bars, features):
-    """:func:`simulate_groups` compiled once per (mode, call order, outputs, stops)."""
-    key = (mode, call_mode, keep_bars, tuple(features))
+def compiled_groups(mode, keep_bars, features):
+    """:func:`simulate_groups` compiled once per (mode, outputs, stops)."""
+    key = (mode, keep_bars, tuple(features))
     fn = _COMPILED.get(key)
     if fn is None:
-        def run(bars, signals, params, call_seq):
-            return simulate_groups(bars, signals, params, call_seq, mode=mode,
-                                   call_mode=call_mode, keep_bars=keep_bars,
-                                   features=features)
+        def run(bars, signals, params, call_seq, auto):
+            return simulate_groups(bars, signals, params, call_seq, auto, mode=mode,
+                                   keep_bars=keep_bars, features=features)
         fn = _COMPILED[key] = tf().function(run, jit_compile=True, autograph=False)
     return fn
 
@@ -161,10 +161,10 @@ def run_groups(bars, signals, params, lay, call, *, mode, keep_bars=True, featur
         fill = {"pad": True, "size": math.nan}.get(k, 0.0)
         arr = to_slots(np.asarray(v), lay, fill)
         p[k] = t.constant(arr) if arr.dtype == bool else t.constant(arr, dt)
-    mode_call, given = call
-    seq = None if given is None else t.constant(_call_slots(given, lay))
-    fn = compiled_groups(mode, mode_call, keep_bars, tuple(features))
-    out = fn(b, sig, p, seq)
+    auto, given = call
+    seq = t.constant(_call_slots(np.asarray(given), lay))
+    fn = compiled_groups(mode, keep_bars, tuple(features))
+    out = fn(b, sig, p, seq, t.constant(bool(auto)))
     return {k: np.asarray(v) for k, v in out.items()}
 
 
@@ -446,7 +446,6 @@ def from_orders(close, size=math.inf, size_type="amount", direction="both", pric
 def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, cash_sharing,
                     call_seq, timing, dtype):
     """The grouped run of :func:`flowsim.finance.from_signals` (checked inputs in)."""
-    from .simulate import features_of
     refused = [k for k in GROUP_REFUSED if k in params]
     if refused:
         raise ValueError(f"from_signals with group_by / cash_sharing: {refused} not "
@@ -463,7 +462,7 @@ def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, 
              allow_partial=np.asarray(params.get("allow_partial", np.ones(c))),
              sl_trail=np.asarray(params["sl_trail"]) != 0, pad=np.zeros(c, dtype=bool),
              init_cash=init)
-    features = [f for f in features_of(params, False, False)]
+    features = STOP_FEATURES          # off where NaN: one compiled loop for every run
     bar_in = dict(bars)
     bar_in["price"] = bars.get("price", bars["close"])
     call = call_sequence(call_seq, (n, c), grouped[1])

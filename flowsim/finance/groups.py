@@ -1,6 +1,6 @@
 """Shared-cash groups: the bar loop of vectorbt's ``cash_sharing=True`` portfolios.
 
-    >>> out = simulate_groups(bars, orders, params, call_mode=CALL_AUTO)
+    >>> out = simulate_groups(bars, signals, params, call_seq, auto)
 
 Columns are laid out ``[groups, slots]``: each group shares one cash balance (and
 free cash), its slots are its assets (groups shorter than the widest are padded
@@ -21,7 +21,6 @@ import math
 from ..core.lazy_tf import tf
 from .simulate import (
     _add,
-    _barrier,
     _close_or_less,
     _drawdown_step,
     _is_close,
@@ -34,8 +33,6 @@ from .simulate import (
 AMOUNT, VALUE, PERCENT, TARGET_AMOUNT, TARGET_VALUE, TARGET_PERCENT = range(6)
 #: vectorbt's ``Direction`` codes.
 LONG_ONLY, SHORT_ONLY, BOTH = range(3)
-#: How a bar's call order is chosen: column order, given per bar, sorted by order value.
-CALL_DEFAULT, CALL_GIVEN, CALL_AUTO = range(3)
 
 #: Per-bar outputs of :func:`simulate_groups` with ``keep_bars``.
 GROUP_BAR_OUTPUTS = ("order_size", "order_price", "order_fees", "call_seq", "cash",
@@ -170,27 +167,32 @@ def execute_order(state, order, process):
 
 
 # -- call order -----------------------------------------------------------------------
-def insert_argsort(values):
-    """vectorbt's ``insert_argsort_nb`` on each row of ``values`` (a list of ``[g]``
-    tensors, one per slot): the slots in sorted order, a list of int32 ``[g]``."""
+def insert_argsort(values, pad):
+    """The call order vectorbt's ``insert_argsort_nb`` gives each row of ``values``
+    ``[g, k]``: the slots in order, int32 ``[g, k]``.
+
+    That insertion sort is stable and sorts NaN last, each NaN ahead of the NaNs
+    before it; the rank of each value under those rules gives the same order
+    without the loop.  ``pad`` (bool ``[g, k]``): slots after a group's columns,
+    which keep their places.
+    """
     t = tf()
-    a = list(values)
-    idx = [t.zeros_like(a[0], dtype=t.int32) + k for k in range(len(a))]
-    for i in range(1, len(a)):
-        key, key_i = a[i], idx[i]
-        moving = t.ones_like(key, dtype=t.bool)
-        moved = t.zeros_like(key_i)
-        for j in range(i - 1, -1, -1):
-            step = moving & (a[j] > key)
-            a[j + 1] = _where(step, a[j], a[j + 1])
-            idx[j + 1] = _where(step, idx[j], idx[j + 1])
-            moving = step
-            moved += t.cast(step, t.int32)
-        for p in range(i + 1):
-            at = moved == i - p
-            a[p] = _where(at, key, a[p])
-            idx[p] = _where(at, key_i, idx[p])
-    return idx
+    k = values.shape[1]
+    idx = t.range(k, dtype=t.int32)
+    real = ~pad
+    nan = t.math.is_nan(values) & real
+    vk, vj = values[:, :, None], values[:, None, :]
+    before = idx[None, None, :] < idx[None, :, None]
+    counted = real[:, None, :] & ~nan[:, None, :]
+    smaller = counted & ((vj < vk) | ((vj == vk) & before))
+    rank_value = t.reduce_sum(t.cast(smaller, t.int32), 2)
+    later_nan = nan[:, None, :] & ~before & ~t.eye(k, dtype=t.bool)[None]
+    n_values = t.reduce_sum(t.cast(real & ~nan, t.int32), 1, keepdims=True)
+    rank_nan = n_values + t.reduce_sum(t.cast(later_nan, t.int32), 2)
+    rank = _where(pad, idx[None, :] + 0 * rank_value, _where(nan, rank_nan, rank_value))
+    order = t.equal(rank[:, None, :], idx[None, :, None])          # [g, place, slot]
+    return t.reduce_sum(_where(order, idx[None, None, :] + 0 * rank[:, None, :],
+                               t.zeros_like(order, dtype=t.int32)), 2)
 
 
 def approx_order_value(size, size_type, direction, cash, pos, free, val_price, value):
@@ -318,56 +320,43 @@ def _given_bar(s, p, bar):
     return order, approx, None, t.ones_like(pos, dtype=t.bool), value
 
 
-def _call_order(approx, mode, given, pad_value):
-    """The bar's slots in call order: a list of int32 ``[g]``, one per slot."""
-    t = tf()
-    k = approx.shape[1]
-    if mode == CALL_AUTO:
-        vals = [_where(pad_value[:, j], t.zeros_like(approx[:, j]) + math.inf, approx[:, j])
-                for j in range(k)]
-        return insert_argsort(vals)
-    if mode == CALL_GIVEN:
-        return [given[:, j] for j in range(k)]
-    return [t.zeros_like(approx[:, 0], dtype=t.int32) + j for j in range(k)]
-
-
-def _run_slots(i, s, p, order, process, value, seq):
-    """Run the slots of every group in the order ``seq``: (new state, per-column order
-    outputs)."""
+def _run_slots(s, p, order, process, value, seq):
+    """Run the slots of every group in the order ``seq`` (a loop over the slots):
+    (new state, per-column order outputs)."""
     t = tf()
     k = s["position"].shape[1]
     cols = t.range(k, dtype=t.int32)[None, :]
-    group = {"cash": s["cash"], "free": s["free"], "value": value}
-    column = {name: s[name] for name in ("position", "debt", "val_price")}
-    zero = t.zeros_like(s["position"])
-    rec = {"filled": t.zeros_like(process), "size": zero, "price": zero, "fees": zero}
     full = dict(order, fees=p["fees"], fixed_fees=p["fixed_fees"], min_size=p["min_size"],
-                allow_partial=p["allow_partial"] != 0)
-    for slot in range(k):
-        col = seq[slot]
+                allow_partial=p["allow_partial"] != 0, process=process)
+    zero = t.zeros_like(s["position"])
+
+    def slot(j, cash, free, position, debt, filled, size, price, fees):
+        col = t.gather(seq, j[None], axis=1)[:, 0]
         mask = t.equal(col[:, None], cols)
 
-        def pick(x, col=col):
+        def pick(x):
             return t.gather(x, col[:, None], batch_dims=1)[:, 0]
 
-        state = dict(group, position=pick(column["position"]), debt=pick(column["debt"]),
-                     val_price=pick(column["val_price"]))
-        fill, is_buy, size, price, fees, new = execute_order(
-            state, {name: pick(v) for name, v in full.items()}, pick(process))
-        group.update(cash=new["cash"], free=new["free"])
-        column["position"] = _where(mask, new["position"][:, None], column["position"])
-        column["debt"] = _where(mask, new["debt"][:, None], column["debt"])
-        signed = _where(fill, _where(is_buy, size, -size), t.zeros_like(size))
-        rec["filled"] = rec["filled"] | (mask & fill[:, None])
-        rec["size"] = _where(mask, signed[:, None], rec["size"])
-        rec["price"] = _where(mask, price[:, None], rec["price"])
-        rec["fees"] = _where(mask, fees[:, None], rec["fees"])
-        if slot < k - 1:
-            *vals, = _barrier(i, group["cash"], group["free"], column["position"],
-                              column["debt"])
-            group["cash"], group["free"], column["position"], column["debt"] = vals
-    new_state = dict(s, cash=group["cash"], free=group["free"], **column)
-    return new_state, rec
+        state = {"cash": cash, "free": free, "value": value, "position": pick(position),
+                 "debt": pick(debt), "val_price": pick(s["val_price"])}
+        ordered = {name: pick(v) for name, v in full.items()}
+        fill, is_buy, osize, oprice, ofees, new = execute_order(state, ordered,
+                                                                ordered.pop("process"))
+
+        def put(x, new_x):
+            return _where(mask, new_x[:, None], x)
+
+        signed = _where(fill, _where(is_buy, osize, -osize), t.zeros_like(osize))
+        return (j + 1, new["cash"], new["free"], put(position, new["position"]),
+                put(debt, new["debt"]), filled | (mask & fill[:, None]), put(size, signed),
+                put(price, oprice), put(fees, ofees))
+
+    init = (t.constant(0), s["cash"], s["free"], s["position"], s["debt"],
+            t.zeros_like(process), zero, zero, zero)
+    _, cash, free, position, debt, filled, size, price, fees = t.while_loop(
+        lambda j, *_: j < k, slot, init)
+    new_state = dict(s, cash=cash, free=free, position=position, debt=debt)
+    return new_state, {"filled": filled, "size": size, "price": price, "fees": fees}
 
 
 def _initial(init_cash, k, features):
@@ -415,8 +404,8 @@ def _sums(s, value, rec, i, n):
     return out
 
 
-def simulate_groups(bars, signals, params, call_seq=None, *, mode="signals",
-                    call_mode=CALL_DEFAULT, keep_bars=True, features=()):
+def simulate_groups(bars, signals, params, call_seq, auto, *, mode="signals",
+                    keep_bars=True, features=()):
     """Run shared-cash groups bar by bar.
 
     ``bars``: ``close``, ``price`` (where orders fill), ``open``, ``low``, ``high``,
@@ -425,8 +414,10 @@ def simulate_groups(bars, signals, params, call_seq=None, *, mode="signals",
     size_type, direction are the orders); ``params``: ``[g, k]`` or ``[n, g, k]``
     tensors of size, size_type, direction, fees, fixed_fees, slippage, min_size,
     allow_partial, sl_stop, sl_trail, tp_stop (signals), ``pad`` (bool, slots that
-    never trade) and ``init_cash`` ``[g]``; ``call_seq``: int32 ``[n, g, k]`` with
-    ``CALL_GIVEN``.  ``features``: the stops used ("sl", "tp", "trail").
+    never trade) and ``init_cash`` ``[g]``; ``call_seq``: int32 ``[m, g, k]``, the
+    slots' call order on each bar (``m = 1``: the same on every bar); ``auto``
+    (scalar bool tensor): sort by order value instead (vectorbt's "auto").
+    ``features``: the stops used ("sl", "tp", "trail").
     Returns per-bar :data:`GROUP_BAR_OUTPUTS` (with ``keep_bars``) and the
     groups' end value, drawdown and return sums.
     """
@@ -453,11 +444,11 @@ def simulate_groups(bars, signals, params, call_seq=None, *, mode="signals",
         else:
             order, approx, sl_ref, process, value = _given_bar(s, p, bar)
         process &= ~p["pad"]
-        seq = _call_order(approx, call_mode, None if call_seq is None else call_seq[i],
-                          p["pad"])
+        given = call_seq[t.minimum(i, t.shape(call_seq)[0] - 1)]
+        seq = _where(auto, insert_argsort(approx, p["pad"]), given)
         if value is None:
             value = group_value(s["cash"], s["position"], s["val_price"])
-        new, rec = _run_slots(i, s, p, order, process, value, seq)
+        new, rec = _run_slots(s, p, order, process, value, seq)
         if features:
             new.update(_stops_after(s, new["position"], s["position"], rec["filled"],
                                     bar["close"], sl_ref, p, features))
@@ -466,7 +457,7 @@ def simulate_groups(bars, signals, params, call_seq=None, *, mode="signals",
         outs = {"order_size": rec["size"],
                 "order_price": _where(rec["filled"], rec["price"], rec["price"] * math.nan),
                 "order_fees": _where(rec["filled"], rec["fees"], t.zeros_like(rec["fees"])),
-                "call_seq": t.stack(seq, axis=1), "cash": new["cash"],
+                "call_seq": seq, "cash": new["cash"],
                 "position": new["position"], "value": bar_value}
         arrays = {name: arrays[name].write(i, outs[name]) for name in arrays}
         return i + 1, new, arrays
