@@ -93,8 +93,8 @@ def from_slots(arr, lay):
 
 
 def call_sequence(call_seq, shape, codes):
-    """``(auto, given [m, columns])`` for vectorbt's ``call_seq``: sort by order value, or
-    the given order of each group's columns (``m = 1``: the same on every bar)."""
+    """``(auto, given [bars, columns])`` for vectorbt's ``call_seq``: sort by order value,
+    or the given order of each group's columns on each bar."""
     if isinstance(call_seq, str):
         key = call_seq.lower()
         if key == "random":
@@ -105,8 +105,8 @@ def call_sequence(call_seq, shape, codes):
                              f"each group's call order per bar, got {call_seq!r}")
         slot = layout(codes)[3][None, :]
         if key == "reversed":
-            return False, np.bincount(codes)[codes] - 1 - slot
-        return key == "auto", slot
+            return False, np.broadcast_to(np.bincount(codes)[codes] - 1 - slot, shape)
+        return key == "auto", np.broadcast_to(slot, shape)
     given = np.asarray(call_seq.to_numpy() if hasattr(call_seq, "to_numpy") else call_seq)
     given = np.broadcast_to(given, shape).astype(np.int64)
     lens = np.bincount(codes)[codes]
@@ -241,8 +241,12 @@ class GroupPortfolio:
 
     def call_seq(self):
         """vectorbt's ``call_seq``: per bar and column, the column of its group called in
-        that place (0 = the group's first column)."""
-        return self._frame(self._column("call_seq"), self.columns)
+        that place (0 = the group's first column); without cash sharing the columns do
+        not wait for each other and this is each column's place in its group."""
+        if self.cash_sharing:
+            return self._frame(self._column("call_seq"), self.columns)
+        places = np.broadcast_to(layout(self._codes)[3], (len(self.index), len(self.columns)))
+        return self._frame(places, self.columns)
 
     @property
     def orders(self):
