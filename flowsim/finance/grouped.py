@@ -473,3 +473,87 @@ def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, 
     out = run_groups(bar_in, signals, p, grouped[0], call, mode="signals",
                      features=tuple(features), dtype=dtype)
     return _finish(out, bars, grouped, init, index, timing, dtype)
+
+
+# -- sweeps of whole groups ----------------------------------------------------------------
+#: Metrics of a shared-cash sweep, one per parameter row (the row's assets are one group).
+GROUP_STATS = ("start_value", "end_value", "total_return", "total_fees_paid", "max_drawdown",
+               "total_orders", "sharpe_ratio")
+
+
+class GroupSignalKernel:
+    """``kernel(params, data)`` of a shared-cash :func:`~flowsim.finance.signal_sweep`:
+    each parameter row trades all the assets from one cash balance (vectorbt's
+    ``group_by`` of the row's columns with ``cash_sharing=True``).
+
+    ``fixed``: the per-column keywords (one per asset); ``row_keywords`` the ones
+    ``params`` sets per row; ``auto``: vectorbt's ``call_seq="auto"`` (else column
+    order).  Picklable when ``strategy`` is a module-level function.
+    """
+
+    def __init__(self, base, auto):
+        self.base, self.auto = base, bool(auto)
+        self.ann = base.ann
+
+    def __call__(self, params, data):
+        return tf().autograph.experimental.do_not_convert(self._run)(params, data)
+
+    def _params(self, params, rows, assets, dtype):
+        t = tf()
+        base = self.base
+        p = {}
+        for k in ("size", "fees", "fixed_fees", "slippage", "min_size", "sl_stop", "tp_stop",
+                  "sl_trail", "init_cash", "size_type", "allow_partial"):
+            if k in base.row_keywords:
+                col = t.cast(params[:, base.n_strategy + base.row_keywords.index(k)], dtype)
+                p[k] = t.tile(col[:, None], [1, assets])
+            else:
+                fixed = base.fixed.get(k, np.asarray({"size_type": 0.0}.get(k, 1.0)))
+                p[k] = t.zeros([rows, assets], dtype) + t.constant(fixed, dtype)
+        p["init_cash"] = p["init_cash"][:, 0]
+        p["sl_trail"] = p["sl_trail"] != 0
+        p["pad"] = t.zeros([rows, assets], t.bool)
+        return p
+
+    def _run(self, params, data):
+        t = tf()
+        base = self.base
+        close = data["close"]
+        dtype = close.dtype
+        rows = t.shape(params)[0]
+        assets = int(close.shape[1])
+        signals = base._signals(params, data, rows * assets)
+        n = t.shape(close)[0]
+        if signals[2] is None:
+            signals = signals[:2] + (t.zeros_like(signals[0]),) * 2
+        sig = tuple(t.reshape(x, [n, rows, assets]) for x in signals)
+        bars = {k: t.cast(data[k], dtype) for k in ("close", "open", "high", "low")}
+        bars["price"] = t.cast(data["price"], dtype) if "price" in data else bars["close"]
+        p = self._params(params, rows, assets, dtype)
+        seq = t.zeros([1, rows, assets], t.int32) + t.range(assets, dtype=t.int32)
+        out = compiled_groups("signals", False, STOP_FEATURES)(bars, sig, p, seq,
+                                                               t.constant(self.auto))
+        return group_stats(out, p["init_cash"], base.ann, base.risk_free)
+
+    def key(self):
+        """What the compiled graph depends on."""
+        return ("group", self.auto) + self.base.key()
+
+
+def group_stats(out, init_cash, ann, risk_free=0.0):
+    """:data:`GROUP_STATS` ``{name: [groups]}`` from the loop's running sums."""
+    t = tf()
+    end = out["prev_value"]
+    s1, s2 = out["acc_r"], out["acc_r2"]
+    nb = t.cast(out["n_bars"], end.dtype)
+    mean = s1 / nb - risk_free
+    var = t.maximum(s2 - s1 * (s1 / nb), 0) / (nb - 1)
+    std = t.sqrt(var)
+    sharpe = t.where(std == 0, t.zeros_like(std) + math.inf, mean / t.where(std == 0,
+                                                                        t.ones_like(std), std))
+    sharpe = sharpe * math.sqrt(ann)
+    return {"start_value": init_cash, "end_value": end,
+            "total_return": (end - init_cash) / init_cash,
+            "total_fees_paid": out["acc_fees"],
+            "max_drawdown": t.where(out["has_dd"], out["max_dd"], t.zeros_like(end)),
+            "total_orders": out["acc_orders"], "sharpe_ratio": sharpe}
