@@ -320,11 +320,31 @@ def _given_bar(s, p, bar):
     return order, approx, None, t.ones_like(pos, dtype=t.bool), value
 
 
-def _run_slots(s, p, order, process, value, seq):
-    """Run the slots of every group in the order ``seq`` (a loop over the slots):
-    (new state, per-column order outputs)."""
+def active_first(seq, process):
+    """``(order, count)``: the call order ``seq`` ``[g, k]`` with the slots that have an
+    order (``process``) first, in their call order, and the most such slots of any group.
+
+    A slot without an order changes nothing, so the loop over the slots stops after
+    ``count`` of them (with sparse signals one or two of a group's assets).
+    """
+    t = tf()
+    k = seq.shape[1]
+    active = t.gather(process, seq, batch_dims=1)
+    act = t.cast(active, t.int32)
+    n_active = t.reduce_sum(act, 1, keepdims=True)
+    place = t.where(active, t.cumsum(act, 1) - 1, n_active + t.cumsum(1 - act, 1) - 1)
+    at = t.equal(place[:, :, None], t.range(k, dtype=t.int32)[None, None, :])
+    order = t.reduce_sum(t.where(at, seq[:, :, None], t.zeros_like(at, dtype=t.int32)), 1)
+    return order, t.reduce_max(n_active)
+
+
+def _run_slots(s, p, order, process, value, seq, count=None):
+    """Run the slots of every group in the order ``seq`` (a loop over the first ``count``
+    slots, all without it): (new state, per-column order outputs)."""
     t = tf()
     k = s["position"].shape[1]
+    if count is None:
+        count = t.constant(k)
     cols = t.range(k, dtype=t.int32)[None, :]
     full = dict(order, fees=p["fees"], fixed_fees=p["fixed_fees"], min_size=p["min_size"],
                 allow_partial=p["allow_partial"] != 0, process=process)
@@ -354,7 +374,7 @@ def _run_slots(s, p, order, process, value, seq):
     init = (t.constant(0), s["cash"], s["free"], s["position"], s["debt"],
             t.zeros_like(process), zero, zero, zero)
     _, cash, free, position, debt, filled, size, price, fees = t.while_loop(
-        lambda j, *_: j < k, slot, init)
+        lambda j, *_: j < count, slot, init)
     new_state = dict(s, cash=cash, free=free, position=position, debt=debt)
     return new_state, {"filled": filled, "size": size, "price": price, "fees": fees}
 
@@ -448,7 +468,11 @@ def simulate_groups(bars, signals, params, call_seq, auto, *, mode="signals",
         seq = _where(auto, insert_argsort(approx, p["pad"]), given)
         if value is None:
             value = group_value(s["cash"], s["position"], s["val_price"])
-        new, rec = _run_slots(s, p, order, process, value, seq)
+        if mode == "signals":             # bars without an order skip their slots
+            run_seq, count = active_first(seq, process)
+        else:
+            run_seq, count = seq, None
+        new, rec = _run_slots(s, p, order, process, value, run_seq, count)
         if features:
             new.update(_stops_after(s, new["position"], s["position"], rec["filled"],
                                     bar["close"], sl_ref, p, features))
