@@ -133,3 +133,32 @@ def test_grouped_from_signals_refuses_other_modes():
     with pytest.raises(ValueError, match="init_cash='auto' is not implemented"):
         from_signals(close, entries, entries, group_by=True, cash_sharing=True, size=1.0,
                      init_cash="auto", freq="1D")
+
+
+def test_shared_cash_sweep_matches_grouped_from_signals(stored):
+    """signal_sweep(cash_sharing=True): each row is the grouped from_signals of its
+    signals, and threads give the same table."""
+    import tensorflow as tf
+
+    from flowsim.finance import signal_sweep, strategies
+    data, cases = stored
+    close = data["signals_auto_all_in/bars"][0]
+    grid = pd.DataFrame({"window": [5, 9, 14, 5], "lower": [30.0, 35.0, 30.0, 40.0],
+                         "upper": [60.0, 65.0, 70.0, 60.0], "sl_stop": [0.04, 0.1, 0.06, 0.02]})
+    kw = dict(fees=0.001, freq="1D", cash_sharing=True, call_seq="auto")
+    table = signal_sweep(strategies.rsi_thresholds, close, grid, **kw)
+    assert len(table) == len(grid) and table["total_orders"].min() > 0
+    assert table.equals(signal_sweep(strategies.rsi_thresholds, close, grid, backend="threads",
+                                     **kw))
+    params = tf.constant(grid[["window", "lower", "upper"]].to_numpy())
+    sig = strategies.rsi_thresholds(params, {"close": tf.constant(close)})
+    for row in (0, 3):
+        pf = from_signals(close, sig["entries"].numpy()[:, row], sig["exits"].numpy()[:, row],
+                          sl_stop=grid["sl_stop"][row], group_by=True, **kw)
+        np.testing.assert_allclose(table["total_return"][row], pf.total_return().iloc[0],
+                                   rtol=1e-9)
+        np.testing.assert_allclose(table["sharpe_ratio"][row], pf.sharpe_ratio().iloc[0],
+                                   rtol=1e-9)
+        np.testing.assert_allclose(table["max_drawdown"][row], pf.max_drawdown().iloc[0],
+                                   rtol=1e-9)
+        assert table["total_orders"][row] == len(pf.orders)
