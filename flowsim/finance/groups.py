@@ -7,8 +7,8 @@ free cash), its slots are its assets (groups shorter than the widest are padded
 with slots that never trade).  On every bar each column's order is made first
 (from signals or given), then the slots run one after the other in the bar's
 call order: column order (``call_seq="default"``), a given order, or vectorbt's
-``call_seq="auto"``: sorted by the orders' approximate values (sells first), by
-the insertion sort vectorbt uses (``insert_argsort_nb``).  Every step is
+``call_seq="auto"``: sorted by the orders' approximate values (sells first), in
+the order vectorbt's ``insert_argsort_nb`` gives.  Every step is
 vectorized over the groups, so a sweep of ``g`` parameter rows over the same
 assets is one loop over ``[g, assets]``.
 
