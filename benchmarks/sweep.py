@@ -34,6 +34,19 @@ stop-loss, >= 10**4 combinations over the same 2,520 bars with fees 0.1 %:
 Rounds alternate the processes (flowsim, vectorbt, flowsim with XLA, ...) and the
 medians are compared.
 
+Then (or alone with ``--only-groups``) the shared-cash sweep: the same 10**4 RSI x
+stop rows over 5 assets (five GBM paths, ``--group-bars`` bars), each row one group
+of 5 columns sharing its cash, ``call_seq="auto"``, fees 0.1 %:
+
+- flowsim: ``signal_sweep(..., cash_sharing=True, call_seq="auto")`` (its default
+  call), warm;
+- vectorbt: ``RSI.run`` on the 5 assets, the signals broadcast to rows x assets
+  columns, one ``Portfolio.from_signals`` with ``group_by`` (one group per row),
+  ``cash_sharing=True``, ``call_seq="auto"`` and a per-column ``sl_stop``, then
+  total return, Sharpe and max drawdown; warm, on the first ``--group-vbt-rows``
+  rows (its [bars, rows x 5] inputs for all 10**4 rows do not fit here), its time
+  scaled to 10**4 rows -- the printed row says so.
+
 Needs the ``bench`` extra (vectorbt, backtrader), installed in the same venv
 (they leave numpy/TensorFlow unchanged).
 """
@@ -251,6 +264,88 @@ def rsi_benchmark(rounds, bt_rows):
           f"{n / med['flowsim'] / bt_rate:,.0f}x")
 
 
+def five_assets(n_bars):
+    """Five GBM paths ``[n_bars, 5]`` (the seeds of :func:`gbm_close` + 0..4)."""
+    return np.stack([gbm_close(n_bars, seed=20261130 + j) for j in range(5)], axis=1)
+
+
+GROUP_METRICS = ("total_return", "sharpe_ratio", "max_drawdown")
+
+
+def group_flowsim(n_bars):
+    """(first call's seconds, a warm call's seconds, metrics) of the shared-cash sweep."""
+    from flowsim.finance import signal_sweep, strategies
+    close, grid = five_assets(n_bars), rsi_grid()
+    seconds = []
+    for _ in range(2):
+        start = time.perf_counter()
+        table = signal_sweep(strategies.rsi_thresholds, close, grid, fees=0.001, freq="1D",
+                             cash_sharing=True, call_seq="auto")
+        seconds.append(time.perf_counter() - start)
+    return seconds[0], seconds[1], _lists({k: table[k] for k in GROUP_METRICS})
+
+
+def vectorbt_groups(close, grid):
+    """vectorbt: RSI on the assets, signals per (row, asset), one grouped from_signals."""
+    import pandas as pd
+    import vectorbt as vbt
+    from vectorbt.generic.nb import crossed_above_nb
+    n, a = close.shape
+    idx = pd.date_range("2000-01-03", periods=n, freq="D")
+    windows = np.unique(grid["window"].to_numpy())
+    rsi = vbt.RSI.run(pd.DataFrame(close, index=idx), window=list(windows)).rsi.to_numpy()
+    rsi = rsi.reshape(n, len(windows), a)
+    r = rsi[:, np.searchsorted(windows, grid["window"].to_numpy()), :].reshape(n, -1)
+    lower = np.broadcast_to(np.repeat(grid["lower"].to_numpy(), a)[None, :], r.shape).copy()
+    upper = np.broadcast_to(np.repeat(grid["upper"].to_numpy(), a)[None, :], r.shape).copy()
+    rows = len(grid)
+    pf = vbt.Portfolio.from_signals(
+        pd.DataFrame(np.tile(close, rows), index=idx), crossed_above_nb(lower, r),
+        crossed_above_nb(r, upper), sl_stop=np.repeat(grid["sl_stop"].to_numpy(), a),
+        fees=0.001, freq="1D", group_by=np.repeat(np.arange(rows), a), cash_sharing=True,
+        call_seq="auto")
+    return {"total_return": pf.total_return().to_numpy(),
+            "sharpe_ratio": pf.sharpe_ratio().to_numpy(),
+            "max_drawdown": pf.max_drawdown().to_numpy()}
+
+
+def group_vectorbt(n_bars, rows):
+    """(first run's seconds on 16 rows, a warm run's seconds on ``rows`` rows, metrics)."""
+    close, grid = five_assets(n_bars), rsi_grid().iloc[:rows]
+    start = time.perf_counter()
+    vectorbt_groups(close, grid.iloc[:16])
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    ref = vectorbt_groups(close, grid)
+    return first, time.perf_counter() - start, _lists(ref)
+
+
+def group_benchmark(rounds, n_bars, vbt_rows):
+    """Alternated rounds of flowsim and vectorbt on the shared-cash RSI x stop grid."""
+    n = len(rsi_grid())
+    runs = {"flowsim": [], "vectorbt": []}
+    for _ in range(rounds):
+        runs["flowsim"].append(isolated("sweep", "group_flowsim", n_bars))
+        runs["vectorbt"].append(isolated("sweep", "group_vectorbt", n_bars, vbt_rows))
+    med = {name: float(np.median([x[1] for x in r])) for name, r in runs.items()}
+    scaled = med["vectorbt"] * n / vbt_rows
+    print(f"Shared-cash RSI x stop sweep: {n:,} combinations x 5 assets x {n_bars:,} bars, "
+          f"one group of 5 per combination, call_seq='auto', fees 0.1 % (median of {rounds} "
+          f"alternated rounds, one process per contender, warm)")
+    print(f"  flowsim float64     {med['flowsim']:8.2f} s  {n / med['flowsim']:10,.0f} combos/s"
+          f"  (first call {runs['flowsim'][0][0]:.1f} s)")
+    print(f"  vectorbt            {scaled:8.2f} s  {n / scaled:10,.0f} combos/s  (timed on "
+          f"{vbt_rows:,} rows: {med['vectorbt']:.2f} s, scaled x {n / vbt_rows:g})")
+    print(f"  ratio flowsim/vectorbt: {scaled / med['flowsim']:.1f}x (target >= 10x)",
+          flush=True)
+    table, ref = runs["flowsim"][-1][2], runs["vectorbt"][-1][2]
+    for k, v in ref.items():
+        v, ours_v = np.asarray(v), np.asarray(table[k])[:vbt_rows]
+        d = np.nanmax(np.abs(ours_v - v) / np.maximum(np.abs(v), 1e-12))
+        print(f"  max relative |flowsim - vectorbt| {k:<13} {d:.2e} (first {vbt_rows} rows)",
+              flush=True)
+
+
 def ma_flowsim(repeat):
     """flowsim's MA crossover sweep in this process: first call's seconds, then (wall, CPU)
     best of ``repeat`` for float64, float64 under XLA and float32, and the float64 and
@@ -296,7 +391,14 @@ def main(argv=None):
     p.add_argument("--only-rsi", action="store_true", help="only the RSI x stop sweep")
     p.add_argument("--rounds", type=int, default=3, help="alternated rounds (RSI sweep)")
     p.add_argument("--backtrader-rows", type=int, default=8)
+    p.add_argument("--only-groups", action="store_true", help="only the shared-cash sweep")
+    p.add_argument("--group-bars", type=int, default=2520, help="bars of the shared-cash sweep")
+    p.add_argument("--group-vbt-rows", type=int, default=1000,
+                   help="rows vectorbt runs in the shared-cash sweep (time scaled to all)")
     args = p.parse_args(argv)
+    if args.only_groups:
+        group_benchmark(args.rounds, args.group_bars, args.group_vbt_rows)
+        return 0
     if args.only_rsi:
         rsi_benchmark(args.rounds, args.backtrader_rows)
         return 0
@@ -330,6 +432,7 @@ def main(argv=None):
         d32 = np.max(np.abs(np.asarray(ours32[col]) - np.asarray(ref[col])))
         print(f"  max |flowsim - vectorbt| {col:<13} float64 {d64:.2e}   float32 {d32:.2e}")
     rsi_benchmark(args.rounds, args.backtrader_rows)
+    group_benchmark(args.rounds, args.group_bars, args.group_vbt_rows)
     return 0
 
 

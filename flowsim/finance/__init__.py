@@ -6,6 +6,9 @@
 - :func:`from_signals`: vectorbt's ``Portfolio.from_signals`` (fees, slippage,
   stops, shorts) with its ``stats()``, equity curve and trade records;
   :mod:`flowsim.finance.indicators`: MA, MSTD, BBANDS, RSI, STOCH, MACD, ATR, OBV.
+- :func:`from_orders` and ``from_signals(..., group_by=..., cash_sharing=True,
+  call_seq="auto")``: vectorbt's order-based and shared-cash portfolios
+  (:class:`GroupPortfolio`), target-percent rebalancing across a group's assets.
 - :func:`signal_sweep`: a signal strategy (:mod:`flowsim.finance.strategies`) over a
   grid of parameter rows and assets, through the same portfolio, on any backend.
 - :func:`walk_forward`: ``signal_sweep`` in vectorbt's rolling windows
@@ -28,6 +31,7 @@ from .backtest import (
     rolling_means,
     strategy_sweep,
 )
+from .grouped import GroupPortfolio, from_orders
 from .models import GBM, Heston
 from .payoffs import AsianCall, EuropeanCall, EuropeanPut, GeometricAsianCall, Payoff, UpAndOutCall
 from .portfolio import STATS, Portfolio, from_signals
@@ -39,5 +43,6 @@ __all__ = ["GBM", "Heston", "AsianCall", "EuropeanCall", "EuropeanPut", "Geometr
            "Payoff", "UpAndOutCall", "PathSimulation", "price", "METRICS", "backtest_metrics",
            "crossover_positions", "ma_crossover_positions", "ma_crossover_sweep",
            "rolling_means", "strategy_sweep", "STATS", "Portfolio", "from_signals",
+           "from_orders", "GroupPortfolio",
            "indicators", "strategies", "signal_simulation", "signal_sweep", "rolling_split",
            "walk_forward"]

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.lazy_tf import tf
 from .align import bar_length, check_column_keywords, conform, to_timedelta
+from .grouped import grouped_signals, is_grouped
 from .orders import (
     ORDER_PARAMS,
     bar_keywords,
@@ -682,7 +683,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
                  year_freq="365 days", risk_free=0.0, required_return=0.0,
                  min_size=1e-8, size_type="amount", upon_opposite_entry="reversereduce",
                  stop_entry_price="close", stop_exit_price="stoplimit", accumulate=False,
-                 allow_partial=True, lock_cash=False, dtype="float64"):
+                 allow_partial=True, lock_cash=False, dtype="float64", group_by=None,
+                 cash_sharing=False, call_seq="default"):
     """Backtest entry/exit signals the way vectorbt's ``Portfolio.from_signals`` does.
 
     Orders fill at the bar's close; ``slippage`` moves the fill against the
@@ -772,6 +774,18 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     ``[bars, 1]`` array or DataFrame on ``close``'s index, or a 1-d one when
     ``close`` is 1-d.  A stop is read on the bar its position is entered.
     dtype : "float64" (default) or "float32".
+    group_by : None (default), True, a column level or one group label per column
+        Groups the columns (vectorbt's ``group_by``); the result is a
+        :class:`~flowsim.finance.grouped.GroupPortfolio` reporting per group.
+    cash_sharing : bool
+        False (default); True: each group's columns share one cash balance
+        (``init_cash`` per group) and run in ``call_seq`` order on each bar.
+    call_seq : "default", "reversed", "auto" or an array
+        The columns' order within a group on each bar: column order, reversed,
+        sells before buys (vectorbt's "auto": sorted by approximate order value),
+        or each group's order per bar.  Grouped runs keep vectorbt's defaults of
+        ``upon_opposite_entry``, ``stop_entry_price``, ``stop_exit_price``,
+        ``accumulate``, ``lock_cash`` and a numeric ``init_cash``.
 
     Pandas inputs are lined up as vectorbt lines them up (see
     :mod:`flowsim.finance.align`): an input whose index differs from ``close``'s is
@@ -814,6 +828,13 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     ann_factor(freq, year_freq)                   # the checks of freq and year_freq
     step, assumed = bar_length(freq, index)
     ann = ann_factor(step, year_freq)
+    if is_grouped(group_by, cash_sharing):
+        if cash_mode:
+            raise ValueError(f"init_cash={init_cash!r} is not implemented with group_by / "
+                             f"cash_sharing: give the cash")
+        return grouped_signals(bars, signals, params, labels, columns, index,
+                               group_by=group_by, cash_sharing=cash_sharing,
+                               call_seq=call_seq, timing=(ann, step, assumed), dtype=dtype)
     if cash_mode:
         params = auto_init_cash(bars, signals, params, dtype, cash_mode)
     out = run_tensors(bars, signals, params, dtype, rates(ann, risk_free, required_return))

@@ -233,7 +233,8 @@ def _grid_features(data, fixed, rows):
 def signal_simulation(strategy, close, params, *, direction="longonly", open=None, high=None,
                       low=None, volume=None, price=None, freq=None, year_freq="365 days",
                       risk_free=0.0,
-                      required_return=0.0, block_size=None, **portfolio_kw):
+                      required_return=0.0, block_size=None, cash_sharing=False,
+                      call_seq="default", **portfolio_kw):
     """The :class:`flowsim.Sweep` that :func:`signal_sweep` runs, and its table's layout.
 
     Returns ``(sweep, names, assets)``: the Sweep (a Simulation: any Flow runs it
@@ -268,6 +269,8 @@ def signal_simulation(strategy, close, params, *, direction="longonly", open=Non
                           risk_free, required_return,
                           _grid_features(data, fixed, {k: arr[:, len(names) + j]
                                                        for j, k in enumerate(kw)}))
+    if cash_sharing:
+        kernel = group_kernel(kernel, call_seq)
     kernel.freq, kernel.freq_assumed = step, assumed
     if block_size is None:
         from ..core.blocks import default_block_size
@@ -280,7 +283,8 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
                  low=None, volume=None, price=None, freq=None, year_freq="365 days",
                  risk_free=0.0,
                  required_return=0.0, dtype="float64", backend=None, block_size=None,
-                 events_limit=None, flow_kwargs=None, **portfolio_kw):
+                 events_limit=None, flow_kwargs=None, cash_sharing=False, call_seq="default",
+                 **portfolio_kw):
     """Backtest a signal strategy for every row of ``params`` on every asset at once.
 
     Parameters
@@ -314,6 +318,14 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
         ``events_limit`` and backend (NaN where NaN: compare tables with
         ``DataFrame.equals``, not ``==``); with and without ``jit_compile`` the
         values may differ in the last bits.
+    cash_sharing : bool
+        False (default); True: each combination trades all the assets from one
+        cash balance (vectorbt's ``group_by`` of its columns with
+        ``cash_sharing=True``); the table has one row per combination with the
+        :data:`~flowsim.finance.grouped.GROUP_STATS` metrics.
+    call_seq : "default" or "auto"
+        With ``cash_sharing``: the assets in column order on each bar, or sells
+        first (vectorbt's "auto").
     **portfolio_kw : the other from_signals keywords, scalar or per asset.
 
     Returns a :class:`pandas.DataFrame`, one row per (combination, asset) in
@@ -326,21 +338,15 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
     sim, names, assets = signal_simulation(
         strategy, close, params, direction=direction, open=open, high=high, low=low,
         volume=volume, price=price, freq=freq, year_freq=year_freq, risk_free=risk_free,
-        required_return=required_return, block_size=block_size, **portfolio_kw)
+        required_return=required_return, block_size=block_size, cash_sharing=cash_sharing,
+        call_seq=call_seq, **portfolio_kw)
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     kwargs = {"jit_compile": False, **(flow_kwargs or {})}
     cached, lock = _cached(sim)
     with lock:
         out = run_rows(cached, backend, dtype, events_limit, **kwargs)
-    n_assets = len(assets)
-    table = {name: np.repeat(sim.params[:, j], n_assets) for j, name in enumerate(names)}
-    if n_assets > 1:
-        table["asset"] = np.tile(np.array(assets, dtype=object), sim.n_rows)
-    for k in STATS:
-        v = np.asarray(out[k]).reshape(-1)
-        table[k] = v.round().astype(np.int64) if k in _COUNTS else v
-    frame = pd.DataFrame(table)
+    frame = pd.DataFrame(_table(sim, names, assets, out, cash_sharing))
     frame.attrs.update(freq=sim.kernel.freq, freq_assumed=sim.kernel.freq_assumed,
                        ann_factor=sim.kernel.ann)
     for j, name in enumerate(names):
@@ -348,6 +354,34 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
         if np.all(col == np.round(col)) and np.all(np.isfinite(col)):
             frame[name] = frame[name].astype(np.int64)
     return frame
+
+
+def group_kernel(kernel, call_seq):
+    """The shared-cash kernel of ``kernel``'s grid (``call_seq`` "default" or "auto")."""
+    from .grouped import GROUP_REFUSED, GroupSignalKernel
+    if call_seq not in ("default", "auto"):
+        raise ValueError(f"call_seq must be 'default' or 'auto' in a shared-cash sweep, got "
+                         f"{call_seq!r}")
+    refused = [k for k in GROUP_REFUSED if k in kernel.fixed]
+    refused += [k for k, v in kernel.fixed.items() if v.ndim == 2]
+    if refused:
+        raise ValueError(f"cash_sharing=True sweeps take vectorbt's defaults of "
+                         f"{list(GROUP_REFUSED)} and keywords per asset, not per bar; got "
+                         f"{refused}")
+    return GroupSignalKernel(kernel, call_seq == "auto")
+
+
+def _table(sim, names, assets, out, cash_sharing):
+    """The sweep's columns: per (row, asset), or per row with ``cash_sharing``."""
+    from .grouped import GROUP_STATS
+    n_assets = 1 if cash_sharing else len(assets)
+    table = {name: np.repeat(sim.params[:, j], n_assets) for j, name in enumerate(names)}
+    if n_assets > 1:
+        table["asset"] = np.tile(np.array(assets, dtype=object), sim.n_rows)
+    for k in (GROUP_STATS if cash_sharing else STATS):
+        v = np.asarray(out[k]).reshape(-1)
+        table[k] = v.round().astype(np.int64) if k in _COUNTS + ("total_orders",) else v
+    return table
 
 
 def max_abs_diff(a, b):

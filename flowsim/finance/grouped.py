@@ -1,0 +1,559 @@
+"""Grouped portfolios: vectorbt's ``group_by``, ``cash_sharing`` and ``call_seq``, and
+``from_orders``.
+
+    >>> pf = from_signals(close, entries, exits, group_by=True, cash_sharing=True,
+    ...                   call_seq="auto")           # one cash balance for all assets
+    >>> pf.value()                                    # one column per group
+    >>> pf = from_orders(close, size=weights, size_type="targetpercent",
+    ...                  group_by=True, cash_sharing=True, call_seq="auto")
+
+The loop is :func:`flowsim.finance.groups.simulate_groups`; this module reads the
+inputs as vectorbt reads them and reports per group as vectorbt's grouped
+``Portfolio`` does (value, returns, cash, orders, the value-based metrics).
+"""
+import math
+import numbers
+
+import numpy as np
+
+from ..core.lazy_tf import tf
+from .groups import simulate_groups
+
+#: vectorbt's ``SizeType`` names from_orders takes.
+ORDER_SIZE_TYPES = {"amount": 0, "value": 1, "percent": 2, "targetamount": 3,
+                    "targetvalue": 4, "targetpercent": 5}
+#: vectorbt's ``CallSeqType`` names; "random" is refused (vectorbt shuffles with numba's RNG).
+CALL_SEQ_TYPES = ("default", "reversed", "auto")
+#: vectorbt's from_orders keywords flowsim does not implement (refused by name when given).
+REFUSED_ORDER_KEYWORDS = ("max_size", "size_granularity", "reject_prob", "lock_cash",
+                          "raise_reject", "log", "val_price", "ffill_val_price", "update_value",
+                          "max_orders", "max_logs", "seed", "group_select", "broadcast_kwargs",
+                          "wrapper_kwargs", "attach_call_seq", "engine")
+#: The stop parts of the grouped signal loop (always in: a stop off is NaN).
+STOP_FEATURES = ("sl", "trail", "tp")
+#: from_signals keywords a grouped run refuses when they are not vectorbt's defaults.
+GROUP_REFUSED = ("upon_opposite_entry", "stop_entry_price", "stop_exit_price", "accumulate",
+                 "lock_cash")
+
+
+# -- grouping ------------------------------------------------------------------------------
+def is_grouped(group_by, cash_sharing):
+    """Whether a run is grouped: ``group_by`` given (not None / False) or cash shared."""
+    return bool(cash_sharing) or not (group_by is None or group_by is False)
+
+
+def group_codes(columns, group_by):
+    """``(codes, labels)``: each column's group (0, 1, ...) and the groups' labels, as
+    vectorbt's ``ColumnGrouper`` reads ``group_by``: True (one group), a column level
+    (name or number) of MultiIndex columns, or one label per column; the groups must
+    be contiguous, as vectorbt requires."""
+    import pandas as pd
+    n = len(columns)
+    if group_by is True:
+        by = pd.Index(["group"] * n)
+    elif isinstance(group_by, (numbers.Integral, str)) and not isinstance(group_by, bool):
+        if not isinstance(columns, pd.MultiIndex):
+            raise ValueError(f"group_by={group_by!r} names a column level, but the columns "
+                             f"have no levels: give one group label per column or True")
+        by = columns.get_level_values(group_by)
+    else:
+        by = pd.Index(list(group_by) if not isinstance(group_by, pd.Index) else group_by)
+    if len(by) != n:
+        raise ValueError(f"group_by has {len(by)} labels but there are {n} columns "
+                         f"(vectorbt: 'group_by and index must have the same length')")
+    codes, uniques = pd.factorize(by)
+    if np.any(np.diff(codes) < 0):
+        raise ValueError("group_by must put each group's columns next to each other (vectorbt: "
+                         "'Groups must be coherent and sorted (such as [0, 0, 1, 2, 2, ...])')")
+    labels = pd.Index(uniques, name=by.name)
+    return codes.astype(np.int64), labels
+
+
+def layout(codes):
+    """``(n_groups, width, group, slot)`` of columns grouped by ``codes`` (contiguous)."""
+    n_groups = int(codes.max()) + 1 if codes.size else 0
+    lens = np.bincount(codes, minlength=n_groups)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    slot = np.arange(codes.size) - starts[codes]
+    return n_groups, int(lens.max()), codes, slot
+
+
+def to_slots(arr, lay, fill):
+    """``arr`` ``[..., columns]`` as ``[..., groups, width]`` (pad slots ``fill``)."""
+    n_groups, width, group, slot = lay
+    out = np.full(arr.shape[:-1] + (n_groups, width), fill, dtype=arr.dtype)
+    out[..., group, slot] = arr
+    return out
+
+
+def from_slots(arr, lay):
+    """The inverse of :func:`to_slots`: ``[..., groups, width]`` -> ``[..., columns]``."""
+    _, _, group, slot = lay
+    return arr[..., group, slot]
+
+
+def call_sequence(call_seq, shape, codes):
+    """``(auto, given [bars, columns])`` for vectorbt's ``call_seq``: sort by order value,
+    or the given order of each group's columns on each bar."""
+    if isinstance(call_seq, str):
+        key = call_seq.lower()
+        if key == "random":
+            raise ValueError("call_seq='random' is not implemented (vectorbt shuffles with "
+                             "numba's generator): give the order as an array")
+        if key not in CALL_SEQ_TYPES:
+            raise ValueError(f"call_seq must be one of {list(CALL_SEQ_TYPES)} or an array of "
+                             f"each group's call order per bar, got {call_seq!r}")
+        slot = layout(codes)[3][None, :]
+        if key == "reversed":
+            return False, np.broadcast_to(np.bincount(codes)[codes] - 1 - slot, shape)
+        return key == "auto", np.broadcast_to(slot, shape)
+    given = np.asarray(call_seq.to_numpy() if hasattr(call_seq, "to_numpy") else call_seq)
+    given = np.broadcast_to(given, shape).astype(np.int64)
+    lens = np.bincount(codes)[codes]
+    for row in range(shape[0]):
+        bad = (given[row] < 0) | (given[row] >= lens)
+        if bad.any():
+            raise ValueError(f"call_seq bar {row}, column {int(np.argmax(bad))} is "
+                             f"{int(given[row][bad][0])}: each entry is a position in "
+                             f"its group (vectorbt: 'Call index exceeds bounds of the group')")
+    return False, given
+
+
+def _call_slots(given, lay):
+    """A given call order ``[n, columns]`` as ``[n, groups, width]`` (pads called last)."""
+    n_groups, width, group, slot = lay
+    out = np.broadcast_to(np.arange(width, dtype=np.int32), (given.shape[0], n_groups, width))
+    out = out.copy()
+    out[:, group, slot] = given
+    return out
+
+
+# -- the run -------------------------------------------------------------------------------
+_COMPILED = {}
+
+
+def compiled_groups(mode, keep_bars, features):
+    """:func:`simulate_groups` compiled once per (mode, outputs, stops)."""
+    key = (mode, keep_bars, tuple(features))
+    fn = _COMPILED.get(key)
+    if fn is None:
+        def run(bars, signals, params, call_seq, auto):
+            return simulate_groups(bars, signals, params, call_seq, auto, mode=mode,
+                                   keep_bars=keep_bars, features=features)
+        fn = _COMPILED[key] = tf().function(run, jit_compile=True, autograph=False)
+    return fn
+
+
+def run_groups(bars, signals, params, lay, call, *, mode, keep_bars=True, features=(),
+               dtype="float64"):
+    """Lay ``[n, columns]`` inputs out by group, run, return the numpy outputs."""
+    t = tf()
+    dt = t.as_dtype(dtype)
+    b = {k: t.constant(to_slots(v, lay, 1.0), dt) for k, v in bars.items()}
+    sig = None
+    if signals is not None:
+        sig = tuple(t.constant(to_slots(np.asarray(x), lay, False)) for x in signals)
+    p = {}
+    for k, v in params.items():
+        if k == "init_cash":
+            p[k] = t.constant(v, dt)
+            continue
+        fill = {"pad": True, "size": math.nan}.get(k, 0.0)
+        arr = to_slots(np.asarray(v), lay, fill)
+        p[k] = t.constant(arr) if arr.dtype == bool else t.constant(arr, dt)
+    auto, given = call
+    seq = t.constant(_call_slots(np.asarray(given), lay))
+    fn = compiled_groups(mode, keep_bars, tuple(features))
+    out = fn(b, sig, p, seq, t.constant(bool(auto)))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def returns_of(value, init_cash):
+    """vectorbt's ``returns_nb``: bar returns of ``value`` ``[n, c]`` from ``init_cash``."""
+    prev = np.concatenate([np.asarray(init_cash, dtype=value.dtype)[None, :], value[:-1]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (value - prev) / np.where(prev == 0, 1.0, prev)
+    r = np.where(prev < 0, -r, r)
+    return np.where(prev == 0, np.where(value == 0, 0.0, np.sign(value) * np.inf), r)
+
+
+def _group_sum(a, codes):
+    """Sum the columns of ``a`` ``[..., columns]`` by contiguous group ``codes``."""
+    starts = np.flatnonzero(np.concatenate([[True], np.diff(codes) != 0]))
+    return np.add.reduceat(a, starts, axis=-1)
+
+
+class GroupPortfolio:
+    """Result of a grouped :func:`from_signals` or of :func:`from_orders`.
+
+    ``value()``, ``returns()``, ``cash()`` and the metrics are per group (per column
+    when ungrouped), as vectorbt's grouped ``Portfolio`` reports them; ``orders`` and
+    ``call_seq()`` are per column.
+    """
+
+    def __init__(self, out, close, grouping, init_cash, index, ann, freq=None,
+                 freq_assumed=False, risk_free=0.0):
+        self._out = out
+        self._close = close
+        (self._lay, self._cash_codes, self._codes, self.group_labels, self.columns,
+         self.cash_sharing) = grouping
+        self._init_cash = np.asarray(init_cash, dtype=np.float64)
+        self.index = index
+        self.ann_factor, self.freq, self.freq_assumed = ann, freq, bool(freq_assumed)
+        self.risk_free = risk_free
+
+    def _frame(self, a, labels=None):
+        import pandas as pd
+        return pd.DataFrame(a, index=self.index,
+                            columns=self.group_labels if labels is None else labels)
+
+    def _column(self, name):
+        return from_slots(self._out[name], self._lay)
+
+    def init_cash(self):
+        """Starting cash per group (the sum of its columns' without cash sharing)."""
+        if self.cash_sharing:
+            return self._init_cash
+        return _group_sum(self._init_cash, self._codes)
+
+    def _values(self):
+        if self.cash_sharing:
+            return self._out["value"]
+        return _group_sum(self._out["value"][:, self._lay[2]], self._codes)
+
+    def value(self):
+        """Value per group and bar (cash + positions at the close), a DataFrame."""
+        return self._frame(self._values())
+
+    def cash(self):
+        """Cash per group after each bar's orders."""
+        if self.cash_sharing:
+            return self._frame(self._out["cash"])
+        return self._frame(_group_sum(self._out["cash"][:, self._lay[2]], self._codes))
+
+    def assets(self):
+        """Position per column after each bar (shares; negative when short)."""
+        return self._frame(self._column("position"), self.columns)
+
+    def returns(self):
+        """Bar returns of :meth:`value` (the first against the starting cash)."""
+        return self._frame(returns_of(self._values(), self.init_cash()))
+
+    def call_seq(self):
+        """vectorbt's ``call_seq``: per bar and column, the column of its group called in
+        that place (0 = the group's first column); without cash sharing the columns do
+        not wait for each other and this is each column's place in its group."""
+        if self.cash_sharing:
+            return self._frame(self._column("call_seq"), self.columns)
+        places = np.broadcast_to(layout(self._codes)[3], (len(self.index), len(self.columns)))
+        return self._frame(places, self.columns)
+
+    @property
+    def orders(self):
+        """Filled orders in vectorbt's record order (group, bar, call order): ``id, column,
+        idx, size (> 0), price, fees, side`` ("buy" / "sell")."""
+        import pandas as pd
+        seq = self._out["call_seq"].astype(np.int64)
+        by_call = {k: np.take_along_axis(self._out[k], seq, axis=2).transpose(1, 0, 2)
+                   for k in ("order_size", "order_price", "order_fees")}
+        g, i, s = np.nonzero(by_call["order_size"])
+        slot = seq.transpose(1, 0, 2)[g, i, s]
+        col_of = np.full(self._lay[:2], -1)
+        col_of[self._lay[2], self._lay[3]] = np.arange(len(self.columns))
+        cols = col_of[g, slot]
+        size = by_call["order_size"][g, i, s]
+        return pd.DataFrame({"id": np.arange(size.size), "column": [self.columns[c] for c in cols],
+                             "col": cols, "idx": i, "size": np.abs(size),
+                             "price": by_call["order_price"][g, i, s],
+                             "fees": by_call["order_fees"][g, i, s],
+                             "side": np.where(size > 0, "buy", "sell")})
+
+    def _series(self, a):
+        import pandas as pd
+        return pd.Series(a, index=self.group_labels)
+
+    def final_value(self):
+        """Value at the last bar per group."""
+        return self._series(self._values()[-1])
+
+    def total_return(self):
+        """``final_value / init_cash - 1`` per group."""
+        init = self.init_cash()
+        return self._series((self._values()[-1] - init) / init)
+
+    def max_drawdown(self):
+        """Worst fall from a running peak of :meth:`value` (negative), per group."""
+        cum = np.cumprod(1 + returns_of(self._values(), self.init_cash()), axis=0)
+        return self._series(np.min(cum / np.maximum.accumulate(cum, axis=0) - 1, axis=0))
+
+    def sharpe_ratio(self):
+        """Annualised Sharpe ratio of :meth:`returns` (ddof 1, vectorbt's)."""
+        r = returns_of(self._values(), self.init_cash()) - self.risk_free
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self._series(np.mean(r, axis=0) / np.std(r, axis=0, ddof=1)
+                                * np.sqrt(self.ann_factor))
+
+    def stats(self):
+        """Per group: start_value, end_value, total_return, total_fees_paid,
+        max_drawdown, total_orders, sharpe_ratio (vectorbt's values for them)."""
+        import pandas as pd
+        orders = self.orders
+        fees = np.zeros(len(self.columns))
+        count = np.zeros(len(self.columns))
+        np.add.at(fees, orders["col"].to_numpy(), orders["fees"].to_numpy())
+        np.add.at(count, orders["col"].to_numpy(), 1)
+        frame = pd.DataFrame({
+            "start_value": self.init_cash(), "end_value": self.final_value().to_numpy(),
+            "total_return": self.total_return().to_numpy(),
+            "total_fees_paid": _group_sum(fees, self._codes),
+            "max_drawdown": self.max_drawdown().to_numpy(),
+            "total_orders": _group_sum(count, self._codes),
+            "sharpe_ratio": self.sharpe_ratio().to_numpy()}, index=self.group_labels)
+        frame.attrs.update(freq=self.freq, freq_assumed=self.freq_assumed,
+                           ann_factor=self.ann_factor)
+        return frame
+
+
+# -- inputs --------------------------------------------------------------------------------
+def grouping(labels, column_index, group_by, cash_sharing):
+    """``(layout, cash codes, group codes, group labels, column labels, cash_sharing)``."""
+    import pandas as pd
+    cols = column_index if column_index is not None else pd.Index(labels, tupleize_cols=False)
+    if cash_sharing and (group_by is None or group_by is False):
+        group_by = True                       # vectorbt: cash sharing groups all columns
+    if group_by is None or group_by is False:
+        codes, group_labels = np.arange(len(labels)), cols
+    else:
+        codes, group_labels = group_codes(cols, group_by)
+    cash_codes = codes if cash_sharing else np.arange(len(labels))
+    return layout(cash_codes), cash_codes, codes, group_labels, list(labels), bool(cash_sharing)
+
+
+def group_init_cash(init_cash, n_cash_groups):
+    """``init_cash`` (scalar or one per cash group) as float64 ``[groups]``, checked."""
+    if isinstance(init_cash, str):
+        raise ValueError(f"init_cash={init_cash!r} is not implemented for grouped portfolios: "
+                         f"give the cash (a number, or one per group)")
+    arr = np.asarray(init_cash, dtype=np.float64).reshape(-1)
+    if arr.size not in (1, n_cash_groups):
+        raise ValueError(f"init_cash must be a scalar or one value per cash group "
+                         f"({n_cash_groups}), got {arr.size} values")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"init_cash must be finite and > 0, got {arr.tolist()[:5]}")
+    return np.broadcast_to(arr, (n_cash_groups,)).copy()
+
+
+def _order_keyword(value, name, n_bars, n_cols, close_1d, lo=None, allow_nan=False):
+    """A from_orders keyword as float64 ``[columns]`` or ``[bars, columns]``, checked."""
+    from .orders import per_bar
+    arr = per_bar(value, name, n_bars, n_cols, close_1d)
+    if arr is None:
+        arr = np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value,
+                         dtype=np.float64).reshape(-1)
+        if arr.size not in (1, n_cols):
+            raise ValueError(f"{name} must be a scalar, one value per column ({n_cols}) or "
+                             f"[bars, columns], got {arr.size} values")
+        arr = np.broadcast_to(arr, (n_cols,)).copy()
+    finite = np.isfinite(arr) | (np.isnan(arr) if allow_nan else False)
+    if name == "size":
+        finite = ~np.isnan(arr) | allow_nan
+    if not np.all(finite) or (lo is not None and np.any(arr[~np.isnan(arr)] < lo)):
+        bound = f" and >= {lo}" if lo is not None else ""
+        raise ValueError(f"{name} must be finite{bound}, got {np.ravel(arr)[:5].tolist()}")
+    return arr
+
+
+def order_size_type_codes(size_type, n_cols):
+    """``size_type`` of from_orders (all of vectorbt's kinds) as codes ``[columns]``."""
+    from .orders import _code, enum_codes
+    return enum_codes(size_type, "size_type", n_cols,
+                      lambda v: _code(v, "size_type", ORDER_SIZE_TYPES))
+
+
+def _ann(freq, year_freq, index):
+    from .align import bar_length
+    from .portfolio import ann_factor
+    ann_factor(freq, year_freq)
+    step, assumed = bar_length(freq, index, stacklevel=4)
+    return ann_factor(step, year_freq), step, assumed
+
+
+def _finish(out, bars, grouped, init, index, timing, dtype):
+    import pandas as pd
+    ann, step, assumed = timing
+    if index is None:
+        index = pd.RangeIndex(bars["close"].shape[0])
+    return GroupPortfolio(out, bars["close"].astype(dtype), grouped, init, index, ann,
+                          freq=step, freq_assumed=assumed)
+
+
+def from_orders(close, size=math.inf, size_type="amount", direction="both", price=None,
+                fees=0.0, fixed_fees=0.0, slippage=0.0, min_size=1e-8, allow_partial=True,
+                init_cash=100.0, group_by=None, cash_sharing=False, call_seq="default",
+                freq=None, year_freq="365 days", dtype="float64", **refused):
+    """Simulate orders the way vectorbt's ``Portfolio.from_orders`` does.
+
+    Every bar and column is an order of ``size`` (NaN: no order) read by
+    ``size_type``: "amount" (shares; ``inf`` all the cash, ``-inf`` all in
+    short), "value" (cash), "percent" (of the cash, or of the position for a
+    sell), "targetamount", "targetvalue" or "targetpercent" (of the group's
+    value: rebalancing).  ``direction``: "both" (default), "longonly",
+    "shortonly".  Orders fill at ``price`` (default the close) with ``slippage``
+    against the trade and ``fees * size * price + fixed_fees``; ``min_size``
+    (vectorbt's 1e-8) rejects smaller orders, ``allow_partial=False`` those cash
+    cannot fill whole.
+
+    ``group_by`` (True, a column level, or one label per column) groups the
+    columns; ``cash_sharing=True`` gives each group one cash balance (``init_cash``
+    per group) and runs its columns on each bar in ``call_seq`` order: "default"
+    (column order), "reversed", "auto" (sells before buys: sorted by each order's
+    approximate value, as vectorbt) or an array of each group's call order per
+    bar.  ``size``, ``fees``, ``fixed_fees``, ``slippage`` and ``min_size`` may
+    be scalars, one per column or ``[bars, columns]``.
+
+    Returns a :class:`GroupPortfolio` (value, returns and metrics per group).
+    """
+    if refused:
+        names = sorted(refused)
+        unknown = [k for k in names if k not in REFUSED_ORDER_KEYWORDS]
+        if unknown:
+            raise TypeError(f"from_orders() got unexpected keyword arguments {unknown}")
+        raise ValueError(f"from_orders: {names} not implemented in flowsim (vectorbt's "
+                         f"defaults are used: leave them out)")
+    from .align import conform
+    from .portfolio import _bars, direction_codes
+    given, index, columns = conform({"size": size, "price": price, "close": close})
+    bars, labels = _bars(given["close"], None, None, None, {}, given["price"])
+    n, c = bars["close"].shape
+    bars["price"] = bars.get("price", bars["close"])
+    close_1d = np.ndim(close) == 1
+    labels = list(columns) if columns is not None and len(columns) == c else (
+        labels if labels is not None and len(labels) == c else list(range(c)))
+    grouped = grouping(labels, columns if columns is not None and len(columns) == c else None,
+                       group_by, cash_sharing)
+    init = group_init_cash(init_cash, grouped[0][0])
+    params = {"size": _order_keyword(given["size"], "size", n, c, close_1d, allow_nan=True),
+              "fees": _order_keyword(fees, "fees", n, c, close_1d),
+              "fixed_fees": _order_keyword(fixed_fees, "fixed_fees", n, c, close_1d),
+              "slippage": _order_keyword(slippage, "slippage", n, c, close_1d, lo=0),
+              "min_size": _order_keyword(min_size, "min_size", n, c, close_1d, lo=0),
+              "allow_partial": _order_keyword(allow_partial, "allow_partial", n, c, close_1d),
+              "size_type": order_size_type_codes(size_type, c),
+              "direction": direction_codes(direction, c).astype(np.float64),
+              "pad": np.zeros(c, dtype=bool), "init_cash": init}
+    call = call_sequence(call_seq, (n, c), grouped[1])
+    bar_in = {"close": bars["close"], "price": bars["price"]}
+    out = run_groups(bar_in, None, params, grouped[0], call, mode="orders", dtype=dtype)
+    return _finish(out, bars, grouped, init, index, _ann(freq, year_freq, index), dtype)
+
+
+def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, cash_sharing,
+                    call_seq, timing, dtype):
+    """The grouped run of :func:`flowsim.finance.from_signals` (checked inputs in)."""
+    refused = [k for k in GROUP_REFUSED if k in params]
+    if refused:
+        raise ValueError(f"from_signals with group_by / cash_sharing: {refused} not "
+                         f"implemented (leave them at vectorbt's defaults)")
+    n, c = bars["close"].shape
+    grouped = grouping(labels, columns, group_by, cash_sharing)
+    init = params["init_cash"]
+    if cash_sharing:
+        first = np.flatnonzero(np.concatenate([[True], np.diff(grouped[1]) != 0]))
+        init = init[first]
+    p = {k: np.asarray(params[k], dtype=np.float64) for k in
+         ("size", "fees", "fixed_fees", "slippage", "min_size", "sl_stop", "tp_stop")}
+    p.update(size_type=np.asarray(params.get("size_type", np.zeros(c)), dtype=np.float64),
+             allow_partial=np.asarray(params.get("allow_partial", np.ones(c))),
+             sl_trail=np.asarray(params["sl_trail"]) != 0, pad=np.zeros(c, dtype=bool),
+             init_cash=init)
+    features = STOP_FEATURES          # off where NaN: one compiled loop for every run
+    bar_in = dict(bars)
+    bar_in["price"] = bars.get("price", bars["close"])
+    call = call_sequence(call_seq, (n, c), grouped[1])
+    out = run_groups(bar_in, signals, p, grouped[0], call, mode="signals",
+                     features=tuple(features), dtype=dtype)
+    return _finish(out, bars, grouped, init, index, timing, dtype)
+
+
+# -- sweeps of whole groups ----------------------------------------------------------------
+#: Metrics of a shared-cash sweep, one per parameter row (the row's assets are one group).
+GROUP_STATS = ("start_value", "end_value", "total_return", "total_fees_paid", "max_drawdown",
+               "total_orders", "sharpe_ratio")
+
+
+class GroupSignalKernel:
+    """``kernel(params, data)`` of a shared-cash :func:`~flowsim.finance.signal_sweep`:
+    each parameter row trades all the assets from one cash balance (vectorbt's
+    ``group_by`` of the row's columns with ``cash_sharing=True``).
+
+    ``fixed``: the per-column keywords (one per asset); ``row_keywords`` the ones
+    ``params`` sets per row; ``auto``: vectorbt's ``call_seq="auto"`` (else column
+    order).  Picklable when ``strategy`` is a module-level function.
+    """
+
+    def __init__(self, base, auto):
+        self.base, self.auto = base, bool(auto)
+        self.ann = base.ann
+
+    def __call__(self, params, data):
+        return tf().autograph.experimental.do_not_convert(self._run)(params, data)
+
+    def _params(self, params, rows, assets, dtype):
+        t = tf()
+        base = self.base
+        p = {}
+        for k in ("size", "fees", "fixed_fees", "slippage", "min_size", "sl_stop", "tp_stop",
+                  "sl_trail", "init_cash", "size_type", "allow_partial"):
+            if k in base.row_keywords:
+                col = t.cast(params[:, base.n_strategy + base.row_keywords.index(k)], dtype)
+                p[k] = t.tile(col[:, None], [1, assets])
+            else:
+                fixed = base.fixed.get(k, np.asarray({"size_type": 0.0}.get(k, 1.0)))
+                p[k] = t.zeros([rows, assets], dtype) + t.constant(fixed, dtype)
+        p["init_cash"] = p["init_cash"][:, 0]
+        p["sl_trail"] = p["sl_trail"] != 0
+        p["pad"] = t.zeros([rows, assets], t.bool)
+        return p
+
+    def _run(self, params, data):
+        t = tf()
+        base = self.base
+        close = data["close"]
+        dtype = close.dtype
+        rows = t.shape(params)[0]
+        assets = int(close.shape[1])
+        signals = base._signals(params, data, rows * assets)
+        n = t.shape(close)[0]
+        if signals[2] is None:
+            signals = signals[:2] + (t.zeros_like(signals[0]),) * 2
+        sig = tuple(t.reshape(x, [n, rows, assets]) for x in signals)
+        bars = {k: t.cast(data[k], dtype) for k in ("close", "open", "high", "low")}
+        bars["price"] = t.cast(data["price"], dtype) if "price" in data else bars["close"]
+        p = self._params(params, rows, assets, dtype)
+        seq = t.zeros([1, rows, assets], t.int32) + t.range(assets, dtype=t.int32)
+        out = compiled_groups("signals", False, STOP_FEATURES)(bars, sig, p, seq,
+                                                               t.constant(self.auto))
+        return group_stats(out, p["init_cash"], base.ann, base.risk_free)
+
+    def key(self):
+        """What the compiled graph depends on."""
+        return ("group", self.auto) + self.base.key()
+
+
+def group_stats(out, init_cash, ann, risk_free=0.0):
+    """:data:`GROUP_STATS` ``{name: [groups]}`` from the loop's running sums."""
+    t = tf()
+    end = out["prev_value"]
+    s1, s2 = out["acc_r"], out["acc_r2"]
+    nb = t.cast(out["n_bars"], end.dtype)
+    mean = s1 / nb - risk_free
+    var = t.maximum(s2 - s1 * (s1 / nb), 0) / (nb - 1)
+    std = t.sqrt(var)
+    sharpe = t.where(std == 0, t.zeros_like(std) + math.inf, mean / t.where(std == 0,
+                                                                        t.ones_like(std), std))
+    sharpe = sharpe * math.sqrt(ann)
+    return {"start_value": init_cash, "end_value": end,
+            "total_return": (end - init_cash) / init_cash,
+            "total_fees_paid": out["acc_fees"],
+            "max_drawdown": t.where(out["has_dd"], out["max_dd"], t.zeros_like(end)),
+            "total_orders": out["acc_orders"], "sharpe_ratio": sharpe}

@@ -1,0 +1,494 @@
+"""Shared-cash groups: the bar loop of vectorbt's ``cash_sharing=True`` portfolios.
+
+    >>> out = simulate_groups(bars, signals, params, call_seq, auto)
+
+Columns are laid out ``[groups, slots]``: each group shares one cash balance (and
+free cash), its slots are its assets (groups shorter than the widest are padded
+with slots that never trade).  On every bar each column's order is made first
+(from signals or given), then the slots run one after the other in the bar's
+call order: column order (``call_seq="default"``), a given order, or vectorbt's
+``call_seq="auto"``: sorted by the orders' approximate values (sells first), in
+the order vectorbt's ``insert_argsort_nb`` gives.  Every step is
+vectorized over the groups, so a sweep of ``g`` parameter rows over the same
+assets is one loop over ``[g, assets]``.
+
+The order execution is ``execute_order_nb`` / ``buy_nb`` / ``sell_nb`` for every
+``size_type`` and ``direction`` (vectorbt's tolerant comparisons, the same
+arithmetic in the same order), so the orders are vectorbt's.
+"""
+import math
+
+from ..core.lazy_tf import tf
+from .simulate import (
+    _add,
+    _close_or_less,
+    _drawdown_step,
+    _is_close,
+    _is_less,
+    _signals,
+    _stop_fill,
+)
+
+#: vectorbt's ``SizeType`` codes.
+AMOUNT, VALUE, PERCENT, TARGET_AMOUNT, TARGET_VALUE, TARGET_PERCENT = range(6)
+#: vectorbt's ``Direction`` codes.
+LONG_ONLY, SHORT_ONLY, BOTH = range(3)
+
+#: Per-bar outputs of :func:`simulate_groups` with ``keep_bars``.
+GROUP_BAR_OUTPUTS = ("order_size", "order_price", "order_fees", "call_seq", "cash",
+                     "position", "value")
+
+
+def _snap0(x):
+    t = tf()
+    return t.where(_is_close(x, t.zeros_like(x)), t.zeros_like(x), x)
+
+
+def _where(cond, a, b):
+    t = tf()
+    return t.where(cond, a, b)
+
+
+def _buy(cash, pos, debt, free, size, price, order, percent):
+    """``buy_nb`` (no lock_cash, max_size or granularity): (filled, size, price, fees,
+    cash, position, debt, free cash)."""
+    t = tf()
+    fees, fixed, min_size = order["fees"], order["fixed_fees"], order["min_size"]
+    adj = price * (1 + order["slippage"])
+    limit = _where(t.math.is_nan(percent), cash, t.minimum(cash, percent * cash))
+    short_only = order["direction"] == SHORT_ONLY
+    ok = _where(short_only, pos != 0, limit != 0)
+    adj_size = _where(short_only, t.minimum(-pos, size), size)
+    ok &= adj_size != 0
+    req_cash = adj_size * adj
+    req_fees = req_cash * fees + fixed
+    total = req_cash + req_fees
+    enough = _close_or_less(total, limit)
+    max_req = _add(limit, -fixed) / (1 + fees)
+    ok &= enough | (max_req > 0)
+    final_size = _where(enough, adj_size, max_req / adj)
+    fees_paid = _where(enough, req_fees, limit - max_req)
+    final_req = _where(enough, total, limit)
+    zero = t.zeros_like(cash)
+    ok &= ~_is_close(adj_size, zero) & ~_is_less(final_size, min_size)
+    ok &= ~(t.math.is_finite(size) & _is_less(final_size, size) & ~order["allow_partial"])
+    new_cash = _add(cash, -final_req)
+    new_pos = _add(pos, final_size)
+    was_short = pos < 0
+    safe = _where(was_short, t.abs(pos), t.ones_like(pos))
+    short_size = _where(new_pos < 0, final_size, t.abs(pos))
+    debt_diff = short_size * (debt / safe)
+    new_debt = _where(was_short, _add(debt, -debt_diff), debt)
+    new_free = _where(was_short, _add(free + 2 * debt_diff, -final_req), _add(free, -final_req))
+    return ok, final_size, adj, fees_paid, new_cash, new_pos, new_debt, new_free
+
+
+def _sell(cash, pos, debt, free, size, price, order, percent):
+    """``sell_nb`` (no lock_cash, max_size or granularity), as :func:`_buy`."""
+    t = tf()
+    fees, fixed, min_size = order["fees"], order["fixed_fees"], order["min_size"]
+    adj = price * (1 - order["slippage"])
+    long_only = order["direction"] == LONG_ONLY
+    has_pct = ~t.math.is_nan(percent)
+    all_in = t.math.is_inf(size) & has_pct
+    zero = t.zeros_like(cash)
+    long_size = t.maximum(pos, zero)
+    total_free = _add(free, long_size * adj * (1 - fees))
+    max_short = _add(total_free, -fixed) / (adj * (1 + fees))
+    max_limit = _where(total_free <= 0, long_size, _add(long_size, max_short))
+    ok_all = _where(total_free <= 0, pos > 0, max_limit > 0)
+    size_limit = _where(long_only, t.minimum(pos, size), _where(all_in, max_limit, size))
+    ok = long_only | ~all_in | ok_all
+    size_limit = _where(has_pct, percent * size_limit, size_limit)
+    ok &= ~(long_only & (pos == 0))
+    ok &= ~_is_close(size_limit, zero) & ~_is_less(size_limit, min_size)
+    ok &= ~(t.math.is_finite(size) & _is_less(size_limit, size) & ~order["allow_partial"])
+    acq = size_limit * adj
+    fees_paid = acq * fees + fixed
+    final_acq = _add(acq, -fees_paid)
+    ok &= final_acq >= 0
+    new_cash = cash + final_acq
+    new_pos = _add(pos, -size_limit)
+    short_size = _where(pos < 0, size_limit, t.abs(new_pos))
+    short_value = short_size * adj
+    goes_short = new_pos < 0
+    new_debt = _where(goes_short, debt + short_value, debt)
+    new_free = _where(goes_short, _add(free, _add(final_acq, -2 * short_value)),
+                      free + final_acq)
+    return ok, size_limit, adj, fees_paid, new_cash, new_pos, new_debt, new_free
+
+
+def _resolve_size(size, size_type, direction, pos, val_price, value):
+    """``execute_order_nb``'s size conversions: (size in shares or +-inf, percent or NaN,
+    whether the order may run).  ``size`` is already signed for ``ShortOnly``."""
+    t = tf()
+    target_pct = size_type == TARGET_PERCENT
+    ok = ~target_pct | (~t.math.is_nan(value) & (value > 0))
+    size = _where(target_pct, size * value, size)
+    kind = _where(target_pct, t.zeros_like(size_type) + TARGET_VALUE, size_type)
+    in_value = (kind == VALUE) | (kind == TARGET_VALUE)
+    ok &= ~(in_value & t.math.is_nan(val_price))
+    size = _where(in_value, size / _where(in_value, val_price, t.ones_like(val_price)), size)
+    target = (kind == TARGET_AMOUNT) | (kind == TARGET_VALUE)
+    size = _where(target, size - pos, size)
+    amount = (kind == AMOUNT) | (kind == VALUE) | target
+    all_short = amount & (direction != LONG_ONLY) & (size < 0) & t.math.is_inf(size)
+    size = _where(all_short, -t.ones_like(size), size)
+    pct = (kind == PERCENT) | all_short
+    percent = _where(pct, t.abs(size), t.zeros_like(size) + math.nan)
+    size = _where(pct, t.sign(size) * math.inf, size)
+    return size, percent, ok
+
+
+def execute_order(state, order, process):
+    """One slot of every group: ``process_order_nb`` where ``process``.
+
+    ``state``: cash, position, debt, free (cash), val_price, value ``[g]``;
+    ``order``: size (signed: vectorbt's ShortOnly flip already applied), price,
+    size_type, direction, fees, fixed_fees, slippage, min_size, allow_partial ``[g]``.
+    Returns (filled, size, price, fees, new state).
+    """
+    t = tf()
+    names = ("cash", "position", "debt", "free")
+    snapped = {k: _snap0(state[k]) for k in names + ("val_price", "value")}
+    size, percent, ok = _resolve_size(order["size"], order["size_type"], order["direction"],
+                                      snapped["position"], snapped["val_price"],
+                                      snapped["value"])
+    ok &= ~t.math.is_nan(order["size"]) & ~t.math.is_nan(order["price"])
+    args = [snapped[k] for k in names]
+    b = _buy(*args, size, order["price"], order, percent)
+    s = _sell(*args, -size, order["price"], order, percent)
+    is_buy = size > 0
+    pick = [_where(is_buy, x, y) for x, y in zip(b, s)]
+    fill = pick[0] & ok & process
+    new = {k: _where(fill, v, _where(process, snapped[k], state[k]))
+           for k, v in zip(names, pick[4:])}
+    return fill, is_buy, pick[1], pick[2], pick[3], new
+
+
+# -- call order -----------------------------------------------------------------------
+def insert_argsort(values, pad):
+    """The call order vectorbt's ``insert_argsort_nb`` gives each row of ``values``
+    ``[g, k]``: the slots in order, int32 ``[g, k]``.
+
+    That insertion sort is stable and sorts NaN last, each NaN ahead of the NaNs
+    before it; the rank of each value under those rules gives the same order
+    without the loop.  ``pad`` (bool ``[g, k]``): slots after a group's columns,
+    which keep their places.
+    """
+    t = tf()
+    k = values.shape[1]
+    idx = t.range(k, dtype=t.int32)
+    real = ~pad
+    nan = t.math.is_nan(values) & real
+    vk, vj = values[:, :, None], values[:, None, :]
+    before = idx[None, None, :] < idx[None, :, None]
+    counted = real[:, None, :] & ~nan[:, None, :]
+    smaller = counted & ((vj < vk) | ((vj == vk) & before))
+    rank_value = t.reduce_sum(t.cast(smaller, t.int32), 2)
+    later_nan = nan[:, None, :] & ~before & ~t.eye(k, dtype=t.bool)[None]
+    n_values = t.reduce_sum(t.cast(real & ~nan, t.int32), 1, keepdims=True)
+    rank_nan = n_values + t.reduce_sum(t.cast(later_nan, t.int32), 2)
+    rank = _where(pad, idx[None, :] + 0 * rank_value, _where(nan, rank_nan, rank_value))
+    order = t.equal(rank[:, None, :], idx[None, :, None])          # [g, place, slot]
+    return t.reduce_sum(_where(order, idx[None, None, :] + 0 * rank[:, None, :],
+                               t.zeros_like(order, dtype=t.int32)), 2)
+
+
+def approx_order_value(size, size_type, direction, cash, pos, free, val_price, value):
+    """``approx_order_value_nb`` ``[g, k]`` (the group's cash, free cash, value ``[g, 1]``)."""
+    t = tf()
+    size = _where(direction == SHORT_ONLY, -size, size)
+    asset = pos * val_price
+    zero = t.zeros_like(asset)
+    pct_sell = _where(direction == LONG_ONLY, size * asset,
+                      size * (2 * t.maximum(asset, zero) + t.maximum(free + zero, zero)))
+    by_kind = [size * val_price, size + zero, _where(size >= 0, size * cash, pct_sell),
+               size * val_price - asset, size - asset, size * value - asset]
+    out = zero + math.nan
+    for code, v in enumerate(by_kind):
+        out = _where(size_type == code, v, out)
+    return out
+
+
+def signal_order_value(size, size_type, direction, cash, pos, free, val_price):
+    """from_signals' approximate order value (``simulate_from_signals_nb``): 0 without
+    an order, else by the order's size type (amount, value or percent)."""
+    t = tf()
+    asset = pos * val_price
+    zero = t.zeros_like(asset)
+    pct_sell = _where(direction == LONG_ONLY, size * asset,
+                      size * (2 * t.maximum(asset, zero) + t.maximum(free + zero, zero)))
+    pct = _where(size >= 0, size * cash, pct_sell)
+    out = _where(size_type == AMOUNT, size * val_price, _where(size_type == VALUE, size + zero,
+                                                              pct))
+    return _where(size == 0, zero, out)
+
+
+def group_value(cash, pos, val_price):
+    """``get_group_value_nb``: cash plus each held position at its valuation price, in
+    column order."""
+    t = tf()
+    value = cash
+    for k in range(pos.shape[1]):
+        held = pos[:, k] != 0
+        value = value + _where(held, pos[:, k] * val_price[:, k], t.zeros_like(value))
+    return value
+
+
+# -- signals to orders ----------------------------------------------------------------
+def signal_orders(pos, signals, size, size_type, val_price):
+    """``signals_to_size_nb`` without accumulation, after the default conflict rules:
+    (signed size, size type, direction) of every column."""
+    t = tf()
+    le, lx, se, sx = _signals(pos, *signals)
+    absp = t.abs(pos)
+    zero = t.zeros_like(pos)
+    rev = _where(size_type == VALUE, size / val_price, size)
+    amount = t.zeros_like(size_type) + AMOUNT
+    both = t.zeros_like(size_type) + BOTH
+    long_only, short_only = both - 2, both - 1
+    long_size = _where(se, -absp - rev, _where(lx, -absp, zero))
+    long_type = _where(se | lx, amount, size_type)
+    long_dir = _where(se, both, long_only)
+    short_size = _where(le, absp + rev, _where(sx, absp, zero))
+    short_type = _where(le | sx, amount, size_type)
+    short_dir = _where(le, both, short_only)
+    flat_size = _where(le, size, _where(se, -size, zero))
+    is_long, is_short = pos > 0, pos < 0
+    out_size = _where(is_long, long_size, _where(is_short, short_size, flat_size))
+    out_type = _where(is_long, long_type, _where(is_short, short_type, size_type))
+    out_dir = _where(is_long, long_dir, _where(is_short, short_dir, both))
+    return out_size, out_type, out_dir
+
+
+def _stops_after(s, new_pos, pos, fill, close, sl_ref, params, features):
+    """The stops after the bar's orders: set where a position opened or reversed, cleared
+    where it closed, else kept (the trailed reference)."""
+    t = tf()
+    nan = t.zeros_like(new_pos) + math.nan
+    flat = fill & (new_pos == 0)
+    opened = fill & ~flat & ((pos == 0) | (t.sign(new_pos) != t.sign(pos)))
+    out = {}
+    if "sl" in features:
+        out["sl_ref"] = _where(flat, nan, _where(opened, close, sl_ref))
+        out["sl_stop"] = _where(flat, nan, _where(opened, params["sl_stop"], s["sl_stop"]))
+    if "trail" in features:
+        out["trail"] = _where(flat, t.zeros_like(s["trail"]),
+                              _where(opened, params["sl_trail"], s["trail"]))
+    if "tp" in features:
+        out["tp_ref"] = _where(flat, nan, _where(opened, close, s["tp_ref"]))
+        out["tp_stop"] = _where(flat, nan, _where(opened, params["tp_stop"], s["tp_stop"]))
+    return out
+
+
+def _signal_bar(s, p, sig, bar, features):
+    """One bar of from_signals: every column's order, its fill price, slippage and
+    approximate value; the trailed stop reference."""
+    t = tf()
+    pos = s["position"]
+    price = bar["price"]
+    slip = p["slippage"]
+    stop, sl_ref = _stop_fill(s, pos, bar["open"], bar["low"], bar["high"], features)
+    le, lx, se, sx = sig
+    if stop is not None:
+        hit = ~t.math.is_nan(stop)
+        le, se = le & ~hit, se & ~hit
+        lx, sx = _where(hit, pos > 0, lx), _where(hit, pos < 0, sx)
+        price = _where(hit, stop, price)
+        slip = _where(hit, t.zeros_like(slip), slip)
+    size, size_type, direction = signal_orders(pos, (le, lx, se, sx), p["size"],
+                                               p["size_type"], s["val_price"])
+    value = signal_order_value(size, size_type, direction, s["cash"][:, None], pos,
+                               s["free"][:, None], s["val_price"])
+    order = {"size": size, "size_type": size_type, "direction": direction, "price": price,
+             "slippage": slip}
+    return order, value, sl_ref, size != 0
+
+
+def _given_bar(s, p, bar):
+    """One bar of from_orders: the given orders and their approximate values."""
+    t = tf()
+    pos = s["position"]
+    value = group_value(s["cash"], pos, s["val_price"])
+    size = p["size"]
+    approx = approx_order_value(size, p["size_type"], p["direction"], s["cash"][:, None], pos,
+                                s["free"][:, None], s["val_price"], value[:, None])
+    order = {"size": _where(p["direction"] == SHORT_ONLY, -size, size),
+             "size_type": p["size_type"], "direction": p["direction"], "price": bar["price"],
+             "slippage": p["slippage"]}
+    return order, approx, None, t.ones_like(pos, dtype=t.bool), value
+
+
+def active_first(seq, process):
+    """``(order, count)``: the call order ``seq`` ``[g, k]`` with the slots that have an
+    order (``process``) first, in their call order, and the most such slots of any group.
+
+    A slot without an order changes nothing, so the loop over the slots stops after
+    ``count`` of them (with sparse signals one or two of a group's assets).
+    """
+    t = tf()
+    k = seq.shape[1]
+    active = t.gather(process, seq, batch_dims=1)
+    act = t.cast(active, t.int32)
+    n_active = t.reduce_sum(act, 1, keepdims=True)
+    place = t.where(active, t.cumsum(act, 1) - 1, n_active + t.cumsum(1 - act, 1) - 1)
+    at = t.equal(place[:, :, None], t.range(k, dtype=t.int32)[None, None, :])
+    order = t.reduce_sum(t.where(at, seq[:, :, None], t.zeros_like(at, dtype=t.int32)), 1)
+    return order, t.reduce_max(n_active)
+
+
+def _run_slots(s, p, order, process, value, seq, count=None):
+    """Run the slots of every group in the order ``seq`` (a loop over the first ``count``
+    slots, all without it): (new state, per-column order outputs)."""
+    t = tf()
+    k = s["position"].shape[1]
+    if count is None:
+        count = t.constant(k)
+    cols = t.range(k, dtype=t.int32)[None, :]
+    full = dict(order, fees=p["fees"], fixed_fees=p["fixed_fees"], min_size=p["min_size"],
+                allow_partial=p["allow_partial"] != 0, process=process)
+    zero = t.zeros_like(s["position"])
+
+    def slot(j, cash, free, position, debt, filled, size, price, fees):
+        col = t.gather(seq, j[None], axis=1)[:, 0]
+        mask = t.equal(col[:, None], cols)
+
+        def pick(x):
+            return t.gather(x, col[:, None], batch_dims=1)[:, 0]
+
+        state = {"cash": cash, "free": free, "value": value, "position": pick(position),
+                 "debt": pick(debt), "val_price": pick(s["val_price"])}
+        ordered = {name: pick(v) for name, v in full.items()}
+        fill, is_buy, osize, oprice, ofees, new = execute_order(state, ordered,
+                                                                ordered.pop("process"))
+
+        def put(x, new_x):
+            return _where(mask, new_x[:, None], x)
+
+        signed = _where(fill, _where(is_buy, osize, -osize), t.zeros_like(osize))
+        return (j + 1, new["cash"], new["free"], put(position, new["position"]),
+                put(debt, new["debt"]), filled | (mask & fill[:, None]), put(size, signed),
+                put(price, oprice), put(fees, ofees))
+
+    init = (t.constant(0), s["cash"], s["free"], s["position"], s["debt"],
+            t.zeros_like(process), zero, zero, zero)
+    _, cash, free, position, debt, filled, size, price, fees = t.while_loop(
+        lambda j, *_: j < count, slot, init)
+    new_state = dict(s, cash=cash, free=free, position=position, debt=debt)
+    return new_state, {"filled": filled, "size": size, "price": price, "fees": fees}
+
+
+def _initial(init_cash, k, features):
+    t = tf()
+    g = init_cash.shape[0] if init_cash.shape[0] is not None else t.shape(init_cash)[0]
+    zero = t.zeros([g, k], init_cash.dtype)
+    nan = zero + math.nan
+    s = {"cash": init_cash, "free": init_cash, "position": zero, "debt": zero,
+         "val_price": nan, "peak": init_cash * math.nan,
+         "peak_i": t.zeros_like(init_cash, dtype=t.int32),
+         "dd_on": t.zeros_like(init_cash, dtype=t.bool), "valley": init_cash * math.nan,
+         "max_dd": init_cash * 0, "max_dur": init_cash * 0,
+         "has_dd": t.zeros_like(init_cash, dtype=t.bool), "prev_value": init_cash,
+         "acc_r": init_cash * 0, "acc_r2": init_cash * 0, "acc_fees": init_cash * 0,
+         "acc_orders": init_cash * 0}
+    if "sl" in features:
+        s.update(sl_ref=nan, sl_stop=nan)
+    if "trail" in features:
+        s["trail"] = t.zeros_like(zero, dtype=t.bool)
+    if "tp" in features:
+        s.update(tp_ref=nan, tp_stop=nan)
+    return s
+
+
+def _bar_inputs(bars, i, shape):
+    """Row ``i`` of each bar input, broadcast to ``[g, k]`` (they may be ``[n, k]``)."""
+    t = tf()
+    return {name: t.broadcast_to(x[i], shape) for name, x in bars.items()}
+
+
+def _sums(s, value, rec, i, n):
+    """Running value statistics of each group: drawdown, return moments, fees, orders."""
+    t = tf()
+    prev = s["prev_value"]
+    safe = _where(prev == 0, t.ones_like(prev), prev)
+    r = (value - prev) / safe
+    r = _where(prev < 0, -r, r)
+    r = _where(prev == 0, _where(value == 0, t.zeros_like(r), t.sign(value) * math.inf), r)
+    out = _drawdown_step(i, value, s, n)
+    out.update(prev_value=value, acc_r=s["acc_r"] + r, acc_r2=s["acc_r2"] + r * r,
+               acc_fees=s["acc_fees"] + t.reduce_sum(_where(rec["filled"], rec["fees"],
+                                                             t.zeros_like(rec["fees"])), 1),
+               acc_orders=s["acc_orders"] + t.reduce_sum(t.cast(rec["filled"], value.dtype),
+                                                         1))
+    return out
+
+
+def simulate_groups(bars, signals, params, call_seq, auto, *, mode="signals",
+                    keep_bars=True, features=()):
+    """Run shared-cash groups bar by bar.
+
+    ``bars``: ``close``, ``price`` (where orders fill), ``open``, ``low``, ``high``,
+    each ``[n, k]`` or ``[n, g, k]``; ``signals``: ``(le, lx, se, sx)`` bool
+    ``[n, g, k]`` (``mode="signals"``) or None (``mode="orders"``: ``params``' size,
+    size_type, direction are the orders); ``params``: ``[g, k]`` or ``[n, g, k]``
+    tensors of size, size_type, direction, fees, fixed_fees, slippage, min_size,
+    allow_partial, sl_stop, sl_trail, tp_stop (signals), ``pad`` (bool, slots that
+    never trade) and ``init_cash`` ``[g]``; ``call_seq``: int32 ``[m, g, k]``, the
+    slots' call order on each bar (``m = 1``: the same on every bar); ``auto``
+    (scalar bool tensor): sort by order value instead (vectorbt's "auto").
+    ``features``: the stops used ("sl", "tp", "trail").
+    Returns per-bar :data:`GROUP_BAR_OUTPUTS` (with ``keep_bars``) and the
+    groups' end value, drawdown and return sums.
+    """
+    t = tf()
+    init = params["init_cash"]
+    k = params["pad"].shape[1]
+    n = t.shape(bars["close"])[0]
+    g = init.shape[0]
+    shape = [g, k] if g is not None else t.stack([t.shape(init)[0], k])
+    state = _initial(init, k, features)
+    names = GROUP_BAR_OUTPUTS if keep_bars else ()
+    arrays = {name: t.TensorArray(t.int32 if name == "call_seq" else init.dtype, size=n)
+              for name in names}
+
+    def body(i, s, arrays):
+        p = {name: (v[i] if v.shape.rank == 3 else v) for name, v in params.items()
+             if name != "init_cash"}
+        bar = _bar_inputs(bars, i, shape)
+        s = dict(s, val_price=bar["price"])
+        if mode == "signals":
+            sig = tuple(x[i] for x in signals)
+            order, approx, sl_ref, process = _signal_bar(s, p, sig, bar, features)
+            value = None
+        else:
+            order, approx, sl_ref, process, value = _given_bar(s, p, bar)
+        process &= ~p["pad"]
+        given = call_seq[t.minimum(i, t.shape(call_seq)[0] - 1)]
+        seq = _where(auto, insert_argsort(approx, p["pad"]), given)
+        if value is None:
+            value = group_value(s["cash"], s["position"], s["val_price"])
+        if mode == "signals":             # bars without an order skip their slots
+            run_seq, count = active_first(seq, process)
+        else:
+            run_seq, count = seq, None
+        new, rec = _run_slots(s, p, order, process, value, run_seq, count)
+        if features:
+            new.update(_stops_after(s, new["position"], s["position"], rec["filled"],
+                                    bar["close"], sl_ref, p, features))
+        bar_value = group_value(new["cash"], new["position"], bar["close"])
+        new.update(_sums(s, bar_value, rec, i, n))
+        outs = {"order_size": rec["size"],
+                "order_price": _where(rec["filled"], rec["price"], rec["price"] * math.nan),
+                "order_fees": _where(rec["filled"], rec["fees"], t.zeros_like(rec["fees"])),
+                "call_seq": seq, "cash": new["cash"],
+                "position": new["position"], "value": bar_value}
+        arrays = {name: arrays[name].write(i, outs[name]) for name in arrays}
+        return i + 1, new, arrays
+
+    _, state, arrays = t.while_loop(lambda i, *_: i < n, body, [t.constant(0), state, arrays])
+    out = {name: a.stack() for name, a in arrays.items()}
+    out.update({name: state[name] for name in ("prev_value", "max_dd", "max_dur", "has_dd",
+                                               "acc_r", "acc_r2", "acc_fees", "acc_orders")})
+    out["n_bars"] = n
+    return out

@@ -1,0 +1,164 @@
+"""Shared-cash groups, rebalancing and from_orders against stored vectorbt results.
+
+The cases (``tests/data/vectorbt_group_cases.npz``, made by
+``benchmarks/make_vectorbt_group_reference.py``) share one market shape, so the
+grouped loop compiles once per mode and group layout.
+"""
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flowsim.finance import from_orders, from_signals
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data", "vectorbt_group_cases.npz")
+N, C = 120, 3
+
+
+@pytest.fixture(scope="module")
+def stored():
+    data = np.load(DATA)
+    return data, {c["name"]: c for c in json.loads(str(data["cases"]))}
+
+
+def _names():
+    return [c["name"] for c in json.loads(str(np.load(DATA)["cases"]))]
+
+
+def _run(case, data):
+    name = case["name"]
+    index = pd.date_range("2021-01-01", periods=N, freq="D")
+    columns = pd.Index(["a", "b", "c"], name="asset")
+
+    def frame(a):
+        return pd.DataFrame(a, index=index, columns=columns)
+
+    close, op, hi, lo = data[f"{name}/bars"]
+    kw = dict(case["kwargs"], freq="1D")
+    for key, a in zip(("open", "high", "low"), (op, hi, lo)):
+        if key in case["ohlc"]:
+            kw[key] = frame(a)
+    for key in ("entries", "exits", "size", "call_seq"):
+        if f"{name}/in/{key}" in data:
+            a = data[f"{name}/in/{key}"]
+            kw[key] = a if key == "call_seq" else frame(a)
+    if case["kind"] == "signals":
+        return from_signals(frame(close), **kw)
+    return from_orders(frame(close), **kw)
+
+
+@pytest.mark.parametrize("name", _names())
+def test_groups_match_vectorbt(stored, name):
+    data, cases = stored
+    pf = _run(cases[name], data)
+    out = {k.split("/out/")[1]: data[k] for k in data.files if k.startswith(f"{name}/out/")}
+    orders = pf.orders
+    assert len(orders) == len(out["order/col"])
+    np.testing.assert_array_equal(orders["col"], out["order/col"])
+    np.testing.assert_array_equal(orders["idx"], out["order/idx"])
+    np.testing.assert_array_equal(orders["side"] == "sell", out["order/side"] == 1)
+    for key in ("size", "price", "fees"):
+        np.testing.assert_allclose(orders[key], out[f"order/{key}"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(pf.call_seq().to_numpy(), out["call_seq"])
+    for key, got in (("value", pf.value()), ("cash", pf.cash()), ("returns", pf.returns())):
+        np.testing.assert_allclose(got.to_numpy(), out[key], rtol=1e-9, atol=1e-9)
+    for key in ("total_return", "final_value", "max_drawdown", "sharpe_ratio"):
+        np.testing.assert_allclose(getattr(pf, key)().to_numpy(), out[key], rtol=1e-9)
+    stats = pf.stats()
+    np.testing.assert_allclose(stats["end_value"], out["final_value"], rtol=1e-9)
+    assert stats["total_orders"].sum() == len(out["order/col"])
+
+
+def test_call_seq_auto_sells_first(stored):
+    """The same signals, all-in: "auto" frees the cash of a sell for the bar's buys."""
+    data, cases = stored
+    auto = _run(cases["signals_auto_all_in"], data)
+    default = _run(cases["signals_default_all_in"], data)
+    assert len(auto.orders) != len(default.orders)
+    first = auto.orders.groupby("idx")["side"].agg(list)
+    assert any(sides[0] == "sell" and "buy" in sides for sides in first)
+
+
+def test_group_labels_and_levels():
+    """A column level and plain labels as ``group_by`` (the stored cases' shapes, so the
+    compiled loops are shared)."""
+    levels = pd.MultiIndex.from_tuples([("x", "a"), ("x", "b"), ("y", "a")],
+                                       names=["book", "asset"])
+    close = pd.DataFrame(np.linspace(1, 2, N)[:, None] * [1.0, 2.0, 3.0], columns=levels)
+    size = np.full((N, C), np.nan)
+    size[0] = 1.0
+    pf = from_orders(close, size, group_by="book", cash_sharing=True, call_seq="auto",
+                     freq="1D")
+    assert list(pf.value().columns) == ["x", "y"]
+    np.testing.assert_allclose(pf.cash().to_numpy()[0], [100 - 1 - 2, 100 - 3])
+    pf = from_orders(close, size, group_by=["p", "p", "q"], freq="1D")
+    np.testing.assert_allclose(pf.init_cash(), [200.0, 100.0])
+    np.testing.assert_allclose(pf.value().to_numpy()[-1], [200 + 1 + 2, 100 + 3])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(group_by=[0, 1, 0], cash_sharing=True), "next to each other"),
+    (dict(group_by=[0, 1]), "2 labels but there are 3 columns"),
+    (dict(group_by="asset"), "names a column level"),
+    (dict(group_by=True, cash_sharing=True, call_seq="random"), "call_seq='random'"),
+    (dict(group_by=True, cash_sharing=True, call_seq="sorted"), "call_seq must be one of"),
+    (dict(group_by=True, cash_sharing=True, call_seq=np.full((4, 3), 3)),
+     "exceeds bounds of the group"),
+    (dict(size_type="targetweight"), "size_type must be one of"),
+    (dict(init_cash="auto", cash_sharing=True), "init_cash='auto' is not implemented"),
+    (dict(max_size=2.0), "['max_size'] not implemented"),
+    (dict(slippage=-0.1), "slippage must be finite and >= 0"),
+])
+def test_from_orders_refuses_bad_input(kwargs, message):
+    close = np.linspace(1, 2, 12).reshape(4, 3)
+    with pytest.raises(ValueError) as info:
+        from_orders(close, 1.0, **kwargs)
+    assert message in str(info.value)
+
+
+def test_from_orders_unknown_keyword():
+    with pytest.raises(TypeError, match="unexpected keyword arguments \\['sizes'\\]"):
+        from_orders(np.ones((3, 2)), sizes=1.0)
+
+
+def test_grouped_from_signals_refuses_other_modes():
+    close = np.linspace(1, 2, 12).reshape(4, 3)
+    entries = np.zeros((4, 3), dtype=bool)
+    with pytest.raises(ValueError, match="accumulate"):
+        from_signals(close, entries, entries, group_by=True, cash_sharing=True,
+                     accumulate=True, freq="1D")
+    with pytest.raises(ValueError, match="init_cash='auto' is not implemented"):
+        from_signals(close, entries, entries, group_by=True, cash_sharing=True, size=1.0,
+                     init_cash="auto", freq="1D")
+
+
+def test_shared_cash_sweep_matches_grouped_from_signals(stored):
+    """signal_sweep(cash_sharing=True): each row is the grouped from_signals of its
+    signals, and threads give the same table."""
+    import tensorflow as tf
+
+    from flowsim.finance import signal_sweep, strategies
+    data, cases = stored
+    close = data["signals_auto_all_in/bars"][0]
+    grid = pd.DataFrame({"window": [5, 9, 14, 5], "lower": [30.0, 35.0, 30.0, 40.0],
+                         "upper": [60.0, 65.0, 70.0, 60.0], "sl_stop": [0.04, 0.1, 0.06, 0.02]})
+    kw = dict(fees=0.001, freq="1D", cash_sharing=True, call_seq="auto")
+    table = signal_sweep(strategies.rsi_thresholds, close, grid, **kw)
+    assert len(table) == len(grid) and table["total_orders"].min() > 0
+    assert table.equals(signal_sweep(strategies.rsi_thresholds, close, grid, backend="threads",
+                                     **kw))
+    params = tf.constant(grid[["window", "lower", "upper"]].to_numpy())
+    sig = strategies.rsi_thresholds(params, {"close": tf.constant(close)})
+    for row in (0, 3):
+        pf = from_signals(close, sig["entries"].numpy()[:, row], sig["exits"].numpy()[:, row],
+                          sl_stop=grid["sl_stop"][row], group_by=True, **kw)
+        np.testing.assert_allclose(table["total_return"][row], pf.total_return().iloc[0],
+                                   rtol=1e-9)
+        np.testing.assert_allclose(table["sharpe_ratio"][row], pf.sharpe_ratio().iloc[0],
+                                   rtol=1e-9)
+        np.testing.assert_allclose(table["max_drawdown"][row], pf.max_drawdown().iloc[0],
+                                   rtol=1e-9)
+        assert table["total_orders"][row] == len(pf.orders)
