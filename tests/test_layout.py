@@ -81,9 +81,10 @@ def _imports(name, path, modules):
             yield target, None
 
 
-#: Cycles another branch breaks (helper "api": cli -> targets -> markets.job -> cli);
-#: the merge removes this entry.
-KNOWN_CYCLES = []
+#: Cycles allowed, each with its reason.  compat.vegas <-> compat.vegas_pdf: vegas.py's
+#: PEP 562 ``__getattr__`` loads vegas_pdf (which needs gvar) on first use of
+#: ``PDFIntegrator``, after both modules have loaded; no import-time cycle.
+KNOWN_CYCLES = [["flowsim.compat.vegas", "flowsim.compat.vegas_pdf"]]
 
 
 def test_no_import_cycle():

@@ -365,14 +365,14 @@ def _order_keyword(value, name, n_bars, n_cols, close_1d, lo=None, allow_nan=Fal
 
 def order_size_type_codes(size_type, n_cols):
     """``size_type`` of from_orders (all of vectorbt's kinds) as codes ``[columns]``."""
-    from .orders import _code, enum_codes
+    from .orders import enum_code, enum_codes
     return enum_codes(size_type, "size_type", n_cols,
-                      lambda v: _code(v, "size_type", ORDER_SIZE_TYPES))
+                      lambda v: enum_code(v, "size_type", ORDER_SIZE_TYPES))
 
 
 def _ann(freq, year_freq, index):
     from .align import bar_length
-    from .portfolio import ann_factor
+    from .inputs import ann_factor
     ann_factor(freq, year_freq)
     step, assumed = bar_length(freq, index, stacklevel=4)
     return ann_factor(step, year_freq), step, assumed
@@ -421,9 +421,9 @@ def from_orders(close, size=math.inf, size_type="amount", direction="both", pric
         raise ValueError(f"from_orders: {names} not implemented in flowsim (vectorbt's "
                          f"defaults are used: leave them out)")
     from .align import conform
-    from .portfolio import _bars, direction_codes
+    from .inputs import bar_arrays, direction_codes
     given, index, columns = conform({"size": size, "price": price, "close": close})
-    bars, labels = _bars(given["close"], None, None, None, {}, given["price"])
+    bars, labels = bar_arrays(given["close"], None, None, None, {}, given["price"])
     n, c = bars["close"].shape
     bars["price"] = bars.get("price", bars["close"])
     close_1d = np.ndim(close) == 1

@@ -20,13 +20,13 @@ import math
 
 from ..core.lazy_tf import tf
 from .simulate import (
-    _add,
-    _close_or_less,
-    _drawdown_step,
-    _is_close,
-    _is_less,
-    _signals,
-    _stop_fill,
+    add_snapped,
+    close_or_less,
+    drawdown_step,
+    is_close,
+    is_less,
+    resolve_signals,
+    stop_fill,
 )
 
 #: vectorbt's ``SizeType`` codes.
@@ -41,7 +41,7 @@ GROUP_BAR_OUTPUTS = ("order_size", "order_price", "order_fees", "call_seq", "cas
 
 def _snap0(x):
     t = tf()
-    return t.where(_is_close(x, t.zeros_like(x)), t.zeros_like(x), x)
+    return t.where(is_close(x, t.zeros_like(x)), t.zeros_like(x), x)
 
 
 def _where(cond, a, b):
@@ -63,23 +63,24 @@ def _buy(cash, pos, debt, free, size, price, order, percent):
     req_cash = adj_size * adj
     req_fees = req_cash * fees + fixed
     total = req_cash + req_fees
-    enough = _close_or_less(total, limit)
-    max_req = _add(limit, -fixed) / (1 + fees)
+    enough = close_or_less(total, limit)
+    max_req = add_snapped(limit, -fixed) / (1 + fees)
     ok &= enough | (max_req > 0)
     final_size = _where(enough, adj_size, max_req / adj)
     fees_paid = _where(enough, req_fees, limit - max_req)
     final_req = _where(enough, total, limit)
     zero = t.zeros_like(cash)
-    ok &= ~_is_close(adj_size, zero) & ~_is_less(final_size, min_size)
-    ok &= ~(t.math.is_finite(size) & _is_less(final_size, size) & ~order["allow_partial"])
-    new_cash = _add(cash, -final_req)
-    new_pos = _add(pos, final_size)
+    ok &= ~is_close(adj_size, zero) & ~is_less(final_size, min_size)
+    ok &= ~(t.math.is_finite(size) & is_less(final_size, size) & ~order["allow_partial"])
+    new_cash = add_snapped(cash, -final_req)
+    new_pos = add_snapped(pos, final_size)
     was_short = pos < 0
     safe = _where(was_short, t.abs(pos), t.ones_like(pos))
     short_size = _where(new_pos < 0, final_size, t.abs(pos))
     debt_diff = short_size * (debt / safe)
-    new_debt = _where(was_short, _add(debt, -debt_diff), debt)
-    new_free = _where(was_short, _add(free + 2 * debt_diff, -final_req), _add(free, -final_req))
+    new_debt = _where(was_short, add_snapped(debt, -debt_diff), debt)
+    new_free = _where(was_short, add_snapped(free + 2 * debt_diff, -final_req),
+                      add_snapped(free, -final_req))
     return ok, final_size, adj, fees_paid, new_cash, new_pos, new_debt, new_free
 
 
@@ -93,27 +94,27 @@ def _sell(cash, pos, debt, free, size, price, order, percent):
     all_in = t.math.is_inf(size) & has_pct
     zero = t.zeros_like(cash)
     long_size = t.maximum(pos, zero)
-    total_free = _add(free, long_size * adj * (1 - fees))
-    max_short = _add(total_free, -fixed) / (adj * (1 + fees))
-    max_limit = _where(total_free <= 0, long_size, _add(long_size, max_short))
+    total_free = add_snapped(free, long_size * adj * (1 - fees))
+    max_short = add_snapped(total_free, -fixed) / (adj * (1 + fees))
+    max_limit = _where(total_free <= 0, long_size, add_snapped(long_size, max_short))
     ok_all = _where(total_free <= 0, pos > 0, max_limit > 0)
     size_limit = _where(long_only, t.minimum(pos, size), _where(all_in, max_limit, size))
     ok = long_only | ~all_in | ok_all
     size_limit = _where(has_pct, percent * size_limit, size_limit)
     ok &= ~(long_only & (pos == 0))
-    ok &= ~_is_close(size_limit, zero) & ~_is_less(size_limit, min_size)
-    ok &= ~(t.math.is_finite(size) & _is_less(size_limit, size) & ~order["allow_partial"])
+    ok &= ~is_close(size_limit, zero) & ~is_less(size_limit, min_size)
+    ok &= ~(t.math.is_finite(size) & is_less(size_limit, size) & ~order["allow_partial"])
     acq = size_limit * adj
     fees_paid = acq * fees + fixed
-    final_acq = _add(acq, -fees_paid)
+    final_acq = add_snapped(acq, -fees_paid)
     ok &= final_acq >= 0
     new_cash = cash + final_acq
-    new_pos = _add(pos, -size_limit)
+    new_pos = add_snapped(pos, -size_limit)
     short_size = _where(pos < 0, size_limit, t.abs(new_pos))
     short_value = short_size * adj
     goes_short = new_pos < 0
     new_debt = _where(goes_short, debt + short_value, debt)
-    new_free = _where(goes_short, _add(free, _add(final_acq, -2 * short_value)),
+    new_free = _where(goes_short, add_snapped(free, add_snapped(final_acq, -2 * short_value)),
                       free + final_acq)
     return ok, size_limit, adj, fees_paid, new_cash, new_pos, new_debt, new_free
 
@@ -241,7 +242,7 @@ def signal_orders(pos, signals, size, size_type, val_price):
     """``signals_to_size_nb`` without accumulation, after the default conflict rules:
     (signed size, size type, direction) of every column."""
     t = tf()
-    le, lx, se, sx = _signals(pos, *signals)
+    le, lx, se, sx = resolve_signals(pos, *signals)
     absp = t.abs(pos)
     zero = t.zeros_like(pos)
     rev = _where(size_type == VALUE, size / val_price, size)
@@ -289,7 +290,7 @@ def _signal_bar(s, p, sig, bar, features):
     pos = s["position"]
     price = bar["price"]
     slip = p["slippage"]
-    stop, sl_ref = _stop_fill(s, pos, bar["open"], bar["low"], bar["high"], features)
+    stop, sl_ref = stop_fill(s, pos, bar["open"], bar["low"], bar["high"], features)
     le, lx, se, sx = sig
     if stop is not None:
         hit = ~t.math.is_nan(stop)
@@ -415,7 +416,7 @@ def _sums(s, value, rec, i, n):
     r = (value - prev) / safe
     r = _where(prev < 0, -r, r)
     r = _where(prev == 0, _where(value == 0, t.zeros_like(r), t.sign(value) * math.inf), r)
-    out = _drawdown_step(i, value, s, n)
+    out = drawdown_step(i, value, s, n)
     out.update(prev_value=value, acc_r=s["acc_r"] + r, acc_r2=s["acc_r2"] + r * r,
                acc_fees=s["acc_fees"] + t.reduce_sum(_where(rec["filled"], rec["fees"],
                                                              t.zeros_like(rec["fees"])), 1),

@@ -18,7 +18,7 @@ SIZE_TYPES = {"amount": 0, "value": 1, "percent": 2}
 TARGET_SIZE_TYPES = {"targetamount": 3, "targetvalue": 4, "targetpercent": 5}
 
 
-def _code(value, name, codes, refused=None, why=""):
+def enum_code(value, name, codes, refused=None, why=""):
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool) \
             and int(value) in codes.values():
         return int(value)
@@ -49,7 +49,7 @@ def size_type_codes(size_type, n_cols):
     why = ("vectorbt's from_signals takes only 'amount', 'value' and 'percent' (a target "
            "is an order, not a signal: vectorbt's from_orders)")
     return enum_codes(size_type, "size_type", n_cols,
-                      lambda v: _code(v, "size_type", SIZE_TYPES, TARGET_SIZE_TYPES, why))
+                      lambda v: enum_code(v, "size_type", SIZE_TYPES, TARGET_SIZE_TYPES, why))
 
 
 def per_bar(value, name, n_bars, n_cols, close_1d):
@@ -121,7 +121,7 @@ MODES = {
 def _mode_code(value, name, codes):
     if isinstance(value, (bool, np.bool_)) and name == "accumulate":
         return int(bool(value))                 # True: "both", False: "disabled"
-    return _code(value, name, codes)
+    return enum_code(value, name, codes)
 
 
 def mode_params(n_cols, **given):

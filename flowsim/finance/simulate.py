@@ -46,38 +46,38 @@ BAR_OUTPUTS = ("value", "order_size", "order_price", "order_fees", "trade_closed
                "trade_exit_price", "trade_exit_fees", "trade_direction")
 
 
-def _is_close(a, b):
+def is_close(a, b):
     t = tf()
     finite = t.math.is_finite(a) & t.math.is_finite(b)
     tol = t.maximum(REL_TOL * t.maximum(t.abs(a), t.abs(b)), ABS_TOL)
     return (a == b) | (finite & (t.abs(a - b) <= tol))
 
 
-def _is_less(a, b):
-    return ~_is_close(a, b) & (a < b)
+def is_less(a, b):
+    return ~is_close(a, b) & (a < b)
 
 
-def _close_or_less(a, b):
-    return _is_close(a, b) | (a < b)
+def close_or_less(a, b):
+    return is_close(a, b) | (a < b)
 
 
-def _add(a, b):
+def add_snapped(a, b):
     """vectorbt's ``add_nb``: ``a + b``, snapped to 0 when it nearly cancels."""
     t = tf()
     s = a + b
     opposite = t.sign(a) != t.sign(b)
-    zero = t.where(opposite, _is_close(t.abs(a), t.abs(b)), _is_close(s, t.zeros_like(s)))
+    zero = t.where(opposite, is_close(t.abs(a), t.abs(b)), is_close(s, t.zeros_like(s)))
     return t.where(zero, t.zeros_like(s), s)
 
 
 def add_tolerant(a, b):
-    """vectorbt's ``add_nb`` (public name of :func:`_add` for the metrics)."""
-    return _add(a, b)
+    """vectorbt's ``add_nb`` (public name of :func:`add_snapped` for the metrics)."""
+    return add_snapped(a, b)
 
 
 def _snap(x):
     t = tf()
-    return t.where(_is_close(x, t.zeros_like(x)), t.zeros_like(x), x)
+    return t.where(is_close(x, t.zeros_like(x)), t.zeros_like(x), x)
 
 
 def _barrier(i, *xs):
@@ -100,7 +100,7 @@ def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_
     adj = price * (1 + slip)
     base = cash
     if lock is not None and short_only is not None:
-        locked = locked_cash(cash, pos, debt, free, adj, fees, fixed, _add)
+        locked = locked_cash(cash, pos, debt, free, adj, fees, fixed, add_snapped)
         base = t.minimum(t.where(lock, locked, cash), cash)
     limit = base if fraction is None else t.minimum(base, fraction * base)
     if short_only is None:
@@ -112,23 +112,24 @@ def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_
     req_cash = adj_size * adj
     req_fees = req_cash * fees + fixed
     total = req_cash + req_fees
-    enough = _close_or_less(total, limit)
-    max_req = _add(limit, -fixed) / (1 + fees)
+    enough = close_or_less(total, limit)
+    max_req = add_snapped(limit, -fixed) / (1 + fees)
     ok &= enough | (max_req > 0)
     final_size = t.where(enough, adj_size, max_req / adj)
     fees_paid = t.where(enough, req_fees, limit - max_req)
     final_req = t.where(enough, total, limit)
-    ok &= ~_is_close(adj_size, zero) & ~_is_less(final_size, min_size)
-    new_cash = _add(cash, -final_req)
-    new_pos = _add(pos, final_size)
+    ok &= ~is_close(adj_size, zero) & ~is_less(final_size, min_size)
+    new_cash = add_snapped(cash, -final_req)
+    new_pos = add_snapped(pos, final_size)
     if short_only is None:
         return ok, final_size, adj, fees_paid, new_cash, new_pos
     was_short = pos < 0
     safe_pos = t.where(was_short, t.abs(pos), t.ones_like(pos))
     short_size = t.where(new_pos < 0, final_size, t.abs(pos))
     debt_diff = short_size * (debt / safe_pos)
-    new_debt = t.where(was_short, _add(debt, -debt_diff), debt)
-    new_free = t.where(was_short, _add(free + 2 * debt_diff, -final_req), _add(free, -final_req))
+    new_debt = t.where(was_short, add_snapped(debt, -debt_diff), debt)
+    new_free = t.where(was_short, add_snapped(free + 2 * debt_diff, -final_req),
+                       add_snapped(free, -final_req))
     return ok, final_size, adj, fees_paid, new_cash, new_pos, new_debt, new_free
 
 
@@ -146,9 +147,9 @@ def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, sl
         size_limit, ok = t.minimum(pos, size), pos != 0
     else:
         long_size = t.maximum(pos, zero)
-        total_free = _add(free, long_size * adj * (1 - fees))
-        max_short = _add(total_free, -fixed) / (adj * (1 + fees))
-        max_limit = t.where(total_free <= 0, long_size, _add(long_size, max_short))
+        total_free = add_snapped(free, long_size * adj * (1 - fees))
+        max_short = add_snapped(total_free, -fixed) / (adj * (1 + fees))
+        max_limit = t.where(total_free <= 0, long_size, add_snapped(long_size, max_short))
         ok_all = t.where(total_free <= 0, pos > 0, max_limit > 0)
         scaled = max_limit if fraction is None else fraction * max_limit
         limited, free_ok = size, t.ones_like(ok_all)
@@ -158,20 +159,21 @@ def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, sl
             free_ok = t.where(lock, ok_all, free_ok)
         size_limit = t.where(long_only, t.minimum(pos, size), t.where(all_in, scaled, limited))
         ok = t.where(long_only, pos != 0, t.where(all_in, ok_all, free_ok))
-    ok &= ~_is_close(size_limit, zero) & ~_is_less(size_limit, min_size)
+    ok &= ~is_close(size_limit, zero) & ~is_less(size_limit, min_size)
     acq = size_limit * adj
     fees_paid = acq * fees + fixed
-    final_acq = _add(acq, -fees_paid)
+    final_acq = add_snapped(acq, -fees_paid)
     ok &= final_acq >= 0
     new_cash = cash + final_acq
-    new_pos = _add(pos, -size_limit)
+    new_pos = add_snapped(pos, -size_limit)
     if long_only is None:
         return ok, size_limit, adj, fees_paid, new_cash, new_pos
     short_size = t.where(pos < 0, size_limit, t.abs(new_pos))
     short_value = short_size * adj
     goes_short = new_pos < 0
     new_debt = t.where(goes_short, debt + short_value, debt)
-    new_free = t.where(goes_short, _add(free, _add(final_acq, -2 * short_value)), free + final_acq)
+    new_free = t.where(goes_short, add_snapped(free, add_snapped(final_acq, -2 * short_value)),
+                       free + final_acq)
     return ok, size_limit, adj, fees_paid, new_cash, new_pos, new_debt, new_free
 
 
@@ -187,7 +189,7 @@ def _stop_price(pos, ref, stop, o, lo, hi, below):
     return t.where((pos != 0) & ~t.math.is_nan(stop), out, nan)
 
 
-def _signals(pos, le, lx, se, sx):
+def resolve_signals(pos, le, lx, se, sx):
     """Default conflict resolution: an entry and an exit (or two entries) cancel.
 
     ``se`` / ``sx`` None: no short signals (the short terms drop out exactly).
@@ -235,8 +237,8 @@ def _trade_update(fill, i, is_buy, s, p, f, tr):
     esize, egross, efees = (t.where(opening, zero, v) for v in (esize, egross, efees))
     same = fill & ((tdir > 0) == is_buy)
     reduce_ = fill & ~same
-    closes = reduce_ & _close_or_less(s, esize)
-    exact = closes & _is_close(s, esize)
+    closes = reduce_ & close_or_less(s, esize)
+    exact = closes & is_close(s, esize)
     reverse = reduce_ & ~closes
     safe = t.where(esize > 0, esize, t.ones_like(esize))
     exit_size = t.where(closes, t.where(exact, esize, s), esize)
@@ -299,7 +301,7 @@ def _initial_state(init, zero, features):
     return state
 
 
-def _stop_fill(s, pos, o, lo, hi, features):
+def stop_fill(s, pos, o, lo, hi, features):
     """(fill price of a stop hit on this bar or NaN, trailed stop-loss reference); None if
     the run has no stops."""
     t = tf()
@@ -342,7 +344,7 @@ def _order(i, s, p, pos, signals, stop, base_price, short, close=None):
     """This bar's order: (signed size, fill price, slippage, long-only?, short-only?,
     cash fraction or None)."""
     t = tf()
-    le, lx, se, sx = _signals(pos, *signals)
+    le, lx, se, sx = resolve_signals(pos, *signals)
     acc = None
     if "accumulate" in p:
         acc = accumulation(pos, le, se, p["accumulate"], p.get("upon_opposite_entry"))
@@ -401,7 +403,7 @@ def _execute(i, s, p, size, price, slip, long_only, short_only, short, fraction=
     fill = pick[0] & (size != 0)
     if "allow_partial" in p:                       # a finite size filled whole or not at all
         asked = t.abs(size)
-        fill &= (p["allow_partial"] != 0) | ~t.math.is_finite(asked) | ~_is_less(pick[1], asked)
+        fill &= (p["allow_partial"] != 0) | ~t.math.is_finite(asked) | ~is_less(pick[1], asked)
     new = {k: t.where(fill, v, s[k]) for k, v in zip(names, pick[4:])}
     return fill, is_buy, pick[1], pick[2], pick[3], new
 
@@ -452,7 +454,7 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
         c = row("close", i)
         o, lo, hi = (row(k, i) for k in ("open", "low", "high")) if ohlc else (c, c, c)
         pos = s["pos"]
-        stop, sl_ref = _stop_fill(s, pos, o, lo, hi, features)
+        stop, sl_ref = stop_fill(s, pos, o, lo, hi, features)
         sig = (le_a[i], lx_a[i]) + ((se_a[i], sx_a[i]) if short else (None, None))
         base = row("price", i) if "price" in bars else c
         pi = params_at(p, i)
@@ -465,11 +467,11 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
         _stop_state(new, s, pi, fill, pos, ref, sl_ref, features)
         # Value from the order records, as Portfolio.value() computes it.
         signed = t.where(fill, t.where(is_buy, osize, -osize), zero)
-        flow = t.where(fill, _add(zero, -signed * oprice - ofees), zero)
-        new["rcash"] = _add(s["rcash"], flow)
-        new["rpos"] = _add(s["rpos"], signed)
+        flow = t.where(fill, add_snapped(zero, -signed * oprice - ofees), zero)
+        new["rcash"] = add_snapped(s["rcash"], flow)
+        new["rpos"] = add_snapped(s["rpos"], signed)
         value = new["rcash"] + new["rpos"] * c
-        new.update(_drawdown_step(i, value, s, n))
+        new.update(drawdown_step(i, value, s, n))
         tr, rec = _trade_update(fill, i, is_buy, osize, oprice, ofees, tr)
         rec["trade_closed"] = rec["trade_closed"] & fill
         rec.update(value=value, order_size=signed,
@@ -490,7 +492,7 @@ def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0
     out["n_bars"] = n
     out["prev_value"] = state["prev_value"]
     in_pos, tdir, eidx, esize, egross, efees = trade
-    open_ = in_pos & _is_less(-esize, zero)
+    open_ = in_pos & is_less(-esize, zero)
     safe = t.where(esize > 0, esize, t.ones_like(esize))
     out.update(max_dd=state["max_dd"], max_dd_duration=state["max_dur"], has_dd=state["has_dd"],
                open_trade=open_, open_size=esize, open_entry_idx=t.cast(eidx, dtype),
@@ -523,7 +525,7 @@ def accumulate(s, rec, value, prev, rates, i=None):
     closed = rec["trade_closed"]
     size = rec["trade_size"]
     entry_val = size * rec["trade_entry_price"]
-    diff = _add(size * rec["trade_exit_price"], -entry_val)
+    diff = add_snapped(size * rec["trade_exit_price"], -entry_val)
     diff = t.where(rec["trade_direction"] < 0, -diff, diff)
     pnl = diff - rec["trade_entry_fees"] - rec["trade_exit_fees"]
     ret = pnl / t.where(closed, entry_val, t.ones_like(entry_val))
@@ -561,7 +563,7 @@ def accumulate(s, rec, value, prev, rates, i=None):
             "acc_cum_dd": t.minimum(s["acc_cum_dd"], cum / high - 1), "prev_value": value}
 
 
-def _drawdown_step(i, value, s, n):
+def drawdown_step(i, value, s, n):
     """One bar of ``get_drawdowns_nb`` on the value series: running worst and longest."""
     t = tf()
     peak, peak_i, dd_on, valley = s["peak"], s["peak_i"], s["dd_on"], s["valley"]
