@@ -81,10 +81,8 @@ def _imports(name, path, modules):
             yield target, None
 
 
-#: Cycles allowed, each with its reason.  compat.vegas <-> compat.vegas_pdf: vegas.py's
-#: PEP 562 ``__getattr__`` loads vegas_pdf (which needs gvar) on first use of
-#: ``PDFIntegrator``, after both modules have loaded; no import-time cycle.
-KNOWN_CYCLES = [["flowsim.compat.vegas", "flowsim.compat.vegas_pdf"]]
+#: Cycles allowed, each with its reason (none today).
+KNOWN_CYCLES = []
 
 
 def test_no_import_cycle():

@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from .vegas import Integrator, lbatchintegrand
+from .vegas_integrator import Integrator, lbatchintegrand
 from .vegas_map import AdaptiveMap
 
 try:
