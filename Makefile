@@ -37,7 +37,7 @@ demo: $(VENV)/.installed
 # TEST_WORKERS=0: serially, as `pytest tests` runs.
 TEST_WORKERS ?= 2
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=40 tests
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check flowsim tests benchmarks examples
