@@ -109,16 +109,19 @@ def _cumsum(x, group=64):
 
 def _ends_at_or_below(ends, first, h):
     """How many of the increasing ``ends`` ``[h]`` are ``<= first``: a binary search of
-    a fixed ``ceil(log2(h + 1))`` steps (an int32 scalar; the same integer as counting
-    them all, which costs ``O(h)`` per block)."""
+    at most ``ceil(log2(h + 1))`` steps in a loop (an int32 scalar; the same integer as
+    counting them all, which costs ``O(h)`` per block; a loop, not unrolled steps,
+    keeps the traced graph small)."""
     t = tf()
-    lo, hi = t.constant(0, t.int32), t.constant(h, t.int32)
-    for _ in range(int(h).bit_length()):
+
+    def halve(lo, hi):
         mid = (lo + hi) // 2
         below = t.gather(ends, t.minimum(mid, h - 1)) <= first
-        searching = lo < hi
-        lo = t.where(searching & below, mid + 1, lo)
-        hi = t.where(searching & ~below, mid, hi)
+        return t.where(below, mid + 1, lo), t.where(below, hi, mid)
+
+    lo, _ = t.while_loop(lambda lo, hi: lo < hi, halve,
+                         (t.constant(0, t.int32), t.constant(h, t.int32)),
+                         maximum_iterations=int(h).bit_length())
     return lo
 
 
