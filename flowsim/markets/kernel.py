@@ -539,6 +539,18 @@ def _limited(ctx, value):
     return value
 
 
+def limit_at(ctx, value, k):
+    """Prices ``value [M]`` of orders in market ``k`` after the events' limits that
+    target it (pams's ``hooked_before_order`` runs on high-frequency agents' orders
+    too)."""
+    t_ = tf()
+    ref = ctx.p0 if ctx.K == 1 else t_.reshape(ctx.p0, [ctx.M, ctx.K])[:, k]
+    for e in ctx.S.events:
+        if e.limits_prices and (ctx.K == 1 or k in e.targets):
+            value = e.limit_price(value, ref)
+    return value
+
+
 def order(ctx, t, u, view, a=None, venue=None):
     """``(Order, over)``: side, tick level, ttl of agent ``a`` (default: the agent
     ``u[0]`` picks uniformly) in the markets ``venue`` (default: all it can reach),
@@ -974,7 +986,7 @@ def run(S, key, M, state, dtype="float64"):
     if S.hifreq:
         ctx.hf = hifreq_context(S, M, ctx.tick, ctx.spread, ctx.chunks.bests,
                                 functools.partial(process, ctx), ctx.level_cap, ctx.tb,
-                                real)
+                                real, functools.partial(limit_at, ctx))
     (_, price, _, fund, _, hist, fhist, acc), = t_.while_loop(
         lambda loop: loop.t < T, lambda loop: (step(ctx, loop),), (start,))
     hist = t_.tensor_scatter_nd_update(hist, [[T]], price[None])
@@ -1077,14 +1089,16 @@ def unit_rows(S, M):
     return tf().constant(np.tile(rows, (1, M)))
 
 
-def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype):
+def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype, limit=None):
     """What a high-frequency agent's turn uses of the compiled step (:mod:`.hifreq`):
     sizes, the markets' ticks, ``bests(t, book)``, ``process(t, q, side, level, ttl,
     book, price, carry)`` (``carry``: a :class:`flowsim.markets.hifreq.Carry`; an order
     placed and matched as a normal one is, after the first clearing; built on the
     ``process`` given, :func:`process` with its :class:`StepContext` bound), the step's
     ``maxHighFrequencyOrders`` and whether a phase runs (``go``: the normal agent
-    placed an order and the rate passed the draw); ``dtype``: the prices'."""
+    placed an order and the rate passed the draw); ``dtype``: the prices';
+    ``limit(value [M], k)``: an order's price in market ``k`` after the events' price
+    limits (:func:`limit_at`; default: none)."""
     t_ = tf()
     K = S.n_venues
     i64 = t_.int64
@@ -1105,5 +1119,5 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype):
     return SimpleNamespace(
         M=M, K=K, L=M * K, tick=tick, tb=tb, dtype=dtype, level_cap=level_cap, IMIN=_IMIN,
         IMAX=_IMAX, spread=spread, tick_level=tick_level, process=hf_process, go=go,
-        bests=bests,
+        bests=bests, limit=limit or (lambda value, k: value),
         max_hifreq_at=t_.cast(max_at, i64))
