@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import make_pams_reference  # noqa: E402
 
 #: The combinations, each a config in tests/data.
-COMBINATIONS = ("combo_limit", "combo_halt", "combo_mistake")
+COMBINATIONS = ("combo_limit", "combo_halt", "combo_mistake", "combo_halt_mistake")
 
 
 def config_file(name):

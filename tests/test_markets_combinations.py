@@ -56,3 +56,12 @@ def test_correlated_spots_index_arbitrage_and_price_limit_agree_with_pams():
     assert final.min() >= 285.0 - 1e-9 and final.max() <= 315.0 + 1e-9
     # the limit binds: the shocked market ends at its floor in some members
     assert (np.abs(final[:, 0] - 285.0) < 1e-9).any()
+
+
+def test_halt_and_mistake_with_two_markets_and_two_orders_agree_with_pams():
+    """Two correlated spot markets, a group trading both and a group trading the
+    second, two agents' orders a step (39 statistics): a TradingHaltRule on both
+    markets (a trade in either halts both, checked after each order's executions, an
+    agent's orders processed market by market) and an OrderMistakeShock replacing the
+    first order in the second market at its step (a sell of 40 units 4 % below)."""
+    assert_agrees(*z_against_pams("combo_halt_mistake"))
