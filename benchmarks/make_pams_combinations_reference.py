@@ -13,12 +13,15 @@ the columns of :func:`flowsim.markets.stats.several_market_names`) and their
 * ``combo_halt``: two correlated spot markets, a group trading both and a group
   trading the second, two agents' orders a step, a TradingHaltRule on both markets;
 * ``combo_mistake``: the same markets and groups with an OrderMistakeShock (a sell of
-  40 units 4 % below the price) in the second market.
+  40 units 4 % below the price) in the second market;
+* ``combo_halt_mistake``: the same markets and groups with both events;
+* ``combo_one_market``: the first market alone, its group, both events (in it), two
+  agents' orders a step.
 
-All three: 200 seeds from 5000.  pams runs in its own virtual environment (numpy < 2)::
+All: 200 seeds from 5000.  pams runs in its own virtual environment (numpy < 2)::
 
     PYTHONPATH=. .venv-pams/bin/python benchmarks/make_pams_combinations_reference.py \\
-        --seeds 200 --first-seed 5000 --configs combo_limit,combo_halt,combo_mistake
+        --seeds 200 --first-seed 5000
 """
 import os
 import sys
@@ -28,7 +31,8 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import make_pams_reference  # noqa: E402
 
 #: The combinations, each a config in tests/data.
-COMBINATIONS = ("combo_limit", "combo_halt", "combo_mistake", "combo_halt_mistake")
+COMBINATIONS = ("combo_limit", "combo_halt", "combo_mistake", "combo_halt_mistake",
+                "combo_one_market")
 
 
 def config_file(name):

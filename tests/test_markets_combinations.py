@@ -65,3 +65,10 @@ def test_halt_and_mistake_with_two_markets_and_two_orders_agree_with_pams():
     agent's orders processed market by market) and an OrderMistakeShock replacing the
     first order in the second market at its step (a sell of 40 units 4 % below)."""
     assert_agrees(*z_against_pams("combo_halt_mistake"))
+
+
+def test_halt_and_mistake_with_two_orders_in_one_market_agree_with_pams():
+    """One market, two agents' orders a step, a TradingHaltRule and an
+    OrderMistakeShock (19 statistics): the halt is checked after each order's
+    executions, so it holds the step's second order."""
+    assert_agrees(*z_against_pams("combo_one_market"))
