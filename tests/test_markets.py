@@ -176,11 +176,6 @@ def _refused(mutate, *words):
      ["'SpotMarket-9'", "not a market"]),
     (lambda c: _sample(c, "test", lambda t: t["FundamentalPriceShock"].update(
         {"target": "SpotMarket-N"})), ["target", "'SpotMarket-N'", "SpotMarket-0"]),
-    (lambda c: _sample(c, "test", lambda t: t.update({"Halt": {
-        "class": "TradingHaltRule", "targetMarkets": ["SpotMarket-0"],
-        "triggerChangeRate": 0.1, "haltingTimeLength": 5}})
-        or t["simulation"]["sessions"][1]["events"].append("Halt")),
-     ["TradingHaltRule", "one market with maxNormalOrders 1", "3 markets"]),
     (lambda c: _sample(c, "test", lambda t: t["SpotMarket-N"].update(
         {"fundamentalVolatility": 0.2})),
      ["SpotMarket-0: fundamentalDrift", "larger tickSize"]),

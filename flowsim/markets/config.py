@@ -145,23 +145,10 @@ class MarketConfig:
         if sum(e.extra_order for e in self.events) > 1:
             raise ValueError("events: flowsim.markets runs one OrderMistakeShock per config; "
                              "keep one")
-        self._check_one_book()
         hifreq.check(self)
         for v in self.venues or (self,):
             self._check_price_room(v)
         return self
-
-    def _check_one_book(self):
-        """Halts and fat-finger orders are implemented for one market taking one order
-        per step only."""
-        if self.n_venues == 1 and self.max_orders == 1:
-            return
-        for e in self.events:
-            if e.halts or e.extra_order:
-                raise ValueError(
-                    f"events: {type(e).__name__} runs in flowsim.markets on one market with "
-                    f"maxNormalOrders 1; this config has {self.n_venues} markets and "
-                    f"maxNormalOrders {self.max_orders}: drop the event or run it in pams")
 
     def _check_price_room(self, v):
         """Refuse a fundamental walk that could carry prices beyond the packed tick

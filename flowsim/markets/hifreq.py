@@ -7,7 +7,9 @@ them agent by agent; after each agent's orders, unless the session's
 agent's orders processed (and executed, where the market runs) before the next is
 asked.  An agent that submits nothing does not count.  A normal agent that placed no
 order has no list, so no phase follows it.  In a session without execution (pams's
-warm-up) the phase runs too: the orders rest in the book.
+warm-up) the phase runs too: the orders rest in the book.  pams's order hooks run on
+these orders too: a ``PriceLimitRule`` moves their prices
+(:func:`flowsim.markets.kernel.limit_at`).
 
 flowsim runs one high-frequency group per config (``MarketMakerAgent``,
 :mod:`flowsim.markets.agents.market_maker`, or ``ArbitrageAgent``,
@@ -52,7 +54,7 @@ def check(cfg):
         raise ValueError(f"simulation.agents: flowsim.markets runs one high-frequency group "
                          f"per config, this one has {', '.join(g.name for g in hf)}: keep one")
     for e in cfg.events:
-        if e.halts or e.extra_order or e.limits_prices:
+        if e.halts or e.extra_order:
             raise ValueError(f"events: {type(e).__name__} with high-frequency agents "
                              f"({hf[0].name}) is not implemented by flowsim.markets: drop "
                              f"the event or run the config in pams")

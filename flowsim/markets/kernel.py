@@ -539,6 +539,18 @@ def _limited(ctx, value):
     return value
 
 
+def limit_at(ctx, value, k):
+    """Prices ``value [M]`` of orders in market ``k`` after the events' limits that
+    target it (pams's ``hooked_before_order`` runs on high-frequency agents' orders
+    too)."""
+    t_ = tf()
+    ref = ctx.p0 if ctx.K == 1 else t_.reshape(ctx.p0, [ctx.M, ctx.K])[:, k]
+    for e in ctx.S.events:
+        if e.limits_prices and (ctx.K == 1 or k in e.targets):
+            value = e.limit_price(value, ref)
+    return value
+
+
 def order(ctx, t, u, view, a=None, venue=None):
     """``(Order, over)``: side, tick level, ttl of agent ``a`` (default: the agent
     ``u[0]`` picks uniformly) in the markets ``venue`` (default: all it can reach),
@@ -749,30 +761,37 @@ def collect(ctx, t, u, view, place, vols=None):
     return out, over & place
 
 
-def place_mistakes(ctx, t, orders, price, place, book):
-    """The events' mistaken orders (:meth:`Event.mistake_order`) of step ``t``: each
-    replaces the first order where it fires and rests outside the ring
-    (``book.extra``).  Returns ``(orders, book, need)``, ``need`` the markets where
-    one fired (their book may cross more than once), None if none can."""
+def place_mistakes(ctx, t, q, o, price, place, book, done):
+    """The events' mistaken orders (:meth:`Event.mistake_order`) at order ``o`` of step
+    ``t`` (``q`` its placement number): each replaces the step's first order in its
+    target market (``done``: markets where one fired at an earlier order of the step,
+    or None) and rests outside the ring (``book.extra``).  Returns ``(o, book, fired,
+    done)``, ``fired`` the markets where one fired (their book may cross more than
+    once)."""
     t_ = tf()
     i64, tb, tmax = t_.int64, ctx.tb, ctx.tmax
-    side, need = orders[0].side, None
-    for e in ctx.S.events:
+    side, fired = o.side, None
+    for i, e in enumerate(ctx.S.events):
         mistake = e.mistake_order(t, side, price, ctx.tick)
         if mistake is None:
             continue
         fire, m_side, m_level, m_ttl, m_vol = mistake
         m_packed = t_.bitwise.left_shift(t_.clip_by_value(m_level, 1, ctx.level_cap), tb)
         fire = fire & place
+        if ctx.K > 1:
+            fire = fire & ctx.masks[i]
+        if done is not None:
+            fire = fire & ~done
         x = book.extra
         book = book._replace(extra=Extra(
-            t_.where(fire & (m_side > 0), t_.bitwise.bitwise_or(m_packed, tmax - t), x.bid),
-            t_.where(fire & (m_side < 0), t_.bitwise.bitwise_or(m_packed, t), x.ask),
+            t_.where(fire & (m_side > 0), t_.bitwise.bitwise_or(m_packed, tmax - q), x.bid),
+            t_.where(fire & (m_side < 0), t_.bitwise.bitwise_or(m_packed, q), x.ask),
             t_.where(fire, t_.constant(m_vol, i64), x.volume),
             t_.where(fire, t + m_ttl, x.expiry)))
         side = t_.where(fire, t_.zeros_like(side), side)
-        need = fire if need is None else need | fire
-    return [orders[0]._replace(side=side)] + orders[1:], book, need
+        fired = fire if fired is None else fired | fire
+    done = fired if done is None else done | fired
+    return o._replace(side=side), book, fired, done
 
 
 def place(ctx, t, q, order, book):
@@ -814,6 +833,8 @@ def match(ctx, t, book, side, carry, clear, need):
     t_ = tf()
     if ctx.K > 1:
         active = carry.running & (side != 0)
+        if ctx.S.halts:         # a halt's end: cleared is reset (:func:`step`)
+            active = _halted_markets(ctx, carry, None)[0] & (side != 0)
         # one pairing for every market, then (no cond around the book: XLA copied
         # it out of the branches at every pass) the loop of :func:`clearing` goes
         # on from there, zero trips unless a market clears its first book and the
@@ -844,10 +865,16 @@ def process(ctx, t, q, order, book, price, carry, clear, need=None):
     book; ``need``: markets whose book may cross more than once (None: none).  Returns
     ``(book, price, carry, did, vol, active)``, ``carry`` with the markets that traded,
     cleared and the depths after the pass."""
+    book = place(ctx, t, q, order, book)
+    return execute(ctx, t, order.side, book, price, carry, clear, need)
+
+
+def execute(ctx, t, side, book, price, carry, clear, need=None):
+    """:func:`process` after the placement: match where an order of ``side`` arrived,
+    update the market price.  Returns ``(book, price, carry, did, vol, active)``."""
     t_ = tf()
     real = ctx.dtype
-    book = place(ctx, t, q, order, book)
-    (book, bk, ak, nb, na, vol, lvl), active, cleared = match(ctx, t, book, order.side, carry,
+    (book, bk, ak, nb, na, vol, lvl), active, cleared = match(ctx, t, book, side, carry,
                                                               clear, need)
     # bk/ak are the bests before the last pairing: after a trade the market price is
     # the trade's; without any trade yet, the mid of the (uncrossed) book
@@ -860,6 +887,63 @@ def process(ctx, t, q, order, book, price, carry, clear, need=None):
                          t_.where(~carry.traded & has_both, mid, price))
     price = t_.where(active, new_price, price)
     carry = carry._replace(traded=carry.traded | did, cleared=cleared, nb=nb, na=na)
+    return book, price, carry, did, vol, active
+
+
+def _reopened(ctx, carry):
+    """``carry`` with several markets' ``cleared`` reset where a halt ended: the first
+    order there clears the crossed book (:func:`match`)."""
+    if ctx.K == 1 or not ctx.S.halts:
+        return carry
+    cleared = carry.cleared
+    for e, x in zip(ctx.S.events, carry.events):
+        resumed = e.resumed(x)
+        if resumed is not None:
+            cleared = cleared & ~resumed
+    return carry._replace(cleared=cleared)
+
+
+def _member_any(ctx, i):
+    """For event ``i``: ``x [M K]`` -> whether ``x`` holds in any of the member's target
+    markets, on each target market (None with one market)."""
+    if ctx.K == 1:
+        return None
+    t_ = tf()
+    mask = ctx.masks[i]
+
+    def across(x):
+        anywhere = t_.reduce_any(t_.reshape(x & mask, [ctx.M, ctx.K]), axis=1)
+        return t_.repeat(anywhere, ctx.K) & mask
+
+    return across
+
+
+def after_matches(ctx, t, active, did, price, carry):
+    """The events' ``after_match`` hooks after one order's executions (pams's
+    ``hooked_after_execution``): ``carry`` with their new states."""
+    if not ctx.S.events:
+        return carry
+    states = tuple(e.after_match(t, active, did, price, ctx.p0, x, _member_any(ctx, i))
+                   for i, (e, x) in enumerate(zip(ctx.S.events, carry.events)))
+    return carry._replace(events=states)
+
+
+def process_by_market(ctx, t, q, order, book, price, carry, clear):
+    """:func:`process` of an agent's orders market by market in the config's order, as
+    pams processes an agent's list, each followed by the events' ``after_match``: a
+    halt its order in one market triggers holds its order in the next.  Several
+    markets per member."""
+    t_ = tf()
+    book = place(ctx, t, q, order, book)
+    column = ctx.markets % ctx.K
+    did = vol = active = None
+    for k in range(ctx.K):
+        side = t_.where(column == k, order.side, 0)
+        book, price, carry, d, v, a = execute(ctx, t, side, book, price, carry, clear)
+        carry = after_matches(ctx, t, a, d, price, carry)
+        did = d if did is None else did | d
+        vol = v if vol is None else vol + v
+        active = a if active is None else active | a
     return book, price, carry, did, vol, active
 
 
@@ -913,17 +997,26 @@ def step(ctx, loop):
     u = rng.uniform(ctx.key, [ctx.n_rows, ctx.L], ctx.dtype, stream=2, step=t)
     vols = (acc["volume"], acc["vcum"]) if S.by_volume else None
     orders, over = collect(ctx, t, u, MarketView(price, fund, hist), place_now, vols)
-    need = None             # markets whose book may cross more than once this step
-    if S.extra_order:
-        orders, book, need = place_mistakes(ctx, t, orders, price, place_now, book)
-    carry = hifreq.Carry(loop.traded, acc.get("cleared"), running, est, None, None)
-    vol = None
+    carry = _reopened(ctx, hifreq.Carry(loop.traded, acc.get("cleared"), running, est,
+                                        None, None))
+    vol = done = None       # done: markets where a mistaken order replaced one
     for j, o in enumerate(orders):
         # the step's first writes wait for fresh()'s reads (book_chunks.Whole.after_fresh)
         q = S.layout.normal(t, j) + after_fresh if j == 0 else S.layout.normal(t, j)
-        book, price, carry, did, v, active = process(
-            ctx, t, q, o, book, price, carry, clear if j == 0 else t_.constant(False),
-            need if j == 0 else None)
+        need = None         # markets whose book may cross more than once at this order
+        if S.extra_order:
+            o, book, need, done = place_mistakes(ctx, t, S.layout.normal(t, j), o, price,
+                                                 place_now, book, done)
+            if ctx.K > 1:   # the clearing loop of :func:`match` runs where one fired
+                carry = carry._replace(cleared=carry.cleared & ~need)
+        first = clear if j == 0 else t_.constant(False)
+        if ctx.K > 1 and S.halts:
+            book, price, carry, did, v, active = process_by_market(ctx, t, q, o, book,
+                                                                   price, carry, first)
+        else:
+            book, price, carry, did, v, active = process(ctx, t, q, o, book, price, carry,
+                                                         first, need)
+            carry = after_matches(ctx, t, active, did, price, carry)
         vol = v if vol is None else vol + v
         if S.hifreq:
             go = ctx.hf.go(t, o.side, u[ctx.rate_rows + j])
@@ -936,8 +1029,7 @@ def step(ctx, loop):
         fhist = t_.tensor_scatter_nd_update(fhist, [[t]], fund[None])
     acc = _accumulate(ctx, t, acc, price, fund, vol, carry, over)
     if S.events:
-        acc["events"] = tuple(e.after_match(t, active, did, price, ctx.p0, x)
-                              for e, x in zip(S.events, est))
+        acc["events"] = tuple(carry.events)
     fund = _fundamental_step(S, fund, _normal(u[2]), ctx.drift, ctx.volatility, ctx.chol,
                              ctx.M)
     return Loop(t + 1, price, carry.traded, fund, book, hist, fhist, acc)
@@ -974,7 +1066,7 @@ def run(S, key, M, state, dtype="float64"):
     if S.hifreq:
         ctx.hf = hifreq_context(S, M, ctx.tick, ctx.spread, ctx.chunks.bests,
                                 functools.partial(process, ctx), ctx.level_cap, ctx.tb,
-                                real)
+                                real, functools.partial(limit_at, ctx))
     (_, price, _, fund, _, hist, fhist, acc), = t_.while_loop(
         lambda loop: loop.t < T, lambda loop: (step(ctx, loop),), (start,))
     hist = t_.tensor_scatter_nd_update(hist, [[T]], price[None])
@@ -1077,14 +1169,16 @@ def unit_rows(S, M):
     return tf().constant(np.tile(rows, (1, M)))
 
 
-def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype):
+def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype, limit=None):
     """What a high-frequency agent's turn uses of the compiled step (:mod:`.hifreq`):
     sizes, the markets' ticks, ``bests(t, book)``, ``process(t, q, side, level, ttl,
     book, price, carry)`` (``carry``: a :class:`flowsim.markets.hifreq.Carry`; an order
     placed and matched as a normal one is, after the first clearing; built on the
     ``process`` given, :func:`process` with its :class:`StepContext` bound), the step's
     ``maxHighFrequencyOrders`` and whether a phase runs (``go``: the normal agent
-    placed an order and the rate passed the draw); ``dtype``: the prices'."""
+    placed an order and the rate passed the draw); ``dtype``: the prices';
+    ``limit(value [M], k)``: an order's price in market ``k`` after the events' price
+    limits (:func:`limit_at`; default: none)."""
     t_ = tf()
     K = S.n_venues
     i64 = t_.int64
@@ -1105,5 +1199,5 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype):
     return SimpleNamespace(
         M=M, K=K, L=M * K, tick=tick, tb=tb, dtype=dtype, level_cap=level_cap, IMIN=_IMIN,
         IMAX=_IMAX, spread=spread, tick_level=tick_level, process=hf_process, go=go,
-        bests=bests,
+        bests=bests, limit=limit or (lambda value, k: value),
         max_hifreq_at=t_.cast(max_at, i64))

@@ -13,7 +13,8 @@ prices (:func:`flowsim.markets.venues.index_market.index_of`), if ``I - P >
 orderThresholdPrice`` it buys ``len(components) * orderVolume`` on the index at ``P``
 and sells ``orderVolume`` on each component at its market price; if ``P - I >
 orderThresholdPrice`` the reverse.  Limit orders, time-to-live ``orderTimeLength``,
-processed index first.  pams requires the components' outstanding shares to be equal
+processed index first; a ``PriceLimitRule`` moves their prices as it moves every
+order's in its target markets.  pams requires the components' outstanding shares to be equal
 (flowsim refuses other configs when it parses them).  An agent that finds no
 opportunity submits nothing, so (the agents being identical) the phase ends there.
 
@@ -111,7 +112,7 @@ class ArbitrageGroup:
         sides, levels, over = [], [], []
         for k in range(K):
             s = sign if k == self.index else -sign
-            raw = ctx.tick_level(p[:, k], tick[:, k], s > 0)
+            raw = ctx.tick_level(ctx.limit(p[:, k], k), tick[:, k], s > 0)
             sides.append(s)
             levels.append(t_.clip_by_value(raw, 1, ctx.level_cap))
             over.append(raw > ctx.level_cap)

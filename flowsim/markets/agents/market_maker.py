@@ -89,7 +89,7 @@ class MarketMakerGroup:
         at = np.arange(K) == k
         volume = over = None
         for h, (sign, value) in enumerate(((1, base - margin), (-1, base + margin))):
-            raw = ctx.tick_level(value, tick[:, k], sign > 0)
+            raw = ctx.tick_level(ctx.limit(value, k), tick[:, k], sign > 0)
             level = t_.clip_by_value(raw, 1, ctx.level_cap)
             side = t_.where(go[:, None] & at, sign, 0)
             side = t_.reshape(t_.cast(side, t_.int64), [-1])

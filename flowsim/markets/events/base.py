@@ -9,8 +9,10 @@ The step calls, for every event of the config, in the config's order:
 * ``mistake_order(t, side, price, tick)``: ``None``, or an order replacing the one
   placed at ``t`` (``(fire [M], side [M], level [M], ttl, volume)``), kept outside the
   ring book because it may outlive it;
-* ``after_match(t, active, did, price, ref, state)`` after the step's matching
-  (pams's ``hooked_after_execution``);
+* ``after_match(t, active, did, price, ref, state, across)`` after each order's
+  matching (pams's ``hooked_after_execution``); ``across(x)``: with several markets,
+  whether ``x [M K]`` holds in any of the member's target markets, on each target
+  market (None with one market);
 * ``halted(state)``: ``[M]`` bool, markets whose execution is halted, or ``None``;
   ``resumed(state)``: markets whose halt ended at this step (their crossed book
   clears), or ``None``.
@@ -53,7 +55,7 @@ class Event:
     def mistake_order(self, t, side, price, tick):
         return None
 
-    def after_match(self, t, active, did, price, ref, state):
+    def after_match(self, t, active, did, price, ref, state, across=None):
         return state
 
     def halted(self, state):

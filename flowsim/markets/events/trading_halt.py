@@ -1,8 +1,9 @@
 """pams's ``TradingHaltRule`` (``pams/events/trading_halt_rule.py``).
 
-After a step's executions in a target market that is running and not halted, if
+After an order's executions in a target market that is running and not halted, if
 ``|ref - P| >= ref * triggerChangeRate * (halts so far + 1)`` (``ref`` the market
-price at t = 0, ``P`` the trade price), execution halts in every target market:
+price at t = 0, ``P`` the market price after the order's executions; checked after
+each order, in each target market), execution halts in every target market:
 orders are still placed and rest in the book, the market price stays, nothing
 trades.  It resumes at the first step ``t > halt step + haltingTimeLength``, and the
 first order then clears the crossed book (the opening clearing again).  The
@@ -41,10 +42,12 @@ class TradingHaltRule(Event):
         resume = state["halted"] & (t > state["since"] + self.length)
         return fund, dict(state, halted=state["halted"] & ~resume, resumed=resume)
 
-    def after_match(self, t, active, did, price, ref, state):
+    def after_match(self, t, active, did, price, ref, state, across=None):
         t_ = tf()
         threshold = ref * self.rate * t_.cast(state["count"] + 1, price.dtype)
         fire = active & did & ~state["halted"] & (t_.abs(ref - price) >= t_.abs(threshold))
+        if across is not None:          # a trade in one target market halts them all
+            fire = across(fire)
         return {"halted": state["halted"] | fire, "resumed": state["resumed"],
                 "since": t_.where(fire, t + 0 * state["since"], state["since"]),
                 "count": state["count"] + t_.cast(fire, t_.int64)}
