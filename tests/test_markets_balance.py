@@ -3,6 +3,7 @@
 (``tests/data/pams_balance_two_groups.csv``, benchmarks/make_pams_balance_reference.py)."""
 import csv
 import glob
+import hashlib
 import json
 import os
 
@@ -157,3 +158,18 @@ def test_executions_move_cash_and_units_between_agents(two_groups_balances):
     assert (col["Chartists:inventory_std"] > 0).all()
     pnl = col["Fundamentalists:pnl_mean"] - col["Fundamentalists:wealth_mean"]
     np.testing.assert_allclose(pnl, -10000 - 50 * 300.0, rtol=1e-12)
+
+
+#: sha256 of the 19 market statistics ``[256, 19]`` (float64 bytes) of the run above
+#: made without ``balances`` (the same seed and block), before balance sheets existed.
+PLAIN_MARKETS = "e9cbad2159fdf93411099ff1f3ca64389910875190a2a3a17d351f9c032e319b"
+
+
+def test_balance_sheets_leave_the_market_bits_unchanged(two_groups_balances):
+    """Keeping the sheets changes no price: the market statistics of every run are the
+    bits of the run without them (a deterministic check; if an intended change of the
+    markets' bits moves them, both runs move and ``PLAIN_MARKETS`` is refreshed from a
+    run without ``balances``)."""
+    x = np.ascontiguousarray(two_groups_balances.per_market[:, :len(stats.NAMES)],
+                             np.float64)
+    assert hashlib.sha256(x.tobytes()).hexdigest() == PLAIN_MARKETS
