@@ -197,7 +197,8 @@ def _maker(cfg, **keys):
     """Add a MarketMakerAgent group ``Maker`` quoting in ci2002's market (``keys`` change
     its settings); returns None."""
     cfg["Maker"] = {"class": "MarketMakerAgent", "numAgents": 1, "markets": ["Market"],
-                    "targetMarket": "Market", "netInterestSpread": 0.02, **keys}
+                    "targetMarket": "Market", "netInterestSpread": 0.02,
+                    "cashAmount": 10000, "assetVolume": 50, **keys}
     cfg["simulation"]["agents"].append("Maker")
 
 
@@ -564,8 +565,9 @@ def test_fundamental_correlations_follow_pams_cholesky():
 
 # -- against pams ---------------------------------------------------------------------------
 #: Markets per configuration (one block each: one compilation per configuration;
-#: user_class is ci2002 with a renamed class and shares its compilation).
-REFERENCE = {"ci2002": 512, "two_groups": 256, "fat_finger": 256, "price_limit": 256,
+#: user_class is ci2002 with a renamed class and shares its compilation; two_groups's
+#: run keeps its balance sheets and is checked in tests/test_markets_balance.py).
+REFERENCE = {"ci2002": 512, "fat_finger": 256, "price_limit": 256,
              "trading_halt": 256, "user_class": 512, "test": 256, "market_share": 256,
              "market_share_mm": 256, "shock_transfer": 256, "contrarian": 256}
 CLASSES = {"UserDefinedFCNAgent": "FCNAgent", "ExtendedMarket": ("Market", ["tradeVolume"]),
@@ -589,7 +591,8 @@ def test_statistics_agree_with_pams(name):
     39 statistics, ~0.25 %); ``shock_transfer`` (two spots, their IndexMarket,
     ArbitrageAgents: 61 statistics, ~0.4 %); ``contrarian`` (two_groups whose Chartists
     are a user's contrarian subclass, mapped with its attribute: 19, ~0.1 %); 332
-    statistics, ~2 % for the eleven together."""
+    statistics, ~2 % for the eleven together (two_groups's 19 in
+    tests/test_markets_balance.py)."""
     path = os.path.join(ROOT, "tests", "data", f"pams_markets_{name}.csv")
     with open(path) as fh:
         columns = fh.readline().strip().split(",")[1:]
@@ -739,7 +742,8 @@ def test_learned_agents_change_the_market():
 def _abstaining(with_fundamentalists):
     """One noisy agent, with or without 30 noiseless fundamentalists."""
     agent = {"class": "FCNAgent", "markets": ["Market"], "timeWindowSize": [30, 40],
-             "orderMargin": [0.0, 0.05], "chartWeight": 0.0}
+             "orderMargin": [0.0, 0.05], "chartWeight": 0.0, "cashAmount": 10000,
+             "assetVolume": 50}
     cfg = {"simulation": {"markets": ["Market"], "agents": ["Noisy"], "sessions": [
         {"sessionName": 0, "iterationSteps": 20, "withOrderPlacement": True,
          "withOrderExecution": False, "withPrint": False},

@@ -55,12 +55,14 @@ class Book(NamedTuple):
     it: each row's bid key (``IMIN``: no bid), ask key (``IMAX``: no ask) and last
     step of life (-1: empty), ``[rows, L]`` (:class:`Whole`) or ``[L, rows]``
     (:class:`Chunks`); the chunks' state (``()`` without chunks); the order outside
-    the ring (an :class:`Extra`, ``()`` without such events)."""
+    the ring (an :class:`Extra`, ``()`` without such events); the agents' balance
+    sheets (a :class:`flowsim.markets.kernel.Balance`, ``()`` unless kept)."""
     bidkey: object
     askkey: object
     expiry: object
     chunks: object = ()
     extra: object = ()
+    balance: object = ()
 
 
 def stats(live, bidkey, askkey, counted, axis):

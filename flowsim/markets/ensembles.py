@@ -16,7 +16,7 @@ from ..core.simulation import Simulation
 from ..core.sums import block_sum
 from . import book_chunks
 from . import config as _config
-from .stats import names
+from .stats import balance_names, names
 
 #: Markets per block unless told: enough to vectorise, small enough for a fine progress bar.
 DEFAULT_BLOCK_MARKETS = 256
@@ -42,6 +42,14 @@ class MarketEnsemble(Simulation):
     classes : dict or None
         User classes of the config mapped to classes flowsim runs
         (:func:`flowsim.markets.config.parse`): ``{"UserDefinedFCNAgent": "FCNAgent"}``.
+    balances : bool
+        Keep every agent's cash and units as pams does (each execution moves ``price x
+        volume`` of cash from buyer to seller) and add, per agent group, the statistics
+        of :func:`flowsim.markets.stats.balance_names` (cash, inventory, wealth and P&L
+        at the end of each run: mean, standard deviation and quantiles over the
+        group's agents) after the market statistics.  One market per member, FCN groups
+        only (no high-frequency agents, learned groups or mistaken orders).  The
+        prices are the same bits either way.
 
     Every market is a pure function of (seed, iteration, block, position in the block):
     ``block_size`` is part of the random stream, ``events_limit``, devices and backends
@@ -59,7 +67,8 @@ class MarketEnsemble(Simulation):
 
     dim = 0
 
-    def __init__(self, config, learned=(), block_markets=None, paths=0, classes=None):
+    def __init__(self, config, learned=(), block_markets=None, paths=0, classes=None,
+                 balances=False):
         from .kernel import Structure
         self.market = _config.parse(config, classes=classes)
         self.learned = tuple(learned)
@@ -84,6 +93,11 @@ class MarketEnsemble(Simulation):
         m = self.market
         self.names = names(m.market_names, [m.market_names[i] for i, _, _ in m.indexes])
         self._rows = None
+        self.balances = bool(balances)
+        if self.balances:
+            _check_balances(self.structure, self.market)
+            self.structure.balances = True
+            self.names = tuple(self.names) + tuple(balance_names([g.name for g in m.groups]))
 
     # -- sizes ------------------------------------------------------------------------
     @property
@@ -103,7 +117,8 @@ class MarketEnsemble(Simulation):
         extra = 4 * 8 if S.extra_order else 0            # the order outside the ring
         events = 4 * 8 * sum(e.halts for e in S.events)  # a halt's state
         events += (S.n_steps + 2) * 8 * K if S.by_volume else 0   # volume history
-        return book + history + agents + extra + events
+        sheets = (S.layout.rows + 3 * S.n_agents) * 8 if S.balances else 0
+        return book + history + agents + extra + events + sheets
 
     # -- Simulation -------------------------------------------------------------------
     def state(self):
@@ -116,6 +131,10 @@ class MarketEnsemble(Simulation):
                             v.fundamental_drift, v.fundamental_volatility] for v in venues],
                           np.float64).T
         out["market"] = market[:, 0] if len(venues) == 1 else market
+        if self.balances:
+            from .kernel import balance_arrays
+            for k, x in zip("kab", balance_arrays(m.groups)):
+                out["balance_" + k] = x
         if self.structure.by_volume:       # executed volume at t = 0 (tradeVolume)
             out["volume0"] = np.array([v.trade_volume for v in venues], np.int64)
         if m.correlations:
@@ -210,16 +229,33 @@ class MarketEnsemble(Simulation):
     def trace_key(self):
         """The loop's structure: ensembles alike in it (a parameter grid) share one
         compilation; parameter values are state."""
-        return ("MarketEnsemble",) + self.structure.key()
+        return ("MarketEnsemble",) + self.structure.key() + (("balances",) if self.balances
+                                                               else ())
 
     def config(self):
         from ..core.fingerprint import digest
         from . import kernel, learned
-        return {"class": "MarketEnsemble", "market": self.market.describe(),
+        out = {"class": "MarketEnsemble", "market": self.market.describe(),
                 "learned": [lg.describe() for lg in self.learned],
                 "block_markets": self.block_markets, "paths": self.paths,
                 "kernel": {"code": digest((type(self), learned.LearnedAgents)
                                           + _own_code(kernel))}}
+        if self.balances:
+            out["balances"] = [[g.cash.to_json(), g.asset.to_json()]
+                               for g in self.market.groups]
+        return out
+
+
+def _check_balances(S, market):
+    """Refuse ``balances=True`` where the kernel keeps no balance sheets."""
+    missing = [g.name for g in market.groups if getattr(g, "cash", None) is None]
+    why = ("several markets" if S.n_venues > 1 else "high-frequency agents" if S.hifreq
+           else "learned groups" if S.learned else "orders of an event (mistaken orders)"
+           if S.extra_order else f"groups without cashAmount ({', '.join(missing)})"
+           if missing else None)
+    if why is not None:
+        raise ValueError(f"balances=True keeps the balance sheets of one market's FCN "
+                         f"groups; this config has {why}: run it without balances")
 
 
 def _own_code(module):
@@ -229,16 +265,17 @@ def _own_code(module):
                  if callable(v) and getattr(v, "__module__", None) == module.__name__)
 
 
-def from_pams(config, learned=(), block_markets=None, paths=0, classes=None):
+def from_pams(config, learned=(), block_markets=None, paths=0, classes=None,
+              balances=False):
     """:class:`MarketEnsemble` of a pams config (dict, path or open file).
 
     ``learned``: :class:`flowsim.markets.LearnedAgents` groups added beside the config's
     FCN groups.  ``classes``: user classes mapped to flowsim's
     (``{"UserDefinedFCNAgent": "FCNAgent"}``).  See :class:`MarketEnsemble` for
-    ``block_markets`` and ``paths``.
+    ``block_markets``, ``paths`` and ``balances``.
     """
     return MarketEnsemble(config, learned=learned, block_markets=block_markets, paths=paths,
-                          classes=classes)
+                          classes=classes, balances=balances)
 
 
 def default_block_markets(n_markets, largest=DEFAULT_BLOCK_MARKETS):
@@ -326,7 +363,7 @@ def _gpus(device):
 
 def ensemble(config, n_markets, seed=None, backend=None, paths=0, learned=(),
              block_markets=None, iterations=1, checkpoint=None, quiet=True, classes=None,
-             **flow_kw):
+             balances=False, **flow_kw):
     """Run ``n_markets`` markets of ``config``; return a :class:`flowsim.Result`::
 
         result = fm.ensemble(fm.config_path("ci2002"), 1024, seed=1)
@@ -389,6 +426,10 @@ def ensemble(config, n_markets, seed=None, backend=None, paths=0, learned=(),
     classes : dict or None
         User classes mapped to flowsim's: ``{"UserDefinedFCNAgent": "FCNAgent"}``
         (:func:`flowsim.markets.config.parse`).
+    balances : bool
+        Keep the agents' balance sheets and add their statistics per agent group
+        (``"GROUP:wealth_mean"``...; :class:`MarketEnsemble`).  Does not change the
+        block picked or the other statistics' bits.
     **flow_kw
         ``events_limit`` (markets per device call; default one block, so that every
         device or worker gets blocks to run), ``device``, ``jit_compile``,
@@ -413,7 +454,7 @@ def ensemble(config, n_markets, seed=None, backend=None, paths=0, learned=(),
     setup, picked = _setup(market, learned, per_iteration, backend, block_markets, flow_kw)
     block_markets = setup["block_markets"]
     sim = from_pams(market, learned=learned, block_markets=block_markets,
-                    paths=min(paths, per_iteration))
+                    paths=min(paths, per_iteration), balances=balances)
     # one block per device call: every device and worker gets work, the progress bar
     # moves block by block (a market block is long work, so the calls' overhead is not)
     flow_kw.setdefault("events_limit", block_markets)

@@ -163,6 +163,8 @@ class Structure:
         # rows (:mod:`flowsim.markets.book_chunks`; False: whole-book reductions, the
         # same bits)
         self.book_chunks = True
+        # the agents' balance sheets (MarketEnsemble(balances=True) sets it)
+        self.balances = False
         self._venues(cfg)
 
     def _venues(self, cfg):
@@ -343,10 +345,23 @@ def _volume_state(S, M, state, gid):
 
 class Order(NamedTuple):
     """One order per market column ``[M K]``: side (+1 buy, -1 sell, 0 none), tick
-    level, time-to-live."""
+    level, time-to-live; the agent placing it ``[M]`` (None: not an agent's)."""
     side: object
     level: object
     ttl: object
+    agent: object = None
+
+
+class Balance(NamedTuple):
+    """The agents' balance sheets, as the :class:`Book` carries them where kept
+    (``Structure.balances``; one market per member): the agent whose order each row
+    holds (-1: none), in the book's layout; per agent ``[N, L]``: the units it bought
+    (+) or sold (-) in the execution under way (all of whose pairs trade at one price,
+    known at its end), its cash and the units it holds."""
+    owner: object
+    units: object
+    cash: object
+    inventory: object
 
 
 class MarketView(NamedTuple):
@@ -468,6 +483,8 @@ def pair(ctx, t, book, bk, ak, active=None, xtra=None):
     cols = ctx.markets if bk.shape[0] == ctx.L else t_.range(bk.shape[0], dtype=i64)
     slots = ctx.chunks.at(t_.concat([slot(b_time), slot(a_time)], 0),
                           t_.concat([cols, cols], 0))
+    if book.balance:
+        book = book._replace(balance=traded(book.balance, slots, crossed))
     if xtra is None:
         old = t_.gather_nd(book.expiry, slots)
         gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
@@ -577,7 +594,7 @@ def order(ctx, t, u, view, a=None, venue=None):
         if venue is None:
             venue = t_.reshape(t_.gather(ctx.access, a), [-1])
         side = t_.where(venue, side, 0)
-    return (Order(t_.cast(side, i64), level, t_.cast(tau, i64)),
+    return (Order(t_.cast(side, i64), level, t_.cast(tau, i64), a),
             (raw > ctx.level_cap) & (side != 0))
 
 
@@ -596,16 +613,16 @@ def ask_others(ctx, t, u, view, first_order, place):
                           stable=True)
         perm = t_.cast(perm, i64)
 
-        def more(k, side, level, ttl):
+        def more(k, side, *_):
             return (k < N) & t_.reduce_any(side == 0)
 
-        def ask(k, side, level, ttl):
+        def ask(k, side, level, ttl, agent):
             a = perm[:, k]
             u2 = rng.uniform(ctx.key, [ctx.n_draws, M], ctx.dtype, stream=4, step=t * N + k)
             other, _ = order(ctx, t, u2, view, a)
             redo = (side == 0) & (a != first)
             return (k + 1, t_.where(redo, other.side, side), t_.where(redo, other.level, level),
-                    t_.where(redo, other.ttl, ttl))
+                    t_.where(redo, other.ttl, ttl), t_.where(redo, a, agent))
 
         out = t_.while_loop(more, ask, [t_.constant(0, i64), *first_order])
         return tuple(out[1:])
@@ -807,7 +824,37 @@ def place(ctx, t, q, order, book):
     book = book._replace(bidkey=chunks.write(book.bidkey, s, new_bid),
                          askkey=chunks.write(book.askkey, s, new_ask),
                          expiry=chunks.write(book.expiry, s, new_exp))
+    if book.balance:
+        owner = t_.where(order.side != 0, order.agent, -1)
+        book = book._replace(balance=book.balance._replace(
+            owner=chunks.write(book.balance.owner, s, owner)))
     return chunks.placed(t, book, s, new_bid, new_ask, new_exp)
+
+
+def traded(balance, slots, crossed):
+    """``balance`` after a pairing: where ``crossed`` (``[n]``), one unit bought by the
+    owner of the bid in ``slots[:n]`` and sold by the owner of the ask in ``slots[n:]``
+    (indices into the book's arrays, the market column last)."""
+    t_ = tf()
+    i64 = t_.int64
+    owner = t_.gather_nd(balance.owner, slots)                       # [2 n]
+    one = t_.ones_like(crossed, i64)
+    delta = t_.where(t_.concat([crossed, crossed], 0) & (owner >= 0),
+                     t_.concat([one, -one], 0), 0)
+    at = t_.stack([t_.maximum(owner, 0), slots[:, -1]], 1)
+    return balance._replace(units=t_.tensor_scatter_nd_add(balance.units, at, delta))
+
+
+def settled(balance, did, price):
+    """``balance`` after an execution at ``price`` ``[L]`` where ``did``: as pams's
+    ``Simulator._update_agents_for_execution``, each unit moves ``price`` of cash from
+    its buyer to its seller (``cash -= price * units``, units +1 bought, -1 sold)."""
+    t_ = tf()
+    units = balance.units
+    paid = t_.cast(units, t_.float64) * t_.cast(price, t_.float64)[None]
+    return balance._replace(units=t_.zeros_like(units),
+                            cash=t_.where(did[None], balance.cash - paid, balance.cash),
+                            inventory=balance.inventory + units)
 
 
 def _halted_markets(ctx, carry, need):
@@ -883,8 +930,10 @@ def execute(ctx, t, side, book, price, carry, clear, need=None):
     b_level = t_.cast(t_.bitwise.right_shift(bk, ctx.tb), real)
     a_level = t_.cast(t_.bitwise.right_shift(ak, ctx.tb), real)
     mid = (b_level * ctx.tick + a_level * ctx.tick) / 2.0
-    new_price = t_.where(did, t_.cast(lvl, real) * ctx.tick,
-                         t_.where(~carry.traded & has_both, mid, price))
+    trade_price = t_.cast(lvl, real) * ctx.tick
+    new_price = t_.where(did, trade_price, t_.where(~carry.traded & has_both, mid, price))
+    if book.balance:
+        book = book._replace(balance=settled(book.balance, did, trade_price))
     price = t_.where(active, new_price, price)
     carry = carry._replace(traded=carry.traded | did, cleared=cleared, nb=nb, na=na)
     return book, price, carry, did, vol, active
@@ -1061,20 +1110,101 @@ def run(S, key, M, state, dtype="float64"):
         book = book._replace(extra=Extra(
             t_.fill([L], t_.constant(_IMIN, i64)), t_.fill([L], t_.constant(_IMAX, i64)),
             t_.zeros([L], i64), t_.fill([L], t_.constant(-1, i64))))
+    sheets = start_balance(S, key, M, state, ctx.gid) if S.balances else None
+    if sheets is not None:
+        owner = t_.fill(book.expiry.shape, t_.constant(-1, i64))
+        book = book._replace(balance=Balance(owner, t_.zeros_like(sheets[1]), *sheets))
     start = Loop(t_.constant(0, i64), zero + ctx.p0, t_.zeros([L], t_.bool), zero + ctx.f0,
                  book, hist, fhist if S.paths else t_.zeros([0], real), acc)
     if S.hifreq:
         ctx.hf = hifreq_context(S, M, ctx.tick, ctx.spread, ctx.chunks.bests,
                                 functools.partial(process, ctx), ctx.level_cap, ctx.tb,
                                 real, functools.partial(limit_at, ctx))
-    (_, price, _, fund, _, hist, fhist, acc), = t_.while_loop(
+    (_, price, _, fund, book, hist, fhist, acc), = t_.while_loop(
         lambda loop: loop.t < T, lambda loop: (step(ctx, loop),), (start,))
     hist = t_.tensor_scatter_nd_update(hist, [[T]], price[None])
     if S.paths:
         fhist = t_.tensor_scatter_nd_update(fhist, [[T]], fund[None])
     else:
         fhist = None
-    return venue_statistics(S, M, hist, acc), hist, fhist
+    out = venue_statistics(S, M, hist, acc)
+    if sheets is not None:
+        end = book.balance
+        columns = balance_columns(S.sizes, t_.transpose(end.cash),
+                                  t_.transpose(end.inventory), price,
+                                  t_.transpose(sheets[0]), t_.transpose(sheets[1]),
+                                  state["market"][1])
+        out = t_.concat([out, t_.cast(columns, out.dtype)], 1)
+    return out, hist, fhist
+
+
+def start_balance(S, key, M, state, gid):
+    """``(cash, units)`` ``[N, M]`` each agent starts with: pams's draws of its group's
+    ``cashAmount`` and ``int()`` of ``assetVolume`` (``state["balance_kind"]``,
+    ``["balance_a"]``, ``["balance_b"]``: the groups' :func:`balance_arrays`), from
+    stream 5 of the block."""
+    t_ = tf()
+    f64 = t_.float64
+    kind, a, b = (t_.gather(state["balance_" + x], gid, axis=0) for x in "kab")   # [N, 2]
+    u = rng.uniform(key, [2, M, S.n_agents], f64, stream=5)
+    cash = draw(u[0], kind[:, 0], t_.cast(a[:, 0], f64), t_.cast(b[:, 0], f64))
+    units = _trunc(draw(u[1], kind[:, 1], t_.cast(a[:, 1], f64), t_.cast(b[:, 1], f64)))
+    return t_.transpose(cash), t_.transpose(t_.cast(units, t_.int64))
+
+
+def balance_arrays(groups):
+    """``(kind [G, 2] int32, a [G, 2], b [G, 2])`` of the groups' ``cashAmount`` and
+    ``assetVolume`` distributions."""
+    kind = np.zeros((len(groups), 2), np.int32)
+    a, b = np.zeros((len(groups), 2)), np.zeros((len(groups), 2))
+    for i, g in enumerate(groups):
+        for j, d in enumerate((g.cash, g.asset)):
+            kind[i, j] = KINDS[d.kind]
+            a[i, j], b[i, j] = (tuple(d.args) + (0.0, 0.0))[:2]
+    return kind, a, b
+
+
+def balance_columns(sizes, cash, inventory, price, start_cash, start_inventory,
+                    start_price):
+    """``[M, 20 G]``: :func:`flowsim.markets.stats.balance_statistics` in TensorFlow, for
+    agents in groups of ``sizes`` (consecutive, config order).  ``cash``,
+    ``inventory``, ``start_cash``, ``start_inventory`` ``[M, N]``; ``price`` ``[M]``
+    the final market price, ``start_price`` a scalar.  float64."""
+    t_ = tf()
+    f64 = t_.float64
+    price = t_.cast(price, f64)[:, None]
+    cash, start_cash = t_.cast(cash, f64), t_.cast(start_cash, f64)
+    inventory = t_.cast(inventory, f64)
+    wealth = cash + inventory * price
+    start = start_cash + t_.cast(start_inventory, f64) * t_.cast(start_price, f64)
+    quantities = (cash, inventory, wealth, wealth - start)       # BALANCE_QUANTITIES
+    columns, lo = [], 0
+    for n in sizes:
+        for x in quantities:
+            columns += _group_statistics(x[:, lo:lo + n])
+        lo += n
+    return t_.stack(columns, 1)
+
+
+def _group_statistics(x):
+    """Mean, standard deviation (ddof 1; NaN for one agent) and numpy's linear 10 %,
+    50 % and 90 % quantiles of each row of ``x`` ``[M, n]``."""
+    t_ = tf()
+    n = int(x.shape[1])
+    mean = t_.reduce_mean(x, axis=1)
+    d = x - mean[:, None]
+    std = (t_.sqrt(t_.reduce_sum(d * d, axis=1) / (n - 1)) if n > 1
+           else mean * np.nan)
+    s = t_.sort(x, axis=1)
+    out = [mean, std]
+    for q in (0.1, 0.5, 0.9):
+        virtual = n * q + (1.0 - q) - 1.0              # numpy's linear rule
+        lo = int(np.floor(virtual))
+        hi = min(lo + 1, n - 1)
+        g = virtual - lo
+        a, b = s[:, lo], s[:, hi]
+        out.append(b - (b - a) * (1.0 - g) if g >= 0.5 else a + (b - a) * g)
+    return out
 
 
 def _acf(x, lag):

@@ -61,6 +61,25 @@ class Dist:
         return self.args[0] if self.kind == "const" else {self.kind: list(self.args)}
 
 
+#: The keys of an agent's balance sheet pams requires of every agent group
+#: (``Agent.setup``): starting cash and units held in each market it reaches.
+BALANCE_KEYS = ("cashAmount", "assetVolume")
+
+
+def balance(settings, where):
+    """``(cash, asset)``: the :class:`Dist` of ``cashAmount`` and ``assetVolume`` of agent
+    group ``where`` (pams draws each agent's once; units are ``int()`` of the draw), or
+    the ValueError pams raises for a missing one, naming the key and the group."""
+    out = []
+    for key in BALANCE_KEYS:
+        if key not in settings:
+            raise ValueError(f"{where}: {key} is a required property of agent settings "
+                             f"(pams refuses a group without it): add e.g. "
+                             f"\"{key}\": {10000 if key == 'cashAmount' else 50}")
+        out.append(Dist.parse(settings[key], f"{where}.{key}"))
+    return tuple(out)
+
+
 def pams_int(value, where):
     """``int(value)`` as pams reads counts (``"100"`` and ``100.0`` are 100), or a
     ValueError naming ``where``."""

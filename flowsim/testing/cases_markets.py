@@ -139,7 +139,8 @@ def hifreq_config():
     cfg["Contrarians"]["markets"] = ["Index"]
     cfg["Arbitrage"] = {"class": "ArbitrageAgent", "numAgents": 3,
                         "markets": ["Index", "Spot", "Other"], "orderVolume": 1,
-                        "orderThresholdPrice": 0.3, "orderTimeLength": 2}
+                        "orderThresholdPrice": 0.3, "orderTimeLength": 2,
+                        "cashAmount": 10000, "assetVolume": 50}
     return cfg
 
 

@@ -3,8 +3,8 @@ high-frequency agent trading an IndexMarket against its components.
 
 Keys: ``numAgents``, ``markets`` (must reach one IndexMarket), ``orderVolume``
 (required, an int), ``orderThresholdPrice`` (required, in price units),
-``orderTimeLength`` (default 1), ``cashAmount`` and ``assetVolume`` (no effect: no cash
-or position limits in pams's rule).
+``orderTimeLength`` (default 1), ``cashAmount`` and ``assetVolume`` (required, as pams
+requires them; no effect on the rule: no cash or position limits in pams's rule).
 
 On its turn (the high-frequency phase, :mod:`flowsim.markets.hifreq`), only while the
 index market and all its components run (sessions with execution), pams's rule:
@@ -28,7 +28,7 @@ import numpy as np
 
 from ...core.lazy_tf import tf
 from ..registry import AGENT_KEYS, check_keys, register
-from ..values import count, number
+from ..values import balance, count, number
 from ..venues.index_market import index_of
 from .fcn import accessible
 
@@ -141,6 +141,7 @@ def parse_arbitrage(name, g, markets, extra_keys=frozenset()):
     (``markets``: the config's market entry names to their markets' indices)."""
     check_keys(g, KEYS, name, extra_ok=extra_keys)
     venues = accessible(name, g, markets)
+    balance(g, name)          # required, as pams requires them
     for key, example in (("orderVolume", 1), ("orderThresholdPrice", 1.0)):
         if key not in g:
             raise ValueError(f"{name}.{key} is required (ArbitrageAgent): add e.g. "

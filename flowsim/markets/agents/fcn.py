@@ -8,8 +8,11 @@ market of them, one order each, in the config's market order), ``fundamentalWeig
 ``chartWeight``, ``noiseWeight``,
 ``noiseScale``, ``timeWindowSize``, ``orderMargin`` (required), ``marginType``
 (``"fixed"``, default, or ``"normal"``), ``meanReversionTime`` (default: the time
-window), ``cashAmount`` and ``assetVolume`` (no effect: pams's FCN agents have no cash
-or position limits), ``prefix``; and one flowsim-only key, ``flowsim.isChartFollowing``
+window), ``cashAmount`` and ``assetVolume`` (required, as pams requires them: each
+agent's starting cash and units, drawn once; its balance sheet, which no order rule
+reads -- pams's FCN agents have no cash or position limits --,
+:class:`flowsim.markets.MarketEnsemble` keeps with ``balances=True``), ``prefix``; and
+one flowsim-only key, ``flowsim.isChartFollowing``
 (default true; false makes the group contrarian: pams's ``is_chart_following``, set in
 code, not from the config; a user class that sets it maps as ``("FCNAgent",
 {"is_chart_following": False})``, :mod:`flowsim.markets.user_classes`).  pams ignores
@@ -20,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from ..registry import AGENT_KEYS, check_keys, register, warn_ignored
-from ..values import Dist, count, flag
+from ..values import Dist, balance, count, flag
 
 #: Largest time window (= order time-to-live) a book is sized for.
 MAX_TIME_WINDOW = 4096
@@ -53,6 +56,10 @@ class FCNGroup:
     #: pams's MarketShareFCNAgent: one market a turn, picked by recent volume
     #: (:mod:`.market_share_fcn`)
     by_volume: bool = False
+    #: :class:`~flowsim.markets.values.Dist` of each agent's starting cash
+    #: (``cashAmount``) and units (``assetVolume``, ``int()`` of the draw)
+    cash: object = None
+    asset: object = None
 
     def dist(self, attribute):
         return dict(self.params)[attribute]
@@ -105,6 +112,7 @@ def parse_group(name, g, markets, extra_keys=frozenset()):
         warn_ignored(g, key, fix, name)
     check_keys(g, KEYS, name, extra_ok=extra_keys | set(IGNORED))
     venues = accessible(name, g, markets)
+    cash, asset = balance(g, name)
     for key in REQUIRED:
         if key not in g:
             raise ValueError(f"{name}.{key} is required (FCNAgent): add it, e.g. "
@@ -120,7 +128,7 @@ def parse_group(name, g, markets, extra_keys=frozenset()):
                      f"{name}.flowsim.isChartFollowing")
     group = FCNGroup(name, count(g, "numAgents", name),
                      tuple((a, dists[a]) for a in FCN_PARAMS.values()),
-                     margin == "normal", following, venues)
+                     margin == "normal", following, venues, cash=cash, asset=asset)
     check_group(group)
     return group
 

@@ -3,8 +3,9 @@ high-frequency agent quoting a buy and a sell around the best prices of its mark
 
 Keys: ``numAgents``, ``markets`` (the markets whose best prices it reads),
 ``targetMarket`` (required: the name of the market it quotes in), ``netInterestSpread``
-(required), ``orderTimeLength`` (default 2), ``cashAmount`` and ``assetVolume`` (no
-effect: pams's market maker has no cash or position limits).  flowsim runs
+(required), ``orderTimeLength`` (default 2), ``cashAmount`` and ``assetVolume``
+(required, as pams requires them; no effect on the rule: pams's market maker has no
+cash or position limits).  flowsim runs
 ``netInterestSpread`` and ``orderTimeLength`` as numbers (pams draws them once per agent
 from a JSON random value; a distribution is refused).
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from ...core.lazy_tf import tf
 from ..registry import AGENT_KEYS, check_keys, register
-from ..values import Dist, count
+from ..values import Dist, balance, count
 from .fcn import accessible
 
 KEYS = AGENT_KEYS | {"targetMarket", "netInterestSpread", "orderTimeLength"}
@@ -109,6 +110,7 @@ def parse_market_maker(name, g, markets, extra_keys=frozenset()):
     (``markets``: the config's market entry names to their markets' indices)."""
     check_keys(g, KEYS, name, extra_ok=extra_keys)
     venues = accessible(name, g, markets)
+    balance(g, name)          # required, as pams requires them
     if not isinstance(g.get("targetMarket"), str):
         raise ValueError(f"{name}.targetMarket is required (MarketMakerAgent): the name of "
                          f"the market it quotes in, e.g. \"targetMarket\": "
