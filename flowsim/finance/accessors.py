@@ -109,42 +109,42 @@ def order_records(order_size, order_price, order_fees):
             "side": (size < 0).astype(np.int64)}
 
 
-def _add(a, b):
-    return float(add_tolerant(a, b))
-
-
 def _free_cash_flow(before, now, debt, price, fees):
-    """vectorbt's ``get_free_cash_diff_nb``: (debt, free cash flow) of one order."""
-    size = _add(now, -before)
+    """vectorbt's ``get_free_cash_diff_nb`` on arrays: (debt, free cash flow) of orders
+    taking positions ``before`` to ``now``."""
+    size = add_tolerant(now, -before)
     cash = -size * price - fees
-    if _is_close(np.float64(size), np.float64(0.0)):
-        return debt, 0.0
-    if size > 0 and before < 0:
-        short = abs(size) if now < 0 else abs(before)
-        paid = short * (debt / abs(before))
-        return _add(debt, -paid), _add(2 * paid, cash)
-    if size < 0 and now < 0:
-        short_value = (abs(size) if before < 0 else abs(now)) * price
-        return debt + short_value, _add(cash, -2 * short_value)
-    return debt, cash
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cover = (size > 0) & (before < 0)
+        paid = np.where(now < 0, np.abs(size), np.abs(before)) * (debt / np.abs(before))
+        short = (size < 0) & (now < 0)
+        short_value = np.where(before < 0, np.abs(size), np.abs(now)) * price
+    new_debt = np.where(cover, add_tolerant(debt, -paid),
+                        np.where(short, debt + short_value, debt))
+    flow = np.where(cover, add_tolerant(2 * paid, cash),
+                    np.where(short, add_tolerant(cash, -2 * short_value), cash))
+    still = _is_close(size, np.zeros_like(size))
+    return np.where(still, debt, new_debt), np.where(still, 0.0, flow)
 
 
 def _flows(orders, shape):
-    """(asset flow, free cash flow) ``[bars, columns]`` of order records, as vectorbt's
-    ``asset_flow_nb`` and ``cash_flow_nb(free=True)``."""
+    """(asset flow, free cash flow) ``[bars, columns]`` of order records (at most one
+    per bar and column), as vectorbt's ``asset_flow_nb`` and ``cash_flow_nb(free=True)``."""
+    size, price, fees = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    filled = np.zeros(shape, dtype=bool)
+    at = (orders["idx"], orders["col"])
+    size[at] = np.where(orders["side"] == 1, -1.0, 1.0) * orders["size"]
+    price[at], fees[at], filled[at] = orders["price"], orders["fees"], True
     assets, cash = np.zeros(shape), np.zeros(shape)
-    position, debt, col_now = 0.0, 0.0, -1
-    for k in range(len(orders["id"])):
-        i, j = orders["idx"][k], orders["col"][k]
-        if j != col_now:
-            position, debt, col_now = 0.0, 0.0, j
-        size = orders["size"][k] * (-1.0 if orders["side"][k] == 1 else 1.0)
-        now = _add(position, size)
-        debt, flow = _free_cash_flow(position, now, debt, orders["price"][k],
-                                     orders["fees"][k])
-        assets[i, j] = _add(assets[i, j], size)
-        cash[i, j] = _add(cash[i, j], flow)
-        position = now
+    position, debt = np.zeros(shape[1]), np.zeros(shape[1])
+    zero = np.zeros(shape[1])
+    for i in range(shape[0]):
+        now = add_tolerant(position, size[i])
+        new_debt, flow = _free_cash_flow(position, now, debt, price[i], fees[i])
+        assets[i] = add_tolerant(zero, np.where(filled[i], size[i], 0.0))
+        cash[i] = add_tolerant(zero, np.where(filled[i], flow, 0.0))
+        position = np.where(filled[i], now, position)
+        debt = np.where(filled[i], new_debt, debt)
     return assets, cash
 
 
