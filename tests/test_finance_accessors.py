@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from flowsim.finance import from_signals
+from flowsim.finance.portfolio import PORTFOLIO_STATS
 
 # One pytest-xdist unit with test_finance.py, run after it: the portfolios here have
 # its shapes and keywords, so they reuse its compiled from_signals kernels.
@@ -22,7 +23,10 @@ CASES = json.loads(str(DATA["cases"]))
 TITLES = json.loads(str(DATA["titles"]))
 COLUMNS = ["a", "b", "c"]
 SERIES = ("total_return", "sharpe_ratio", "max_drawdown", "trades_win_rate", "trades_count",
-          "positions_count", "drawdowns_count", "drawdowns_max_drawdown")
+          "positions_count", "drawdowns_count", "drawdowns_max_drawdown", "orders_count",
+          "orders_buy_count", "orders_fees_sum")
+#: the stats() rows stored as index values (int64 ns)
+STAMPED = ("start", "end")
 
 
 def _assert_close(ours, ref, what, rtol=1e-9):
@@ -37,7 +41,10 @@ def _portfolio(meta):
     index = pd.date_range("2021-01-01", periods=len(bars["close"]), freq=meta["freq"])
 
     def frame(a):
-        return pd.DataFrame(a, index=index, columns=COLUMNS)
+        if meta["layout"] == "series":
+            return pd.Series(a[:, 0], index=index, name="x")
+        return pd.DataFrame(a, index=index, columns=COLUMNS if meta["layout"] == "frame" else
+                            ["x"])
 
     args = {k: frame(bars[k]) for k in meta["ohlc"]}
     args.update({k: frame(DATA[f"{name}/signal/{k}"]) for k in meta["signals"]})
@@ -70,35 +77,83 @@ def _check_records(records, kind, name):
         assert np.array_equal(np.asarray(got, dtype=theirs.dtype), theirs), (name, kind, title)
 
 
-@pytest.mark.parametrize("meta", CASES, ids=[m["name"] for m in CASES])
-def test_accessors_match_vectorbt(portfolios, meta):
-    name = meta["name"]
-    pf = portfolios[name]
+def _check_stats(stats, name, prefix):
+    """Every stored stats() row, in vectorbt's order (``stats.index``: our names)."""
+    stored = [k[len(f"{name}/{prefix}/"):] for k in DATA.files
+              if k.startswith(f"{name}/{prefix}/")]
+    assert sorted(stats.index) == sorted(stored) and list(stats.index) == list(
+        PORTFOLIO_STATS), name
+    for k in stats.index:
+        theirs = DATA[f"{name}/{prefix}/{k}"]
+        if k in STAMPED:
+            assert pd.Timestamp(stats[k]).value == theirs, (name, k)
+        else:
+            _assert_close(stats[k], theirs, f"{name}: {prefix} {k}")
+
+
+def _reduced(pf, name):
+    """Each reduction, checked to be of vectorbt's type (a Series per column, or a
+    scalar for Series inputs), as ``{key: values [columns]}``."""
     got = {"total_return": pf.total_return(), "sharpe_ratio": pf.sharpe_ratio(),
            "max_drawdown": pf.max_drawdown(), "trades_win_rate": pf.trades.win_rate(),
            "trades_count": pf.trades.count(), "positions_count": pf.positions.count(),
            "drawdowns_count": pf.drawdowns.count(),
-           "drawdowns_max_drawdown": pf.drawdowns.max_drawdown()}
+           "drawdowns_max_drawdown": pf.drawdowns.max_drawdown(),
+           "orders_count": pf.orders.count(), "orders_buy_count": pf.orders.buy.count(),
+           "orders_fees_sum": pf.orders.fees_paid(),
+           "sharpe_ratio_risk_free": pf.sharpe_ratio(risk_free=0.0002)}
+    types = json.loads(str(DATA[f"{name}/types"]))
+    for k, v in got.items():
+        assert type(v).__name__ == types[k], (name, k, type(v))
+        if types[k] == "Series":
+            assert list(v.index) == list(pf.columns), (name, k)
+    return {k: np.atleast_1d(np.asarray(v, dtype=np.float64)) for k, v in got.items()}
+
+
+@pytest.mark.parametrize("meta", CASES, ids=[m["name"] for m in CASES])
+def test_accessors_match_vectorbt(portfolios, meta):
+    name = meta["name"]
+    pf = portfolios[name]
+    got = _reduced(pf, name)
     for k in SERIES:
-        assert list(got[k].index) == COLUMNS, (name, k)
         _assert_close(got[k], DATA[f"{name}/{k}"], f"{name}: {k}")
     # A column that never trades has constant returns: a standard deviation of exactly
     # 0 and vectorbt's value for it, inf (vectorbt's two-pass deviation leaves rounding
     # noise there, about 1e-20, and a Sharpe ratio of about -1e16).
-    idle = pf.trades.count().to_numpy() == 0
-    rf = pf.sharpe_ratio(risk_free=0.0002).to_numpy()
+    idle = got["trades_count"] == 0
+    rf = got["sharpe_ratio_risk_free"]
     theirs = DATA[f"{name}/sharpe_ratio_risk_free"]
     _assert_close(rf[~idle], theirs[~idle], f"{name}: sharpe_ratio(risk_free)")
     assert np.all(rf[idle] == np.inf) and np.all(np.abs(theirs[idle]) > 1e12), name
     cash = pf.cash()
-    assert list(cash.columns) == COLUMNS and cash.index.equals(pf.value().index)
-    _assert_close(cash, DATA[f"{name}/cash"], f"{name}: cash")
+    assert list(cash.columns) == list(pf.columns) and cash.index.equals(pf.value().index)
+    ref = DATA[f"{name}/cash"]
+    _assert_close(cash.to_numpy().reshape(ref.shape), ref, f"{name}: cash")
     one = pf.stats(column=meta["column"])
     assert one.name == meta["column"]
-    for k in one.index:
-        _assert_close(one[k], DATA[f"{name}/stats_column/{k}"], f"{name}: stats {k}")
-    for kind in ("trades", "positions", "drawdowns"):
+    _check_stats(one, name, "stats_column")
+    for kind in ("orders", "trades", "positions", "drawdowns"):
         _check_records(getattr(pf, kind), kind, name)
+
+
+def test_series_inputs_reduce_as_vectorbt(portfolios):
+    """A Series ``close`` gives scalars and stats() a Series named after it; a
+    one-column DataFrame keeps one value per column, as in vectorbt."""
+    for name in ("series_long_stops", "series_short_costs"):
+        pf = portfolios[name]
+        assert pf.ndim == 1 and pf.name == "x"
+        kind, label = json.loads(str(DATA[f"{name}/types"]))["stats"].split(":")
+        stats = pf.stats()
+        assert type(stats).__name__ == kind and stats.name == label, name
+        _check_stats(stats, name, "stats")
+        assert stats.attrs["ann_factor"] == 365.0
+    frame = portfolios["one_column_frame"]
+    assert frame.ndim == 2 and frame.name is None
+    assert isinstance(frame.stats(), pd.DataFrame) and list(frame.stats().index) == ["x"]
+    series = portfolios["series_long_stops"]
+    assert series.total_return() == frame.total_return()["x"]
+    assert series.stats().drop(["start", "end"]).astype(float).equals(
+        frame.stats().loc["x"].drop(["start", "end"]).astype(float))
 
 
 def test_stored_cases_cover_what_they_name(portfolios):
@@ -130,6 +185,19 @@ def test_trades_keep_the_table_of_lower_case_names(portfolios):
     assert np.array_equal(frame["direction"].str.capitalize(), readable["Direction"])
     assert repr(trades).startswith(f"Trades: {len(frame)} records over 3 columns\n")
     assert "Exit Trade Id" in repr(trades)
+
+
+def test_orders_keep_the_table_of_lower_case_names(portfolios):
+    pf = portfolios["long_short_signals_costs"]
+    orders = pf.orders
+    assert list(orders.frame.columns) == ["column", "idx", "size", "price", "fees", "side"]
+    assert len(orders) == len(orders.frame) == orders.count().sum()
+    buys = orders[orders["side"] == "buy"]
+    assert len(buys) == orders.buy.count().sum() == len(orders) - orders.sell.count().sum()
+    assert np.array_equal(orders.records_readable["Side"].str.lower(), orders["side"])
+    np.testing.assert_allclose(orders.fees_paid(), pf.stats()["total_fees_paid"], rtol=1e-12)
+    assert orders.groupby("column").size().to_dict() == orders.count().to_dict()
+    assert repr(orders).startswith(f"Orders: {len(orders)} records over 3 columns\n")
 
 
 def test_plot_draws_vectorbts_default_subplots(portfolios):

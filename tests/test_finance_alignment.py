@@ -59,7 +59,7 @@ def test_same_bits_as_before_for_daily_bars():
     inferred = from_signals(close, ent, ext, fees=0.001).stats()
     given = from_signals(close.to_numpy(), ent.to_numpy(), ext.to_numpy(), fees=0.001,
                          freq="1D").stats()
-    for k in inferred.columns:
+    for k in inferred.columns.drop(["start", "end"]):     # index values: dates, positions
         assert np.array_equal(inferred[k].to_numpy(), given[k].to_numpy(), equal_nan=True), k
 
 

@@ -1,17 +1,20 @@
-"""vectorbt's record accessors of a :class:`~flowsim.finance.Portfolio`: trades, positions,
-drawdowns, and its cash.
+"""vectorbt's record accessors of a :class:`~flowsim.finance.Portfolio`: orders, trades,
+positions, drawdowns, and its cash.
 
     >>> pf = from_signals(close, entries, exits, fees=0.001, freq="1D")
+    >>> pf.orders.records_readable        # vectorbt's order records
     >>> pf.trades.records_readable        # vectorbt's exit trades, its titles and order
     >>> pf.trades.win_rate()              # winning trades / all trades, per column
     >>> pf.positions.count()              # positions (exit trades of one entry merged)
     >>> pf.drawdowns.max_drawdown()       # deepest peak-to-valley fall of the value
     >>> pf.cash()                         # cash balance per bar and column
 
-The records are vectorbt 1.2's (``get_exit_trades_nb``, ``get_positions_nb``,
+The records are vectorbt 1.2's (its order records, ``get_exit_trades_nb``, ``get_positions_nb``,
 ``get_drawdowns_nb``): the same fields, ids, order and numbers; ``records`` holds
 the raw fields (``col`` a position, ``direction`` 0 long / 1 short, ``status`` codes),
 ``records_readable`` the titled table with column labels, index values and names.
+A reduction (``count()``, ``win_rate()``, ...) is one value per column, a Series,
+or a scalar when the portfolio's ``close`` was a Series (vectorbt's ``wrap_reduced``).
 """
 import numpy as np
 
@@ -20,11 +23,13 @@ REL_TOL, ABS_TOL = 1e-9, 1e-12
 
 TRADE_FIELDS = ("id", "col", "size", "entry_idx", "entry_price", "entry_fees", "exit_idx",
                 "exit_price", "exit_fees", "pnl", "return", "direction", "status", "parent_id")
+ORDER_FIELDS = ("id", "col", "idx", "size", "price", "fees", "side")
 DRAWDOWN_FIELDS = ("id", "col", "peak_idx", "start_idx", "valley_idx", "end_idx", "peak_val",
                    "valley_val", "end_val", "status")
-_INT_FIELDS = ("id", "col", "entry_idx", "exit_idx", "direction", "status", "parent_id",
-               "peak_idx", "start_idx", "valley_idx", "end_idx")
-_TITLES = {"col": "Column", "size": "Size", "entry_idx": "Entry Timestamp",
+_INT_FIELDS = ("id", "col", "idx", "side", "entry_idx", "exit_idx", "direction", "status",
+               "parent_id", "peak_idx", "start_idx", "valley_idx", "end_idx")
+_TITLES = {"col": "Column", "idx": "Timestamp", "price": "Price", "fees": "Fees",
+           "side": "Side", "size": "Size", "entry_idx": "Entry Timestamp",
            "entry_price": "Avg Entry Price", "entry_fees": "Entry Fees",
            "exit_idx": "Exit Timestamp", "exit_price": "Avg Exit Price",
            "exit_fees": "Exit Fees", "pnl": "PnL", "return": "Return",
@@ -32,9 +37,10 @@ _TITLES = {"col": "Column", "size": "Size", "entry_idx": "Entry Timestamp",
            "peak_idx": "Peak Timestamp", "start_idx": "Start Timestamp",
            "valley_idx": "Valley Timestamp", "end_idx": "End Timestamp",
            "peak_val": "Peak Value", "valley_val": "Valley Value", "end_val": "End Value"}
-_INDEX_FIELDS = ("entry_idx", "exit_idx", "peak_idx", "start_idx", "valley_idx", "end_idx")
+_INDEX_FIELDS = ("idx", "entry_idx", "exit_idx", "peak_idx", "start_idx", "valley_idx", "end_idx")
 TRADE_DIRECTIONS = ("Long", "Short")
 TRADE_STATUSES = ("Open", "Closed")
+ORDER_SIDES = ("Buy", "Sell")
 DRAWDOWN_STATUSES = ("Active", "Recovered")
 
 
@@ -74,6 +80,108 @@ def cash_balance(order_size, order_price, order_fees, init_cash):
     for i in range(flow.shape[0]):
         now = out[i] = add_tolerant(now, flow[i])
     return out
+
+
+def reduce_columns(values, columns, name, ndim=2):
+    """One value per column as vectorbt's ``wrap_reduced`` gives it: a Series named
+    ``name`` on ``columns``, or the value alone (a numpy scalar) when ``ndim`` is 1
+    (the portfolio's ``close`` was a Series or a 1-d array).
+
+    >>> reduce_columns(np.array([0.1]), ["a"], "total_return", ndim=1)   # 0.1
+    """
+    import pandas as pd
+    values = np.asarray(values)
+    if ndim == 1:
+        return values[0]
+    return pd.Series(values, index=columns, name=name)
+
+
+def order_records(order_size, order_price, order_fees):
+    """vectorbt's order records (a dict of :data:`ORDER_FIELDS` arrays) from the signed
+    order sizes ``[bars, columns]`` (0: no order) of an ungrouped run: per column by
+    bar, ``side`` 0 buy / 1 sell, ``size`` > 0."""
+    col, idx = np.nonzero(np.asarray(order_size).T)
+    size = np.asarray(order_size, dtype=np.float64)[idx, col]
+    return {"id": np.arange(len(col), dtype=np.int64), "col": col.astype(np.int64),
+            "idx": idx.astype(np.int64), "size": np.abs(size),
+            "price": np.asarray(order_price, dtype=np.float64)[idx, col],
+            "fees": np.asarray(order_fees, dtype=np.float64)[idx, col],
+            "side": (size < 0).astype(np.int64)}
+
+
+def _free_cash_flow(before, now, debt, price, fees):
+    """vectorbt's ``get_free_cash_diff_nb`` on arrays: (debt, free cash flow) of orders
+    taking positions ``before`` to ``now``."""
+    size = add_tolerant(now, -before)
+    cash = -size * price - fees
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cover = (size > 0) & (before < 0)
+        paid = np.where(now < 0, np.abs(size), np.abs(before)) * (debt / np.abs(before))
+        short = (size < 0) & (now < 0)
+        short_value = np.where(before < 0, np.abs(size), np.abs(now)) * price
+    new_debt = np.where(cover, add_tolerant(debt, -paid),
+                        np.where(short, debt + short_value, debt))
+    flow = np.where(cover, add_tolerant(2 * paid, cash),
+                    np.where(short, add_tolerant(cash, -2 * short_value), cash))
+    still = _is_close(size, np.zeros_like(size))
+    return np.where(still, debt, new_debt), np.where(still, 0.0, flow)
+
+
+def _flows(orders, shape):
+    """(asset flow, free cash flow) ``[bars, columns]`` of order records (at most one
+    per bar and column), as vectorbt's ``asset_flow_nb`` and ``cash_flow_nb(free=True)``."""
+    size, price, fees = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    filled = np.zeros(shape, dtype=bool)
+    at = (orders["idx"], orders["col"])
+    size[at] = np.where(orders["side"] == 1, -1.0, 1.0) * orders["size"]
+    price[at], fees[at], filled[at] = orders["price"], orders["fees"], True
+    assets, cash = np.zeros(shape), np.zeros(shape)
+    position, debt = np.zeros(shape[1]), np.zeros(shape[1])
+    zero = np.zeros(shape[1])
+    for i in range(shape[0]):
+        now = add_tolerant(position, size[i])
+        new_debt, flow = _free_cash_flow(position, now, debt, price[i], fees[i])
+        assets[i] = add_tolerant(zero, np.where(filled[i], size[i], 0.0))
+        cash[i] = add_tolerant(zero, np.where(filled[i], flow, 0.0))
+        position = np.where(filled[i], now, position)
+        debt = np.where(filled[i], new_debt, debt)
+    return assets, cash
+
+
+def _running(flow, start):
+    """vectorbt's ``assets_nb`` / ``cash_nb``: running tolerant sums from ``start``."""
+    out = np.empty_like(flow)
+    now = np.asarray(start, dtype=np.float64)
+    for i in range(flow.shape[0]):
+        now = out[i] = add_tolerant(now, flow[i])
+    return out
+
+
+def gross_exposure(orders, close, init_cash):
+    """vectorbt's ``pf.gross_exposure()`` ``[bars, columns]`` of an ungrouped run: the
+    absolute position value over itself plus the free cash (cash less what shorts owe)."""
+    asset_flow, cash_flow = _flows(orders, close.shape)
+    assets = _running(asset_flow, np.zeros(close.shape[1]))
+    cash = _running(cash_flow, init_cash)
+    value = np.abs(np.where(assets == 0, 0.0, close) * assets)
+    denom = add_tolerant(value, cash)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denom == 0, 0.0, value / np.where(denom == 0, 1.0, denom))
+
+
+def trade_durations(trades, n_cols):
+    """(mean bars held by winning, by losing closed trades) per column: vectorbt's
+    ``trades.winning.duration.mean()`` and ``losing`` (NaN without such trades)."""
+    closed = trades["status"] == 1
+    held = (trades["exit_idx"] - trades["entry_idx"]).astype(np.float64)
+    out = []
+    for won in (trades["pnl"] > 0, trades["pnl"] < 0):
+        pick = closed & won
+        count = np.bincount(trades["col"][pick], minlength=n_cols)
+        total = np.bincount(trades["col"][pick], weights=held[pick], minlength=n_cols)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out.append(np.where(count > 0, total / np.maximum(count, 1), np.nan))
+    return tuple(out)
 
 
 def exit_trade_records(out, close):
@@ -186,10 +294,11 @@ class Records:
     #: fields left out of ``records_readable``
     unreadable = ()
 
-    def __init__(self, records, columns, index):
+    def __init__(self, records, columns, index, ndim=2):
         self._rec = records
         self._columns = columns
         self._index = index
+        self._ndim = ndim
 
     def __len__(self):
         return len(self._rec["id"])
@@ -215,6 +324,8 @@ class Records:
             return self._index.take(v)
         if field == "direction":
             return np.asarray(TRADE_DIRECTIONS, dtype=object)[v]
+        if field == "side":
+            return np.asarray(ORDER_SIDES, dtype=object)[v]
         if field == "status":
             return np.asarray(self.statuses, dtype=object)[v]
         return v
@@ -231,8 +342,7 @@ class Records:
                              for k in self._rec if k not in self.unreadable})
 
     def _per_column(self, values, name):
-        import pandas as pd
-        return pd.Series(values, index=self._columns, name=name)
+        return reduce_columns(values, self._columns, name, self._ndim)
 
     def count(self):
         """Records per column, a Series named ``count`` (vectorbt's ``count()``).
@@ -241,13 +351,108 @@ class Records:
 
         Returns
         -------
-        Series of int64, one value per column of the portfolio.
+        Series of int64, one value per column of the portfolio (an int64 when its
+        ``close`` was a Series, as in vectorbt).
         """
         n = np.bincount(self._rec["col"], minlength=len(self._columns)).astype(np.int64)
         return self._per_column(n, "count")
 
 
-class Trades(Records):
+class _FramedRecords(Records):
+    """Records that also read as their earlier lower-case table (``frame``): indexing,
+    ``len`` and the DataFrame's attributes other than ``count`` go to it."""
+
+    _frame = None
+
+    @property
+    def frame(self):
+        """The records as one table with the column labels and names in lower case.
+
+        >>> pf.trades.frame[["column", "entry_idx", "pnl", "direction", "status"]]
+        >>> pf.orders.frame[["column", "idx", "size", "side"]]
+        """
+        if self._frame is None:
+            self._frame = self._table()
+        return self._frame
+
+    def _table(self):
+        raise NotImplementedError
+
+    def __getitem__(self, key):
+        return self.frame[key]
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.frame, name)
+
+
+class Orders(_FramedRecords):
+    """vectorbt's order records (``pf.orders``): one record per filled order, per
+    column by bar.  Fields: ``id, col, idx, size, price, fees, side`` (``size`` > 0,
+    ``side`` 0 buy / 1 sell).
+
+    >>> pf.orders.records_readable          # Order Id, Column, Timestamp, Size, ...
+    >>> pf.orders.count(), pf.orders.buy.count(), pf.orders.fees_paid()
+
+    For the callers of the earlier table, ``frame`` is that table (``column``,
+    ``idx``, ``size``, ``price``, ``fees``, ``side`` "buy"/"sell"), and indexing,
+    ``len`` and the DataFrame's attributes other than ``count`` read it:
+    ``pf.orders["fees"]``, ``pf.orders[pf.orders["side"] == "buy"]``.
+    """
+
+    id_title = "Order Id"
+
+    def _table(self):
+        import pandas as pd
+        r = self._rec
+        return pd.DataFrame({"column": self._readable("col"), "idx": r["idx"],
+                             "size": r["size"], "price": r["price"], "fees": r["fees"],
+                             "side": np.where(r["side"] == 1, "sell", "buy")})
+
+    def _select(self, keep):
+        return type(self)({k: v[keep] for k, v in self._rec.items()}, self._columns,
+                          self._index, self._ndim)
+
+    @property
+    def buy(self):
+        """The buy orders (vectorbt's ``orders.buy``), an :class:`Orders`."""
+        return self._select(self._rec["side"] == 0)
+
+    @property
+    def sell(self):
+        """The sell orders (vectorbt's ``orders.sell``), an :class:`Orders`."""
+        return self._select(self._rec["side"] == 1)
+
+    def _column_sum(self, field, name):
+        total = np.bincount(self._rec["col"], weights=self._rec[field],
+                            minlength=len(self._columns))
+        return self._per_column(total, name)
+
+    def fees_paid(self):
+        """Fees per column, vectorbt's ``orders.fees.sum()``.
+
+        >>> pf.orders.fees_paid()
+
+        Returns
+        -------
+        Series named ``fees``, one value per column (a float when ``close`` was a Series).
+        """
+        return self._column_sum("fees", "fees")
+
+    def size_traded(self):
+        """Shares bought and sold per column, vectorbt's ``orders.size.sum()``.
+
+        >>> pf.orders.size_traded()
+
+        Returns
+        -------
+        Series named ``size``, one value per column (a float when ``close`` was a Series).
+        """
+        return self._column_sum("size", "size")
+
+
+class Trades(_FramedRecords):
     """vectorbt's exit trades (``pf.trades``): one record per exit (a partial exit
     of a grown position is one), then the open trade of each column at the last
     close.  Fields: ``id, col, size, entry_idx, entry_price, entry_fees, exit_idx,
@@ -264,17 +469,6 @@ class Trades(Records):
 
     id_title = "Exit Trade Id"
     statuses = TRADE_STATUSES
-    _frame = None
-
-    @property
-    def frame(self):
-        """The trades as one table with the column labels and names in lower case.
-
-        >>> pf.trades.frame[["column", "entry_idx", "pnl", "direction", "status"]]
-        """
-        if self._frame is None:
-            self._frame = self._table()
-        return self._frame
 
     def _table(self):
         import pandas as pd
@@ -287,14 +481,6 @@ class Trades(Records):
         f["status"] = np.where(r["status"] == 0, "open", "closed")
         return f
 
-    def __getitem__(self, key):
-        return self.frame[key]
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.frame, name)
-
     def win_rate(self):
         """Winning trades (PnL > 0) over all trades, open ones included, per column
         (vectorbt's ``trades.win_rate()``; NaN without trades).
@@ -303,7 +489,8 @@ class Trades(Records):
 
         Returns
         -------
-        Series named ``win_rate``, one value per column.
+        Series named ``win_rate``, one value per column (a float when ``close``
+        was a Series).
         """
         n = np.bincount(self._rec["col"], minlength=len(self._columns))
         won = np.bincount(self._rec["col"], weights=self._rec["pnl"] > 0,
@@ -344,7 +531,8 @@ class Drawdowns(Records):
 
         Returns
         -------
-        Series named ``max_drawdown``, one value per column.
+        Series named ``max_drawdown``, one value per column (a float when ``close``
+        was a Series).
         """
         r = self._rec
         depth = (r["valley_val"] - r["peak_val"]) / r["peak_val"]

@@ -294,21 +294,19 @@ class GroupPortfolio:
                                 * np.sqrt(self.ann_factor))
 
     def stats(self):
-        """Per group: start_value, end_value, total_return, total_fees_paid,
-        max_drawdown, total_orders, sharpe_ratio (vectorbt's values for them)."""
-        import pandas as pd
-        orders = self.orders
-        fees = np.zeros(len(self.columns))
-        count = np.zeros(len(self.columns))
-        np.add.at(fees, orders["col"].to_numpy(), orders["fees"].to_numpy())
-        np.add.at(count, orders["col"].to_numpy(), 1)
-        frame = pd.DataFrame({
-            "start_value": self.init_cash(), "end_value": self.final_value().to_numpy(),
-            "total_return": self.total_return().to_numpy(),
-            "total_fees_paid": _group_sum(fees, self._codes),
-            "max_drawdown": self.max_drawdown().to_numpy(),
-            "total_orders": _group_sum(count, self._codes),
-            "sharpe_ratio": self.sharpe_ratio().to_numpy()}, index=self.group_labels)
+        """vectorbt's 28 ``stats()`` metrics per group, under the names and in the order
+        of :data:`~flowsim.finance.portfolio.PORTFOLIO_STATS`, then ``total_orders``.
+
+        >>> pf.stats()                  # DataFrame, one row per group
+        >>> pf.stats()["max_gross_exposure"]
+
+        vectorbt's group semantics (:mod:`flowsim.finance.group_metrics`): the value,
+        returns and drawdowns of the group's value; the benchmark splits the group's
+        cash evenly over its assets; the trades are every exit trade of its columns.
+        ``attrs`` holds ``freq``, ``freq_assumed`` and ``ann_factor``.
+        """
+        from .group_metrics import group_stats_frame
+        frame = group_stats_frame(self)
         frame.attrs.update(freq=self.freq, freq_assumed=self.freq_assumed,
                            ann_factor=self.ann_factor)
         return frame

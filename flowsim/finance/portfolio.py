@@ -42,6 +42,12 @@ STATS = ("start_value", "end_value", "total_return", "benchmark_return", "total_
          "total_open_trades", "open_trade_pnl", "win_rate", "best_trade", "worst_trade",
          "avg_winning_trade", "avg_losing_trade", "profit_factor", "expectancy",
          "sharpe_ratio", "calmar_ratio", "omega_ratio", "sortino_ratio")
+#: Columns of :meth:`Portfolio.stats`: vectorbt's 28 default ``stats()`` metrics in its
+#: order, :data:`STATS` (the sweeps' metrics) with the first and last bar's index
+#: values, the bars spanned, the most of the value held in positions, and the bars
+#: winning and losing trades were held.
+PORTFOLIO_STATS = ("start", "end", "period") + STATS[:4] + ("max_gross_exposure",) + \
+    STATS[4:16] + ("avg_winning_trade_duration", "avg_losing_trade_duration") + STATS[16:]
 
 
 
@@ -351,8 +357,11 @@ class Portfolio:
     """
 
     def __init__(self, out, close, params, labels, ann, risk_free, required_return, index,
-                 freq=None, freq_assumed=False, column_index=None):
+                 freq=None, freq_assumed=False, column_index=None, ndim=2):
         self._out = {k: v.numpy() for k, v in out.items()}
+        #: 1 when the inputs were one-dimensional (``close`` a Series): reductions then
+        #: give one value and ``stats()`` a Series, as vectorbt's ``wrap_reduced``
+        self.ndim = 1 if ndim == 1 and len(labels) == 1 else 2
         self._close = close
         self._params = params
         self.columns = labels
@@ -364,6 +373,13 @@ class Portfolio:
         self.freq, self.freq_assumed = freq, bool(freq_assumed)
         self.risk_free, self.required_return = risk_free, required_return
         self._cache = {}
+
+    @property
+    def name(self):
+        """vectorbt's ``wrapper.name``: the one column's label when :attr:`ndim` is 1
+        (None for the label 0 of an unnamed Series), else None."""
+        label = self._labels()[0] if self.ndim == 1 else None
+        return None if isinstance(label, numbers.Integral) and label == 0 else label
 
     def _labels(self):
         import pandas as pd
@@ -393,16 +409,41 @@ class Portfolio:
         out = {k: t.constant(v) for k, v in self._out.items()}
         s = stats_tensors(out, t.constant(self._close), t.constant(self._params["init_cash"]),
                           self.ann_factor, risk_free, self.required_return)
-        frame = pd.DataFrame({k: v.numpy() for k, v in s.items()}, index=self._labels())
+        rows = {k: v.numpy() for k, v in s.items()}
+        rows.update(self._record_stats())
+        frame = pd.DataFrame({k: rows[k] for k in PORTFOLIO_STATS}, index=self._labels())
         frame.attrs.update(freq=self.freq, freq_assumed=self.freq_assumed,
                            ann_factor=self.ann_factor)
         return frame
 
+    def _record_stats(self):
+        """The metrics of :data:`PORTFOLIO_STATS` read from the index and the records."""
+        from .accessors import gross_exposure, order_records, trade_durations
+        o, n = self._out, len(self.index)
+        c = len(self.columns)
+        orders = order_records(o["order_size"], o["order_price"], o["order_fees"])
+        exposure = gross_exposure(orders, np.asarray(self._close, dtype=np.float64),
+                                  np.asarray(self._params["init_cash"], dtype=np.float64))
+        won, lost = trade_durations(self._trade_records(), c)
+        return {"start": [self.index[0]] * c, "end": [self.index[-1]] * c,
+                "period": np.full(c, n, dtype=np.int64),
+                "max_gross_exposure": np.max(exposure, axis=0),
+                "avg_winning_trade_duration": won, "avg_losing_trade_duration": lost}
+
     def stats(self, column=None):
-        """vectorbt's ``stats()`` metrics, one row per column (see :data:`STATS`).
+        """vectorbt's ``stats()`` metrics, one row per column (see :data:`PORTFOLIO_STATS`).
 
         >>> pf.stats()                  # DataFrame, one row per column
         >>> pf.stats(column="BTC")      # Series: one column's metrics
+        >>> pf.stats()["max_gross_exposure"]    # most of the value held in positions
+
+        The rows are vectorbt's 28, in its order, under snake_case names:
+        ``start``, ``end`` (the first and last index values), ``period`` (bars),
+        the :data:`STATS` metrics, ``max_gross_exposure`` (fraction) and
+        ``avg_winning_trade_duration`` / ``avg_losing_trade_duration`` (bars, closed
+        trades).  As vectorbt, a portfolio of a Series ``close`` (:attr:`ndim` 1)
+        gives its metrics as a Series named :attr:`name`; vectorbt averages the
+        columns of a wider one, flowsim keeps one row per column.
 
         Parameters
         ----------
@@ -412,12 +453,17 @@ class Portfolio:
 
         Returns
         -------
-        DataFrame (one row per column) or Series (``column`` given).  ``attrs`` holds
+        DataFrame (one row per column) or Series (``column`` given, or ``close`` a
+        Series).  ``attrs`` holds
         ``freq`` (the bar length), ``freq_assumed`` and ``ann_factor``: the Sharpe,
         Calmar, Omega and Sortino ratios depend on them.
         """
         frame = self._stats()
         if column is None:
+            if self.ndim == 1:
+                row = frame.iloc[0].rename(self.name)
+                row.attrs.update(frame.attrs)
+                return row
             return frame
         labels = self._labels()
         try:
@@ -432,8 +478,9 @@ class Portfolio:
         return row
 
     def _metric(self, name, values):
-        import pandas as pd
-        return pd.Series(np.asarray(values), index=self._labels(), name=name)
+        from .accessors import reduce_columns
+        return reduce_columns(np.asarray(values, dtype=np.float64), self._labels(), name,
+                              self.ndim)
 
     def total_return(self):
         """Total return per column, ``end value / init_cash - 1`` (vectorbt's
@@ -443,7 +490,8 @@ class Portfolio:
 
         Returns
         -------
-        Series named ``total_return``, one value per column.
+        Series named ``total_return``, one value per column; a float when ``close``
+        was a Series (:attr:`ndim` 1), as vectorbt's.
         """
         return self._metric("total_return", self._stats()["total_return"])
 
@@ -464,7 +512,8 @@ class Portfolio:
         -------
         Series named ``sharpe_ratio``, one value per column (inf for returns
         without spread, NaN under two bars, as in vectorbt); ``attrs`` as
-        :meth:`stats`'s (``freq``, ``freq_assumed``, ``ann_factor``).
+        :meth:`stats`'s (``freq``, ``freq_assumed``, ``ann_factor``).  A float when
+        ``close`` was a Series (:attr:`ndim` 1), as vectorbt's.
         """
         if risk_free is not None and (isinstance(risk_free, bool) or not isinstance(
                 risk_free, numbers.Real) or not math.isfinite(risk_free)):
@@ -472,7 +521,8 @@ class Portfolio:
                              f"{risk_free!r}")
         frame = self._stats(risk_free)
         out = self._metric("sharpe_ratio", frame["sharpe_ratio"])
-        out.attrs.update(frame.attrs)
+        if self.ndim == 2:
+            out.attrs.update(frame.attrs)
         return out
 
     def max_drawdown(self):
@@ -483,7 +533,8 @@ class Portfolio:
 
         Returns
         -------
-        Series named ``max_drawdown``, one value per column.  ``pf.drawdowns.max_drawdown()``
+        Series named ``max_drawdown``, one value per column (a float when ``close``
+        was a Series).  ``pf.drawdowns.max_drawdown()``
         is the same fall read from the drawdown records (NaN where there is none),
         as ``stats()["max_drawdown"]``.
         """
@@ -506,15 +557,20 @@ class Portfolio:
 
     @property
     def orders(self):
-        """Filled orders: column, idx, size (> 0), price, fees, side ("buy"/"sell")."""
-        import pandas as pd
-        size = self._out["order_size"]
-        i, j = np.nonzero(size.T)[::-1][::-1]
-        j, i = np.nonzero(size.T)
-        return pd.DataFrame({"column": [self.columns[k] for k in j], "idx": i,
-                             "size": np.abs(size[i, j]), "price": self._out["order_price"][i, j],
-                             "fees": self._out["order_fees"][i, j],
-                             "side": np.where(size[i, j] > 0, "buy", "sell")})
+        """Filled orders (vectorbt's ``pf.orders``), per column by bar.
+
+        >>> pf.orders.records_readable       # vectorbt's table
+        >>> pf.orders.count(), pf.orders.buy.count(), pf.orders.fees_paid()
+        >>> pf.orders["side"]                # the table of lower-case names, ``.frame``
+
+        An :class:`~flowsim.finance.accessors.Orders`.  Indexing and DataFrame
+        attributes read :attr:`~flowsim.finance.accessors.Orders.frame`: columns
+        ``column, idx, size (> 0), price, fees, side ("buy"/"sell")``.
+        """
+        from .accessors import Orders, order_records
+        o = self._out
+        return Orders(order_records(o["order_size"], o["order_price"], o["order_fees"]),
+                      self._labels(), self.index, self.ndim)
 
     def _trade_records(self):
         from .accessors import exit_trade_records
@@ -538,7 +594,7 @@ class Portfolio:
         relative to ``size * entry_price``.
         """
         from .accessors import Trades
-        return Trades(self._trade_records(), self._labels(), self.index)
+        return Trades(self._trade_records(), self._labels(), self.index, self.ndim)
 
     @property
     def positions(self):
@@ -547,7 +603,8 @@ class Portfolio:
         >>> pf.positions.records_readable, pf.positions.count()
         """
         from .accessors import Positions, position_records
-        return Positions(position_records(self._trade_records()), self._labels(), self.index)
+        return Positions(position_records(self._trade_records()), self._labels(), self.index,
+                         self.ndim)
 
     @property
     def drawdowns(self):
@@ -557,7 +614,8 @@ class Portfolio:
         >>> pf.drawdowns.max_drawdown()
         """
         from .accessors import Drawdowns, drawdown_records
-        return Drawdowns(drawdown_records(self._out["value"]), self._labels(), self.index)
+        return Drawdowns(drawdown_records(self._out["value"]), self._labels(), self.index,
+                         self.ndim)
 
     def plot(self, column=None, subplots=("orders", "trade_pnl", "cum_returns"), **kwargs):
         """vectorbt's default ``pf.plot()`` with matplotlib: orders on the price, the
@@ -581,6 +639,12 @@ class Portfolio:
         """
         from .plots import portfolio
         return portfolio(self, column=column, subplots=subplots, **kwargs)
+
+
+def result_ndim(inputs):
+    """vectorbt's ``ndim`` of a broadcast result: 2 when any input is two-dimensional,
+    else 1 (a Series or a 1-d array for ``close`` and every other array)."""
+    return 2 if any(np.ndim(x) >= 2 for x in inputs if not isinstance(x, str)) else 1
 
 
 def from_signals(close, entries=None, exits=None, *, short_entries=None, short_exits=None,
@@ -702,7 +766,9 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
 
     Returns a :class:`Portfolio`.  Values are vectorbt's, as its accessor methods
     return them: fractions (``stats()`` in vectorbt prints percentages), a
-    negative ``max_drawdown``, durations in bars.
+    negative ``max_drawdown``, durations in bars.  As in vectorbt, when ``close``
+    and the other inputs are one-dimensional (a Series), reductions such as
+    ``pf.total_return()`` are scalars and ``pf.stats()`` is a Series.
     """
     import pandas as pd
     cash_mode = init_cash_mode(init_cash)
@@ -750,4 +816,5 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     p64 = {k: np.asarray(v, dtype=np.dtype(dtype)) for k, v in params.items()}
     return Portfolio(out, bars["close"].astype(dtype), p64, labels, ann, risk_free,
                      required_return, index, freq=step, freq_assumed=assumed,
-                     column_index=columns)
+                     column_index=columns, ndim=result_ndim(list(given.values()) +
+                                                            list(keywords.values())))
