@@ -44,7 +44,7 @@ ORDER_SIDES = ("Buy", "Sell")
 DRAWDOWN_STATUSES = ("Active", "Recovered")
 
 
-def _is_close(a, b):
+def is_close(a, b):
     both = np.isfinite(a) & np.isfinite(b)
     near = np.abs(a - b) <= np.maximum(REL_TOL * np.maximum(np.abs(a), np.abs(b)), ABS_TOL)
     return both & ((a == b) | near)
@@ -54,8 +54,8 @@ def add_tolerant(a, b):
     """vectorbt's ``add_nb`` on arrays: ``a + b``, or 0 where the sum is zero within
     its tolerances (relative 1e-9, absolute 1e-12)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    zero = np.where(np.sign(a) != np.sign(b), _is_close(np.abs(a), np.abs(b)),
-                    _is_close(a + b, np.zeros_like(a)))
+    zero = np.where(np.sign(a) != np.sign(b), is_close(np.abs(a), np.abs(b)),
+                    is_close(a + b, np.zeros_like(a)))
     return np.where(zero, 0.0, a + b)
 
 
@@ -123,11 +123,11 @@ def _free_cash_flow(before, now, debt, price, fees):
                         np.where(short, debt + short_value, debt))
     flow = np.where(cover, add_tolerant(2 * paid, cash),
                     np.where(short, add_tolerant(cash, -2 * short_value), cash))
-    still = _is_close(size, np.zeros_like(size))
+    still = is_close(size, np.zeros_like(size))
     return np.where(still, debt, new_debt), np.where(still, 0.0, flow)
 
 
-def _flows(orders, shape):
+def order_flows(orders, shape):
     """(asset flow, free cash flow) ``[bars, columns]`` of order records (at most one
     per bar and column), as vectorbt's ``asset_flow_nb`` and ``cash_flow_nb(free=True)``."""
     size, price, fees = np.zeros(shape), np.zeros(shape), np.zeros(shape)
@@ -160,7 +160,7 @@ def _running(flow, start):
 def gross_exposure(orders, close, init_cash):
     """vectorbt's ``pf.gross_exposure()`` ``[bars, columns]`` of an ungrouped run: the
     absolute position value over itself plus the free cash (cash less what shorts owe)."""
-    asset_flow, cash_flow = _flows(orders, close.shape)
+    asset_flow, cash_flow = order_flows(orders, close.shape)
     assets = _running(asset_flow, np.zeros(close.shape[1]))
     cash = _running(cash_flow, init_cash)
     value = np.abs(np.where(assets == 0, 0.0, close) * assets)

@@ -11,7 +11,8 @@ from the orders as vectorbt's ``get_exit_trades_nb`` builds them).
 """
 import numpy as np
 
-from .accessors import TRADE_FIELDS, _flows, _is_close, add_tolerant, trade_stats
+from .accessors import TRADE_FIELDS, add_tolerant, is_close, order_flows, trade_stats
+from .metric_names import PORTFOLIO_STATS
 
 
 def _column_orders(orders):
@@ -46,8 +47,8 @@ class _OpenTrade:
 
 def _close_trade(trade, rows, col, i, size, price, fees):
     """An order against ``trade``: ``(trade left open or None, a reversed one or None)``."""
-    if size < trade.size or _is_close(np.float64(size), np.float64(trade.size)):
-        whole = bool(_is_close(np.float64(size), np.float64(trade.size)))
+    if size < trade.size or is_close(np.float64(size), np.float64(trade.size)):
+        whole = bool(is_close(np.float64(size), np.float64(trade.size)))
         rows.append(trade.record(col, trade.size if whole else size, i, price, fees, 1))
         if whole:
             return None, None
@@ -91,7 +92,7 @@ def exit_trades_from_orders(orders, close):
 
 def _flush(rows, trade, col, close):
     """``rows`` with the open trade of column ``col`` valued at the last close."""
-    if trade is not None and -trade.size < 0 and not _is_close(np.float64(-trade.size), 0.0):
+    if trade is not None and -trade.size < 0 and not is_close(np.float64(-trade.size), 0.0):
         n = close.shape[0]
         rows.append(trade.record(col, trade.size, n - 1, close[n - 1, col], 0.0, 0))
     return rows
@@ -122,7 +123,7 @@ def max_gross_exposure(orders, close, group_of, init_cash):
     """vectorbt's grouped ``gross_exposure().max()``: per group, the largest sum of the
     columns' absolute position values over that sum plus the group's free cash."""
     n_groups = len(init_cash)
-    asset_flow, cash_flow = _flows(_column_orders(orders), close.shape)
+    asset_flow, cash_flow = order_flows(_column_orders(orders), close.shape)
     assets = np.empty_like(asset_flow)
     now = np.zeros(close.shape[1])
     for i in range(close.shape[0]):
@@ -236,14 +237,12 @@ def drawdown_metrics(value):
     return deepest, longest
 
 
-def group_stats_frame(pf):
+def group_stats_frame(pf, returns):
     """:meth:`~flowsim.finance.grouped.GroupPortfolio.stats` of a grouped portfolio
-    ``pf``: vectorbt's 28 metrics per group (in ``PORTFOLIO_STATS``'s order), then
-    ``total_orders``."""
+    ``pf`` whose bar returns per group are ``returns`` ``[bars, groups]``: vectorbt's
+    28 metrics per group (in ``PORTFOLIO_STATS``'s order), then ``total_orders``."""
     import pandas as pd
 
-    from .grouped import returns_of
-    from .portfolio import PORTFOLIO_STATS
     group_of = np.asarray(pf._codes)
     n_groups = len(pf.group_labels)
     orders = {k: pf.orders[k].to_numpy() for k in ("col", "idx", "size", "price", "fees")}
@@ -262,7 +261,7 @@ def group_stats_frame(pf):
                                           n_groups)[0]}
     rows["max_drawdown"], rows["max_drawdown_duration"] = drawdown_metrics(value)
     rows.update(trade_metrics(exit_trades_from_orders(orders, close), group_of, n_groups))
-    rows.update(return_metrics(returns_of(value, init), pf.ann_factor, pf.risk_free))
+    rows.update(return_metrics(returns, pf.ann_factor, pf.risk_free))
     rows["total_orders"] = np.bincount(group_of[orders["col"]], minlength=n_groups)
     frame = pd.DataFrame({k: rows[k] for k in PORTFOLIO_STATS + ("total_orders",)},
                          index=pf.group_labels)

@@ -306,7 +306,7 @@ class GroupPortfolio:
         ``attrs`` holds ``freq``, ``freq_assumed`` and ``ann_factor``.
         """
         from .group_metrics import group_stats_frame
-        frame = group_stats_frame(self)
+        frame = group_stats_frame(self, returns_of(self._values(), self.init_cash()))
         frame.attrs.update(freq=self.freq, freq_assumed=self.freq_assumed,
                            ann_factor=self.ann_factor)
         return frame
