@@ -6,9 +6,8 @@ import pytest
 
 gymnasium = pytest.importorskip("gymnasium")
 
-import flowsim.envs  # noqa: E402  (registers the ids)
 import flowsim.markets as fm  # noqa: E402
-from flowsim.envs.market_env import MarketVectorEnv  # noqa: E402
+from flowsim.envs.market_env import MarketVectorEnv  # noqa: E402  (registers the ids)
 
 SEED = 7
 BLOCK = 64

@@ -143,13 +143,14 @@ class MarketVectorEnv(gymnasium.vector.VectorEnv):
     def _compile(self):
         t = tf()
         self._state_tensors = {k: t.constant(v) for k, v in self._state.items()}
-        key = (self.structure.key(), self.interval, self.max_volume, self.window,
-               self.inventory, self.cash)
+        self._account = (t.constant(self.inventory, t.float64),
+                         t.constant(self.cash, t.float64))
+        key = (self.structure.key(), self.interval, self.max_volume, self.window)
         self._fns = _COMPILED.get(key)
         if self._fns is None:
             self._fns = _COMPILED.setdefault(key, compiled_calls(
                 self.structure, self.block_markets, self.interval, self.max_volume,
-                self.window, self.inventory, self.cash))
+                self.window))
 
     def _key(self, block):
         return tf().constant([self.seed, (self.episode << 32) + block], tf().int64)
@@ -176,7 +177,7 @@ class MarketVectorEnv(gymnasium.vector.VectorEnv):
             self.seed, self.episode = int(seed), -1
         self.episode += 1
         state = self._state_tensors
-        out = self._map(lambda b: self._fns["reset"](self._key(b), state))
+        out = self._map(lambda b: self._fns["reset"](self._key(b), state, *self._account))
         self._blocks = [(loop, agent) for loop, agent, _ in out]
         self._ended = False
         self.t = 0
@@ -233,11 +234,11 @@ class MarketVectorEnv(gymnasium.vector.VectorEnv):
         return np.concatenate([np.asarray(p) for p in parts], axis=0)
 
 
-#: The compiled calls of the envs alike (structure, interval, sizes, initial account).
+#: The compiled calls of the envs alike (structure, interval, sizes).
 _COMPILED = {}
 
 
-def compiled_calls(S, M, interval, max_volume, window, inventory, cash):
+def compiled_calls(S, M, interval, max_volume, window):
     """``{"reset", "advance", "statistics"}``: the compiled calls of a block of ``M``
     markets of Structure ``S`` (:func:`flowsim.envs.market_orders.agent_structure`)."""
     t = tf()
@@ -246,7 +247,7 @@ def compiled_calls(S, M, interval, max_volume, window, inventory, cash):
         from ..markets.kernel import StepContext
         return StepContext(S, key, M, state, t.float64)
 
-    def reset(key, state):
+    def reset(key, state, inventory, cash):
         with rng.using("splitmix"):
             ctx = context(key, state)
             loop, agent = market_orders.start(ctx, inventory, cash)
@@ -285,10 +286,13 @@ class MarketEnv(gymnasium.Env):
         self.action_space = self._vec.single_action_space
 
     def reset(self, *, seed=None, options=None):
+        """The next episode of the market: ``(obs, info)``."""
         obs, info = self._vec.reset(seed=seed, options=options)
         return obs[0], info
 
     def step(self, action):
+        """Place ``action`` ``(side, volume, price)``, run ``interval`` pams steps:
+        ``(obs, reward, terminated, truncated, info)``."""
         actions = np.zeros((self._vec.num_envs, 3))
         actions[0] = action
         obs, reward, terminated, truncated, info = self._vec.step(actions)
