@@ -136,7 +136,7 @@ def decode(ctx, t, action, max_volume):
     side = t_.cast(t_.sign(t_.round(action[:, 0])), i64)
     volume = t_.cast(t_.clip_by_value(t_.round(action[:, 1]), 0.0, float(max_volume)), i64)
     price = action[:, 2]
-    placing = ctx.place_at[t_.minimum(t, ctx.T - 1)] & (t < ctx.T)
+    placing = at_step(ctx.place_at, t, ctx.T)
     side = t_.where((volume > 0) & placing & t_.math.is_finite(price), side, 0)
     market = price <= 0.0
     buy = side > 0
@@ -145,6 +145,13 @@ def decode(ctx, t, action, max_volume):
     cap = t_.constant(ctx.level_cap, i64)
     level = t_.where(market, t_.where(buy, cap, t_.ones_like(cap)), limit)
     return side, t_.where(side != 0, volume, 0), level, market
+
+
+def at_step(flags, t, T):
+    """``flags[t]`` (False from ``T`` on) by a gather: a slice at a call's argument
+    would make XLA compile the call once per step."""
+    t_ = tf()
+    return t_.gather(flags, t_.minimum(t, T - 1)) & (t < T)
 
 
 def submit(ctx, loop, agent, action, interval, max_volume):
@@ -161,7 +168,7 @@ def submit(ctx, loop, agent, action, interval, max_volume):
                   t_.where(side < 0, t_.bitwise.bitwise_or(packed, q), _IMAX), volume,
                   t_.where(side != 0, t + interval - 1, t_.constant(-1, i64)))
     book = loop.book._replace(extra=extra)
-    active = (side != 0) & ctx.run_at[t_.minimum(t, ctx.T - 1)] & (t < ctx.T)
+    active = (side != 0) & at_step(ctx.run_at, t, ctx.T)
 
     def execute():
         return kernel.clearing(ctx, t, book, active)
