@@ -102,17 +102,33 @@ def test_eager_steps_equal_the_compiled_steps_bit_for_bit(case):
         assert_same(envs[0].historical_info(i).arrays, envs[1].historical_info(i).arrays, i)
 
 
-def test_single_eager_env_equals_the_compiled_one():
+def switch_feature(history):
+    """np.where, np.maximum, a comparison and reflected operators (one env: on floats)."""
+    change = 1 - history["portfolio_valuation", -1] / history["portfolio_valuation", -2]
+    return np.where(history["position", -1] > 0, np.maximum(change, -0.5),
+                    2 / history["data_close", -1])
+
+
+#: The single-env cases: gym-trading-env's default functions, and custom ones.
+SINGLE = {"defaults": CASES["defaults_fees_leverage_windows"],
+          "custom": {**CASES["custom_functions_random_starts"], "windows": 2,
+                     "dynamic_feature_functions": [drift_feature, log_value_feature,
+                                                   switch_feature]}}
+
+
+@pytest.mark.parametrize("case", list(SINGLE))
+def test_single_eager_env_equals_the_compiled_one(case):
     """PortfolioEnv's eager info dicts (values and Python types), historical_info and
     metrics are the compiled env's."""
     df = market_frame(30)
-    kwargs = CASES["defaults_fees_leverage_windows"]
+    kwargs = SINGLE[case]
     envs = [PortfolioEnv(df, verbose=0, eager=eager, **kwargs) for eager in (True, False)]
     for env in envs:
         env.add_metric("Position Changes", METRICS["Position Changes"])
     first = [env.reset(seed=3) for env in envs]
     assert_same(first[0][0], first[1][0], "obs") and first[0][1] == first[1][1]
-    for step, a in enumerate(np.random.default_rng(0).integers(0, 6, 40).tolist()):
+    k = len(kwargs["positions"])
+    for step, a in enumerate(np.random.default_rng(0).integers(0, k, 40).tolist()):
         mine, theirs = (env.step(a) for env in envs)
         assert_same(mine[0], theirs[0], step)
         assert mine[1:] == theirs[1:], step
@@ -120,6 +136,38 @@ def test_single_eager_env_equals_the_compiled_one():
         if step == 20:
             assert_same(envs[0].historical_info.arrays, envs[1].historical_info.arrays, step)
     assert envs[0].get_metrics() == envs[1].get_metrics() and envs[0].get_metrics()
+
+
+def test_one_env_values_compute_as_numpy_does():
+    """LibmScalar (one environment's history values, Python floats) gives numpy's
+    float64 numbers (the C library's log) for every operator and ufunc it computes
+    itself, through signed zeros, infinities and NaN (a NaN's sign is the
+    processor's choice), and falls back to numpy for the others."""
+    import itertools
+
+    from flowsim.envs.portfolio_history import LibmScalar, LibmValues
+    numbers = [0.0, -0.0, 1.0, -2.5, np.nan, np.inf, -np.inf, 3, 0, 1e308, 1e-308,
+               1.0164649682061877]                  # numpy's log: not the C library's
+    operations = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
+                  lambda a, b: a / b, lambda a, b: b - a, lambda a, b: b / a,
+                  lambda a, b: a > b, lambda a, b: a <= b, lambda a, b: a == b,
+                  lambda a, b: a != b, np.maximum, np.minimum, np.fmax, lambda a, b: a ** b,
+                  lambda a, b: np.where(a > b, a, b), lambda a, b: np.log(a) * b,
+                  lambda a, b: np.abs(a) - b, lambda a, b: -a + b, lambda a, b: np.exp(a) + b,
+                  lambda a, b: np.log2(a) + b]
+
+    def result(op, a, b, wrap):
+        out = op(wrap(float(a)), b)
+        return np.asarray(out.x if hasattr(out, "x") else out, np.float64)
+
+    with np.errstate(all="ignore"):
+        for (i, op), a, b in itertools.product(enumerate(operations), numbers, numbers):
+            mine, theirs = (result(op, a, b, wrap) for wrap in (LibmScalar, LibmValues))
+            assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs, equal_nan=True) \
+                and (np.isnan(mine) or np.signbit(mine) == np.signbit(theirs)), (i, a, b)
+    assert type((LibmScalar(1.0) - 2.0).x) is float
+    assert type(np.exp(LibmScalar(1.0)).x) is float           # numpy's, back to a float
+    assert type((LibmScalar(1.0) + np.ones(2)).x) is np.ndarray
 
 
 def test_eager_is_chosen_by_size_and_can_be_forced():
