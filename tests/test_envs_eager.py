@@ -1,4 +1,5 @@
 """PortfolioVectorEnv / PortfolioEnv stepped in numpy (eager) against the compiled step."""
+import os
 import warnings
 
 import numpy as np
@@ -199,36 +200,38 @@ def test_uniform_key_is_the_compiled_generators():
     assert got == expected.tolist()
 
 
-# -- evaluate: one policy on flowsim/TradingEnv-v0 and on gym-trading-env -------------
+# -- evaluate: one policy on flowsim/TradingEnv-v0 against gym-trading-env's table ----
+#: gym-trading-env's episodes of the test's policy
+#: (benchmarks/make_envs_evaluation_reference.py).
+EVALUATED = os.path.join(os.path.dirname(__file__), "data", "gym_trading_env_evaluate.csv")
+
+
 def test_evaluate_gives_gym_trading_envs_episode_returns_for_a_greedy_policy():
     """A deterministic (greedy) ActorCritic, the class of train_ppo's policy, played
-    on gymnasium.make("flowsim/TradingEnv-v0") and on gym-trading-env's TradingEnv
-    over the same data: the same actions, so the same episodes (valuations bit for
-    bit, returns to a log's last bit) and metrics."""
+    on gymnasium.make("flowsim/TradingEnv-v0") gives the table gym-trading-env's
+    TradingEnv gave over the same data (stored): the same actions, so the same
+    episodes (valuations bit for bit, returns to a log's last bit) and metrics."""
     import gymnasium
+    import pandas as pd
 
     from flowsim.envs import ActorCritic, evaluate
-    saved = list(warnings.filters)
-    from gym_trading_env.environments import TradingEnv
-    warnings.filters[:] = saved          # its import turns every warning into an error
     df = market_frame(60, start=900)
     rules = dict(positions=[-1, 0, 0.5, 2], trading_fees=0.001, borrow_interest_rate=0.0003,
                  windows=3, initial_position=0)
     policy = ActorCritic.random(3 * 4, 4, hidden=(8,), seed=2)
     policy = policy.with_weights([30 * w for w in policy.weights])     # decisive
-    ours = evaluate(policy, gymnasium.make("flowsim/TradingEnv-v0", df=df, verbose=0,
-                                           **rules), episodes=2, seed=5)
-    theirs = evaluate(policy, TradingEnv(df, verbose=0, **rules), episodes=2, seed=5)
+    flowsim_env = gymnasium.make("flowsim/TradingEnv-v0", df=df, verbose=0, **rules)
+    ours = evaluate(policy, flowsim_env, episodes=2, seed=5)
+    theirs = pd.read_csv(EVALUATED)
     assert list(ours.columns) == list(theirs.columns) == [
         "episode", "steps", "return", "portfolio_valuation", "portfolio_return",
         "market_return", "position_changes", "Market Return", "Portfolio Return"]
     assert (ours["steps"] == len(df) - 3).all() and (ours["position_changes"] > 5).all()
-    for column in ("steps", "portfolio_valuation", "portfolio_return", "market_return",
-                   "position_changes", "Market Return", "Portfolio Return"):
+    for column in ("episode", "steps", "portfolio_valuation", "portfolio_return",
+                   "market_return", "position_changes", "Market Return", "Portfolio Return"):
         assert ours[column].tolist() == theirs[column].tolist(), column
     np.testing.assert_allclose(ours["return"], theirs["return"], rtol=1e-13)
-    drawn = evaluate(policy, gymnasium.make("flowsim/TradingEnv-v0", df=df, verbose=0,
-                                            **rules), episodes=1, seed=5, greedy=False)
+    drawn = evaluate(policy, flowsim_env, episodes=1, seed=5, greedy=False)
     assert drawn["steps"].tolist() == [len(df) - 3]
     with pytest.raises(ValueError, match="episodes must be an integer >= 1, got 0"):
-        evaluate(policy, TradingEnv(df, verbose=0, **rules), episodes=0)
+        evaluate(policy, flowsim_env, episodes=0)
