@@ -74,6 +74,14 @@ each round, and the lowest ratio over the configurations::
 
     .venv/bin/python benchmarks/envs.py --only small --rounds 5 [--steps 300]
 
+At scale (``--only scale``): ``PortfolioVectorEnv`` x 1,024 (compiled steps from
+Python) against gym-trading-env's ``SyncVectorEnv`` x 64, random actions, on each
+configuration of ``SCALE_CONFIGS`` (fees, leverage and features in each; one with
+a custom reward and feature); medians over interleaved rounds and the lowest
+ratio (target >= 100x)::
+
+    .venv/bin/python benchmarks/envs.py --only scale --rounds 3 [--steps 150]
+
 Needs gymnasium, gym-anytrading and gym-trading-env (the ``test`` extra).
 """
 import argparse
@@ -484,6 +492,76 @@ def small_main(args):
           ", ".join(f"{n} env{'s' if n > 1 else ''} {lowest[n]:.2f}x" for n in SMALL_SIZES))
 
 
+#: Configurations of the 1,024-environment rows (``--only scale``): fees, leverage
+#: (borrowing) and features in each, one with its own reward and feature functions.
+SCALE_CONFIGS = {
+    "fees, leverage, windows": dict(PORTFOLIO),
+    "fractional, leverage, fees": dict(positions=[-0.5, 0, 0.25, 0.5, 1, 1.5],
+                                       trading_fees=0.002, borrow_interest_rate=0.0005,
+                                       windows=5),
+    "custom reward and feature": dict(SMALL_CONFIGS["custom reward and feature"],
+                                      borrow_interest_rate=0.0003),
+}
+
+
+class ScaleRows:
+    """gym-trading-env's ``SyncVectorEnv`` of ``N_SYNC`` environments against
+    ``PortfolioVectorEnv`` of ``N_ENVS`` (compiled steps from Python) on one
+    configuration, random actions (the first ``N_SYNC`` columns for gym-trading-env);
+    :meth:`round` times each once and returns ``(theirs, ours)`` env-steps per
+    second."""
+
+    def __init__(self, df, config, steps):
+        import gymnasium
+        saved = list(warnings.filters)
+        from gym_trading_env.environments import TradingEnv
+        warnings.filters[:] = saved          # its import turns every warning into an error
+
+        from flowsim.envs import PortfolioVectorEnv
+        self.steps, self.sync_steps = steps, max(steps // 3, 30)
+        k = len(config["positions"])
+        self.actions = np.random.default_rng(0).integers(0, k, (steps, N_ENVS))
+        self.sync = gymnasium.vector.SyncVectorEnv(
+            [lambda: TradingEnv(df, verbose=0, **config) for _ in range(N_SYNC)])
+        self.env = PortfolioVectorEnv(df, N_ENVS, **config)
+        self.sync.reset(seed=0)
+        self.env.reset(seed=0)
+        self.env.step(self.actions[0])          # compile
+
+    def round(self):
+        t0 = time.perf_counter()
+        for a in self.actions[:self.sync_steps, :N_SYNC]:
+            self.sync.step(a)
+        theirs = N_SYNC * self.sync_steps / (time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for a in self.actions:
+            self.env.step(a)
+        return theirs, N_ENVS * self.steps / (time.perf_counter() - t0)
+
+
+def scale_main(args):
+    """1,024 environments against ``SyncVectorEnv(64)`` on each configuration of
+    :data:`SCALE_CONFIGS`; medians over interleaved rounds, the lowest ratio."""
+    df = portfolio_frame()
+    rows = {name: ScaleRows(df, config, args.steps) for name, config in SCALE_CONFIGS.items()}
+    rounds = {name: [] for name in rows}
+    for r in range(args.rounds):
+        for name, scale in rows.items():
+            rounds[name].append(scale.round())
+        print(f"round {r + 1}/{args.rounds} (load average {os.getloadavg()[0]:.1f})")
+    out, ratios = [], []
+    for name, results in rounds.items():
+        ratio = float(np.median([ours / theirs for theirs, ours in results]))
+        ratios.append(ratio)
+        out.append((name, f"{np.median([x[0] for x in results]):,.0f}",
+                    f"{np.median([x[1] for x in results]):,.0f}", f"{ratio:.0f}x"))
+    print(f"\nmedians over {args.rounds} interleaved rounds, {args.steps} steps per run "
+          f"(gym-trading-env {max(args.steps // 3, 30)})")
+    table(out, ["configuration", f"gym-trading-env SyncVectorEnv x {N_SYNC} steps/s",
+                f"flowsim PortfolioVectorEnv x {N_ENVS} steps/s", "ratio"])
+    print(f"lowest ratio over the configurations (target >= 100x): {min(ratios):.0f}x")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=300, help="steps per timed vector run")
@@ -491,10 +569,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=1, help="whole measurements, same run")
     parser.add_argument("--portfolio-episodes", type=int, default=8192,
                         help="episodes per portfolio rollout")
-    parser.add_argument("--only", choices=("all", "stocks", "portfolio", "small"),
+    parser.add_argument("--only", choices=("all", "stocks", "portfolio", "small", "scale"),
                         default="all",
-                        help="the gym-anytrading rows, the gym-trading-env rows, both, or "
-                             "the small-batch rows against gym-trading-env")
+                        help="the gym-anytrading rows, the gym-trading-env rows, both, "
+                             "the small-batch rows against gym-trading-env, or its "
+                             "1,024-environment rows on several configurations")
     parser.add_argument("--tf-threads", type=int, default=0,
                         help="TensorFlow intra-op threads for flowsim's rows (0: its "
                              "default, every core; gym-trading-env's rows do not use TF)")
@@ -502,8 +581,8 @@ def main():
     if args.tf_threads:
         from flowsim.core.backend import set_threads
         set_threads(args.tf_threads, strict=True, who="--tf-threads")
-    if args.only == "small":
-        small_main(args)
+    if args.only in ("small", "scale"):
+        (small_main if args.only == "small" else scale_main)(args)
         return
     if args.only != "stocks":
         portfolio_main(args)
