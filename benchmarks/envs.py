@@ -466,16 +466,23 @@ class SmallRows:
         return out
 
 
+def interleaved_rounds(rows_class, configs, args):
+    """``{configuration: [round results]}``: ``rows_class(df, config, steps)`` built for
+    each of ``configs``, then ``args.rounds`` rounds timing each in turn."""
+    df = portfolio_frame()
+    rows = {name: rows_class(df, config, args.steps) for name, config in configs.items()}
+    rounds = {name: [] for name in rows}
+    for r in range(args.rounds):
+        for name, row in rows.items():
+            rounds[name].append(row.round())
+        print(f"round {r + 1}/{args.rounds} (load average {os.getloadavg()[0]:.1f})")
+    return rounds
+
+
 def small_main(args):
     """One, 4 and 16 environments against gym-trading-env, each configuration of
     :data:`SMALL_CONFIGS`; medians over interleaved rounds."""
-    df = portfolio_frame()
-    rows = {name: SmallRows(df, config, args.steps) for name, config in SMALL_CONFIGS.items()}
-    rounds = {name: [] for name in rows}
-    for r in range(args.rounds):
-        for name, small in rows.items():
-            rounds[name].append(small.round())
-        print(f"round {r + 1}/{args.rounds} (load average {os.getloadavg()[0]:.1f})")
+    rounds = interleaved_rounds(SmallRows, SMALL_CONFIGS, args)
     out, lowest = [], {}
     for name, results in rounds.items():
         for n in SMALL_SIZES:
@@ -542,13 +549,7 @@ class ScaleRows:
 def scale_main(args):
     """1,024 environments against ``SyncVectorEnv(64)`` on each configuration of
     :data:`SCALE_CONFIGS`; medians over interleaved rounds, the lowest ratio."""
-    df = portfolio_frame()
-    rows = {name: ScaleRows(df, config, args.steps) for name, config in SCALE_CONFIGS.items()}
-    rounds = {name: [] for name in rows}
-    for r in range(args.rounds):
-        for name, scale in rows.items():
-            rounds[name].append(scale.round())
-        print(f"round {r + 1}/{args.rounds} (load average {os.getloadavg()[0]:.1f})")
+    rounds = interleaved_rounds(ScaleRows, SCALE_CONFIGS, args)
     out, ratios = [], []
     for name, results in rounds.items():
         ratio = float(np.median([ours / theirs for theirs, ours in results]))
