@@ -145,11 +145,20 @@ class EagerSteps:
         data, last = self.data[name], self.rules.length - 1
         return [data[min(i, last)] for i in now["idx"]]
 
+    def one_column(self, now, name):
+        """History column ``name`` of the entry ``now`` of one environment (a number)."""
+        if name in SIMPLE:
+            return now[SIMPLE[name]][0]
+        if name in DISTRIBUTION:
+            key, sign = DISTRIBUTION[name]
+            return positive(sign * now[key][0])
+        return self.data[name][min(now["idx"][0], self.rules.length - 1)]
+
     def history(self, first, ring, current):
         """The :class:`History` of the functions: ``current`` (column -> list) the
         entry -1, ``first`` and ``ring`` (arrays) the kept rows of entry 0 and before."""
         if self.n == 1:
-            return self.one_history(self.one_values(first, ring, current))
+            return self.one_history(self.one_values(first, ring, lambda c: current[c][0]))
         values = {(c, -1): np.array(current[c], np.float64) for c in self.now_columns}
         values.update({(c, 0): first[i] for i, c in enumerate(self.first_columns)})
         values.update({(c, -k): ring[i] for i, (c, k) in enumerate(self.ring_keys)})
@@ -157,13 +166,14 @@ class EagerSteps:
                                  LibmValues)
 
     def one_values(self, first, ring, current):
-        """The values ``{(column, t): float}`` of :meth:`history` for one environment."""
+        """The values ``{(column, t): float}`` of :meth:`history` for one environment
+        (``current(column)``: the entry -1's value)."""
         if first is not self._first_rows:          # a new episode's entry 0
             self._first_rows = first
             self._first_values = dict(zip(self.first_keys, (float(row[0]) for row in first)))
         values = self._first_values.copy()
         for key in self.now_keys:
-            values[key] = float(current[key[0]][0])
+            values[key] = float(current(key[0]))
         values.update(zip(self.back_keys, (float(row[0]) for row in ring)))
         return values
 
@@ -385,20 +395,18 @@ class EagerSteps:
     def one_env_functions(self, now, terminated):
         """:meth:`history_functions` of one environment, on Python floats."""
         s = self.state
-        entry = {c: self.column(now, c) for c in self.now_columns}
-        values = self.one_values(s["first"], s["ring"], entry)
+        values = self.one_values(s["first"], s["ring"], lambda c: self.one_column(now, c))
         history = self.one_history(values)
         reward = self.call_one(self.rules.reward_function, history, "reward_function")
         now["reward"] = [0.0 if terminated[0] else reward]
-        if "reward" in entry:
-            entry["reward"] = now["reward"]
+        if ("reward", -1) in values:
             values["reward", -1] = now["reward"][0]
         features = [self.call_one(f, history, "dynamic feature function")
                     for f in self.rules.dynamic_feature_functions]
         window = s["dyn"]                   # shifted in place: observations are copies
         window[0, :-1] = window[0, 1:]
         window[0, -1] = features
-        ring = [np.array(entry[c], np.float64) if k == 2 else s["ring"][self.ring_at[c, k - 1]]
+        ring = [np.array([values[c, -1]]) if k == 2 else s["ring"][self.ring_at[c, k - 1]]
                 for c, k in self.ring_keys]
         return {"first": s["first"], "ring": ring, "dyn": window}
 

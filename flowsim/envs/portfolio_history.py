@@ -306,11 +306,12 @@ class LibmScalar(LibmValues):
             return super().__array_function__(func, types, args, kwargs)
 
     def _binary(name, reverse=False):
+        function = _FLOAT_UFUNCS[name]
+
         def method(self, o):
             a, b = self.x, o.x if type(o) is LibmScalar else o
-            if type(a) is float and _is_real(b):
-                return LibmScalar(_FLOAT_UFUNCS[name](b, a) if reverse
-                                  else _FLOAT_UFUNCS[name](a, b))
+            if type(a) is float and (type(b) is float or _is_real(b)):
+                return LibmScalar(function(b, a) if reverse else function(a, b))
             return self.apply(name, o, self) if reverse else self.apply(name, self, o)
         method.__name__ = name
         return method
@@ -324,6 +325,9 @@ class LibmScalar(LibmValues):
     __eq__, __ne__ = _binary("equal"), _binary("not_equal")
     __hash__ = None
     del _binary
+
+
+_MISSING = object()
 
 
 class History:
@@ -388,9 +392,11 @@ class History:
         return column, int(t)
 
     def __getitem__(self, arg):
-        if self._values is not None and type(arg) is tuple and len(arg) == 2 and \
-                type(arg[1]) is int and arg in self._values:
-            return self.values_class(self._values[arg])      # a kept entry, quickly
+        if type(arg) is tuple and len(arg) == 2 and type(arg[1]) is int and \
+                self._values is not None:
+            value = self._values.get(arg, _MISSING)
+            if value is not _MISSING:
+                return self.values_class(value)                 # a kept entry, quickly
         column, t = self._check(arg)
         if self._values is not None:
             if (column, t) not in self._values:
