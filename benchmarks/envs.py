@@ -74,6 +74,14 @@ each round, and the lowest ratio over the configurations::
 
     .venv/bin/python benchmarks/envs.py --only small --rounds 5 [--steps 300]
 
+At scale (``--only scale``): ``PortfolioVectorEnv`` x 1,024 (compiled steps from
+Python) against gym-trading-env's ``SyncVectorEnv`` x 64, random actions, on each
+configuration of ``SCALE_CONFIGS`` (fees, leverage and features in each; one with
+a custom reward and feature); medians over interleaved rounds and the lowest
+ratio (target >= 100x)::
+
+    .venv/bin/python benchmarks/envs.py --only scale --rounds 3 [--steps 150]
+
 Needs gymnasium, gym-anytrading and gym-trading-env (the ``test`` extra).
 """
 import argparse
@@ -410,7 +418,7 @@ SMALL_SIZES = (1, 4, 16)
 class SmallRows:
     """gym-trading-env against flowsim at 1, 4 and 16 environments on one
     configuration; :meth:`round` times each pair once and returns ``{size: (theirs,
-    ours)}`` env-steps per second."""
+    ours)}`` env-steps per second, each ``(wall, per CPU-second of this process)``."""
 
     def __init__(self, df, config, steps):
         import gymnasium
@@ -448,40 +456,121 @@ class SmallRows:
         for n, pair in self.pairs.items():
             rates = []
             for env in pair:
-                t0 = time.perf_counter()
-                if n == 1:
-                    self._single(env)
-                else:
-                    self._vector(env, n)
-                rates.append(n * self.steps / (time.perf_counter() - t0))
+                wall, cpu = timed(lambda env=env, n=n: self._single(env) if n == 1
+                                  else self._vector(env, n))
+                rates.append((n * self.steps / wall, n * self.steps / max(cpu, 1e-9)))
             out[n] = tuple(rates)
         return out
+
+
+def interleaved_rounds(rows_class, configs, args):
+    """``{configuration: [round results]}``: ``rows_class(df, config, steps)`` built for
+    each of ``configs``, then ``args.rounds`` rounds timing each in turn."""
+    df = portfolio_frame()
+    rows = {name: rows_class(df, config, args.steps) for name, config in configs.items()}
+    rounds = {name: [] for name in rows}
+    for r in range(args.rounds):
+        for name, row in rows.items():
+            rounds[name].append(row.round())
+        print(f"round {r + 1}/{args.rounds} (load average {os.getloadavg()[0]:.1f})")
+    return rounds
 
 
 def small_main(args):
     """One, 4 and 16 environments against gym-trading-env, each configuration of
     :data:`SMALL_CONFIGS`; medians over interleaved rounds."""
-    df = portfolio_frame()
-    rows = {name: SmallRows(df, config, args.steps) for name, config in SMALL_CONFIGS.items()}
-    rounds = {name: [] for name in rows}
-    for r in range(args.rounds):
-        for name, small in rows.items():
-            rounds[name].append(small.round())
-        print(f"round {r + 1}/{args.rounds} (load average {os.getloadavg()[0]:.1f})")
+    rounds = interleaved_rounds(SmallRows, SMALL_CONFIGS, args)
     out, lowest = [], {}
     for name, results in rounds.items():
         for n in SMALL_SIZES:
-            theirs = float(np.median([x[n][0] for x in results]))
-            ours = float(np.median([x[n][1] for x in results]))
-            ratio = float(np.median([x[n][1] / x[n][0] for x in results]))
-            lowest[n] = min(lowest.get(n, np.inf), ratio)
+            theirs = float(np.median([x[n][0][0] for x in results]))
+            ours = float(np.median([x[n][1][0] for x in results]))
+            ratio = [float(np.median([x[n][1][i] / x[n][0][i] for x in results]))
+                     for i in (0, 1)]
+            lowest[n] = np.minimum(lowest.get(n, np.inf), ratio)
             what = "one env" if n == 1 else f"{n} envs (SyncVectorEnv x {n})"
-            out.append((f"{name}: {what}", f"{theirs:,.0f}", f"{ours:,.0f}", f"{ratio:.2f}x"))
+            out.append((f"{name}: {what}", f"{theirs:,.0f}", f"{ours:,.0f}",
+                        f"{ratio[0]:.2f}x", f"{ratio[1]:.2f}x"))
     print(f"\nmedians over {args.rounds} interleaved rounds, {args.steps} steps per run")
     table(out, ["configuration, size", "gym-trading-env steps/s", "flowsim steps/s",
-                "flowsim / gym-trading-env"])
-    print("lowest ratio over the configurations (target >= 1x): " +
-          ", ".join(f"{n} env{'s' if n > 1 else ''} {lowest[n]:.2f}x" for n in SMALL_SIZES))
+                "flowsim / gym-trading-env", "same, per CPU-s"])
+    print("lowest ratio over the configurations (target >= 1x), wall / per CPU-s: " +
+          ", ".join(f"{n} env{'s' if n > 1 else ''} {lowest[n][0]:.2f}x / {lowest[n][1]:.2f}x"
+                    for n in SMALL_SIZES))
+
+
+#: Configurations of the 1,024-environment rows (``--only scale``): fees, leverage
+#: (borrowing) and features in each, one with its own reward and feature functions.
+SCALE_CONFIGS = {
+    "fees, leverage, windows": dict(PORTFOLIO),
+    "fractional, leverage, fees": dict(positions=[-0.5, 0, 0.25, 0.5, 1, 1.5],
+                                       trading_fees=0.002, borrow_interest_rate=0.0005,
+                                       windows=5),
+    "custom reward and feature": dict(SMALL_CONFIGS["custom reward and feature"],
+                                      borrow_interest_rate=0.0003),
+}
+
+
+class ScaleRows:
+    """gym-trading-env's ``SyncVectorEnv`` of ``N_SYNC`` environments against
+    ``PortfolioVectorEnv`` of ``N_ENVS`` (compiled steps from Python) on one
+    configuration, random actions (the first ``N_SYNC`` columns for gym-trading-env);
+    :meth:`round` times each once and returns ``(theirs, ours)``: env-steps per
+    second, each ``(wall, per CPU-second of this process)``."""
+
+    def __init__(self, df, config, steps):
+        import gymnasium
+        saved = list(warnings.filters)
+        from gym_trading_env.environments import TradingEnv
+        warnings.filters[:] = saved          # its import turns every warning into an error
+
+        from flowsim.envs import PortfolioVectorEnv
+        self.steps, self.sync_steps = steps, max(steps // 3, 30)
+        k = len(config["positions"])
+        self.actions = np.random.default_rng(0).integers(0, k, (steps, N_ENVS))
+        self.sync = gymnasium.vector.SyncVectorEnv(
+            [lambda: TradingEnv(df, verbose=0, **config) for _ in range(N_SYNC)])
+        self.env = PortfolioVectorEnv(df, N_ENVS, **config)
+        self.sync.reset(seed=0)
+        self.env.reset(seed=0)
+        self.env.step(self.actions[0])          # compile
+
+    def _sync(self):
+        for a in self.actions[:self.sync_steps, :N_SYNC]:
+            self.sync.step(a)
+
+    def _flowsim(self):
+        for a in self.actions:
+            self.env.step(a)
+
+    def round(self):
+        rates = []
+        for run, work in ((self._sync, N_SYNC * self.sync_steps),
+                          (self._flowsim, N_ENVS * self.steps)):
+            wall, cpu = timed(run)
+            rates.append((work / wall, work / max(cpu, 1e-9)))
+        return tuple(rates)
+
+
+def scale_main(args):
+    """1,024 environments against ``SyncVectorEnv(64)`` on each configuration of
+    :data:`SCALE_CONFIGS`; medians over interleaved rounds, the lowest ratio."""
+    rounds = interleaved_rounds(ScaleRows, SCALE_CONFIGS, args)
+    out, ratios = [], []
+    for name, results in rounds.items():
+        ratio = [float(np.median([ours[i] / theirs[i] for theirs, ours in results]))
+                 for i in (0, 1)]
+        ratios.append(ratio)
+        out.append((name, f"{np.median([x[0][0] for x in results]):,.0f}",
+                    f"{np.median([x[1][0] for x in results]):,.0f}", f"{ratio[0]:.0f}x",
+                    f"{ratio[1]:.0f}x"))
+    print(f"\nmedians over {args.rounds} interleaved rounds, {args.steps} steps per run "
+          f"(gym-trading-env {max(args.steps // 3, 30)})")
+    table(out, ["configuration", f"gym-trading-env SyncVectorEnv x {N_SYNC} steps/s",
+                f"flowsim PortfolioVectorEnv x {N_ENVS} steps/s", "ratio",
+                "ratio per CPU-s"])
+    print(f"lowest ratio over the configurations (target >= 100x): "
+          f"{min(r[0] for r in ratios):.0f}x wall, {min(r[1] for r in ratios):.0f}x per CPU-s")
 
 
 def main():
@@ -491,10 +580,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=1, help="whole measurements, same run")
     parser.add_argument("--portfolio-episodes", type=int, default=8192,
                         help="episodes per portfolio rollout")
-    parser.add_argument("--only", choices=("all", "stocks", "portfolio", "small"),
+    parser.add_argument("--only", choices=("all", "stocks", "portfolio", "small", "scale"),
                         default="all",
-                        help="the gym-anytrading rows, the gym-trading-env rows, both, or "
-                             "the small-batch rows against gym-trading-env")
+                        help="the gym-anytrading rows, the gym-trading-env rows, both, "
+                             "the small-batch rows against gym-trading-env, or its "
+                             "1,024-environment rows on several configurations")
     parser.add_argument("--tf-threads", type=int, default=0,
                         help="TensorFlow intra-op threads for flowsim's rows (0: its "
                              "default, every core; gym-trading-env's rows do not use TF)")
@@ -502,8 +592,8 @@ def main():
     if args.tf_threads:
         from flowsim.core.backend import set_threads
         set_threads(args.tf_threads, strict=True, who="--tf-threads")
-    if args.only == "small":
-        small_main(args)
+    if args.only in ("small", "scale"):
+        (small_main if args.only == "small" else scale_main)(args)
         return
     if args.only != "stocks":
         portfolio_main(args)

@@ -1,4 +1,5 @@
 """PortfolioVectorEnv / PortfolioEnv stepped in numpy (eager) against the compiled step."""
+import os
 import warnings
 
 import numpy as np
@@ -102,17 +103,33 @@ def test_eager_steps_equal_the_compiled_steps_bit_for_bit(case):
         assert_same(envs[0].historical_info(i).arrays, envs[1].historical_info(i).arrays, i)
 
 
-def test_single_eager_env_equals_the_compiled_one():
+def switch_feature(history):
+    """np.where, np.maximum, a comparison and reflected operators (one env: on floats)."""
+    change = 1 - history["portfolio_valuation", -1] / history["portfolio_valuation", -2]
+    return np.where(history["position", -1] > 0, np.maximum(change, -0.5),
+                    2 / history["data_close", -1])
+
+
+#: The single-env cases: gym-trading-env's default functions, and custom ones.
+SINGLE = {"defaults": CASES["defaults_fees_leverage_windows"],
+          "custom": {**CASES["custom_functions_random_starts"], "windows": 2,
+                     "dynamic_feature_functions": [drift_feature, log_value_feature,
+                                                   switch_feature]}}
+
+
+@pytest.mark.parametrize("case", list(SINGLE))
+def test_single_eager_env_equals_the_compiled_one(case):
     """PortfolioEnv's eager info dicts (values and Python types), historical_info and
     metrics are the compiled env's."""
     df = market_frame(30)
-    kwargs = CASES["defaults_fees_leverage_windows"]
+    kwargs = SINGLE[case]
     envs = [PortfolioEnv(df, verbose=0, eager=eager, **kwargs) for eager in (True, False)]
     for env in envs:
         env.add_metric("Position Changes", METRICS["Position Changes"])
     first = [env.reset(seed=3) for env in envs]
     assert_same(first[0][0], first[1][0], "obs") and first[0][1] == first[1][1]
-    for step, a in enumerate(np.random.default_rng(0).integers(0, 6, 40).tolist()):
+    k = len(kwargs["positions"])
+    for step, a in enumerate(np.random.default_rng(0).integers(0, k, 40).tolist()):
         mine, theirs = (env.step(a) for env in envs)
         assert_same(mine[0], theirs[0], step)
         assert mine[1:] == theirs[1:], step
@@ -120,6 +137,38 @@ def test_single_eager_env_equals_the_compiled_one():
         if step == 20:
             assert_same(envs[0].historical_info.arrays, envs[1].historical_info.arrays, step)
     assert envs[0].get_metrics() == envs[1].get_metrics() and envs[0].get_metrics()
+
+
+def test_one_env_values_compute_as_numpy_does():
+    """LibmScalar (one environment's history values, Python floats) gives numpy's
+    float64 numbers (the C library's log) for every operator and ufunc it computes
+    itself, through signed zeros, infinities and NaN (a NaN's sign is the
+    processor's choice), and falls back to numpy for the others."""
+    import itertools
+
+    from flowsim.envs.portfolio_history import LibmScalar, LibmValues
+    numbers = [0.0, -0.0, 1.0, -2.5, np.nan, np.inf, -np.inf, 3, 0, 1e308, 1e-308,
+               1.0164649682061877]                  # numpy's log: not the C library's
+    operations = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
+                  lambda a, b: a / b, lambda a, b: b - a, lambda a, b: b / a,
+                  lambda a, b: a > b, lambda a, b: a <= b, lambda a, b: a == b,
+                  lambda a, b: a != b, np.maximum, np.minimum, np.fmax, lambda a, b: a ** b,
+                  lambda a, b: np.where(a > b, a, b), lambda a, b: np.log(a) * b,
+                  lambda a, b: np.abs(a) - b, lambda a, b: -a + b, lambda a, b: np.exp(a) + b,
+                  lambda a, b: np.log2(a) + b]
+
+    def result(op, a, b, wrap):
+        out = op(wrap(float(a)), b)
+        return np.asarray(out.x if hasattr(out, "x") else out, np.float64)
+
+    with np.errstate(all="ignore"):
+        for (i, op), a, b in itertools.product(enumerate(operations), numbers, numbers):
+            mine, theirs = (result(op, a, b, wrap) for wrap in (LibmScalar, LibmValues))
+            assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs, equal_nan=True) \
+                and (np.isnan(mine) or np.signbit(mine) == np.signbit(theirs)), (i, a, b)
+    assert type((LibmScalar(1.0) - 2.0).x) is float
+    assert type(np.exp(LibmScalar(1.0)).x) is float           # numpy's, back to a float
+    assert type((LibmScalar(1.0) + np.ones(2)).x) is np.ndarray
 
 
 def test_eager_is_chosen_by_size_and_can_be_forced():
@@ -151,36 +200,38 @@ def test_uniform_key_is_the_compiled_generators():
     assert got == expected.tolist()
 
 
-# -- evaluate: one policy on flowsim/TradingEnv-v0 and on gym-trading-env -------------
+# -- evaluate: one policy on flowsim/TradingEnv-v0 against gym-trading-env's table ----
+#: gym-trading-env's episodes of the test's policy
+#: (benchmarks/make_envs_evaluation_reference.py).
+EVALUATED = os.path.join(os.path.dirname(__file__), "data", "gym_trading_env_evaluate.csv")
+
+
 def test_evaluate_gives_gym_trading_envs_episode_returns_for_a_greedy_policy():
     """A deterministic (greedy) ActorCritic, the class of train_ppo's policy, played
-    on gymnasium.make("flowsim/TradingEnv-v0") and on gym-trading-env's TradingEnv
-    over the same data: the same actions, so the same episodes (valuations bit for
-    bit, returns to a log's last bit) and metrics."""
+    on gymnasium.make("flowsim/TradingEnv-v0") gives the table gym-trading-env's
+    TradingEnv gave over the same data (stored): the same actions, so the same
+    episodes (valuations bit for bit, returns to a log's last bit) and metrics."""
     import gymnasium
+    import pandas as pd
 
     from flowsim.envs import ActorCritic, evaluate
-    saved = list(warnings.filters)
-    from gym_trading_env.environments import TradingEnv
-    warnings.filters[:] = saved          # its import turns every warning into an error
     df = market_frame(60, start=900)
     rules = dict(positions=[-1, 0, 0.5, 2], trading_fees=0.001, borrow_interest_rate=0.0003,
                  windows=3, initial_position=0)
     policy = ActorCritic.random(3 * 4, 4, hidden=(8,), seed=2)
     policy = policy.with_weights([30 * w for w in policy.weights])     # decisive
-    ours = evaluate(policy, gymnasium.make("flowsim/TradingEnv-v0", df=df, verbose=0,
-                                           **rules), episodes=2, seed=5)
-    theirs = evaluate(policy, TradingEnv(df, verbose=0, **rules), episodes=2, seed=5)
+    flowsim_env = gymnasium.make("flowsim/TradingEnv-v0", df=df, verbose=0, **rules)
+    ours = evaluate(policy, flowsim_env, episodes=2, seed=5)
+    theirs = pd.read_csv(EVALUATED)
     assert list(ours.columns) == list(theirs.columns) == [
         "episode", "steps", "return", "portfolio_valuation", "portfolio_return",
         "market_return", "position_changes", "Market Return", "Portfolio Return"]
     assert (ours["steps"] == len(df) - 3).all() and (ours["position_changes"] > 5).all()
-    for column in ("steps", "portfolio_valuation", "portfolio_return", "market_return",
-                   "position_changes", "Market Return", "Portfolio Return"):
+    for column in ("episode", "steps", "portfolio_valuation", "portfolio_return",
+                   "market_return", "position_changes", "Market Return", "Portfolio Return"):
         assert ours[column].tolist() == theirs[column].tolist(), column
     np.testing.assert_allclose(ours["return"], theirs["return"], rtol=1e-13)
-    drawn = evaluate(policy, gymnasium.make("flowsim/TradingEnv-v0", df=df, verbose=0,
-                                            **rules), episodes=1, seed=5, greedy=False)
+    drawn = evaluate(policy, flowsim_env, episodes=1, seed=5, greedy=False)
     assert drawn["steps"].tolist() == [len(df) - 3]
     with pytest.raises(ValueError, match="episodes must be an integer >= 1, got 0"):
-        evaluate(policy, TradingEnv(df, verbose=0, **rules), episodes=0)
+        evaluate(policy, flowsim_env, episodes=0)

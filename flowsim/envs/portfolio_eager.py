@@ -17,8 +17,11 @@ import numpy as np
 
 from .portfolio_history import (
     History,
+    LibmScalar,
     LibmValues,
+    divide,
     last_position_taken,
+    libm_log_float,
     log_return,
     real_position,
 )
@@ -45,18 +48,8 @@ def uniform_key(seed, word):
     return (_mix64((h + _GOLDEN) & _MASK) >> 11) * 2.0 ** -53
 
 
-def divide(a, b):
-    """``a / b`` with IEEE's infinities and NaN where Python raises."""
-    if b:
-        return a / b
-    if a != a or a == 0:
-        return math.nan
-    return math.copysign(math.inf, a) * math.copysign(1.0, b)
-
-
-def log(x):
-    """The C library's ``log`` (as XLA's on CPUs) with IEEE's -inf and NaN."""
-    return math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+#: The C library's ``log`` (as XLA's on CPUs) with IEEE's -inf and NaN.
+log = libm_log_float
 
 
 def trade(wallet, position, target, price, fee, keep):
@@ -127,6 +120,10 @@ class EagerSteps:
         self.window = np.arange(window)
         self.first_columns, self.ring_keys, self.now_columns = p.kept
         self.ring_at = {key: i for i, key in enumerate(self.ring_keys)}
+        self.now_keys = [(c, -1) for c in self.now_columns]
+        self.first_keys = [(c, 0) for c in self.first_columns]
+        self.back_keys = [(c, -k) for c, k in self.ring_keys]
+        self._one = self._first_rows = self._first_values = None
         self.data = {f"data_{c}": p.data[:, j].tolist() for j, c in enumerate(p.data_columns)}
         # gym-trading-env's default reward and features, computed without a history
         self.defaults = (p.reward_function is log_return and p.dynamic_feature_functions == [
@@ -148,23 +145,60 @@ class EagerSteps:
         data, last = self.data[name], self.rules.length - 1
         return [data[min(i, last)] for i in now["idx"]]
 
+    def one_column(self, now, name):
+        """History column ``name`` of the entry ``now`` of one environment (a number)."""
+        if name in SIMPLE:
+            return now[SIMPLE[name]][0]
+        if name in DISTRIBUTION:
+            key, sign = DISTRIBUTION[name]
+            return positive(sign * now[key][0])
+        return self.data[name][min(now["idx"][0], self.rules.length - 1)]
+
     def history(self, first, ring, current):
         """The :class:`History` of the functions: ``current`` (column -> list) the
         entry -1, ``first`` and ``ring`` (arrays) the kept rows of entry 0 and before."""
-        if self.n == 1:             # numpy scalars: a function's every operation is cheaper
-            values = {(c, -1): float(current[c][0]) for c in self.now_columns}
-            values.update({(c, 0): float(first[i][0]) for i, c in enumerate(self.first_columns)})
-            values.update({(c, -k): float(ring[i][0]) for i, (c, k) in enumerate(self.ring_keys)})
-        else:
-            values = {(c, -1): np.array(current[c], np.float64) for c in self.now_columns}
-            values.update({(c, 0): first[i] for i, c in enumerate(self.first_columns)})
-            values.update({(c, -k): ring[i] for i, (c, k) in enumerate(self.ring_keys)})
+        if self.n == 1:
+            return self.one_history(self.one_values(first, ring, lambda c: current[c][0]))
+        values = {(c, -1): np.array(current[c], np.float64) for c in self.now_columns}
+        values.update({(c, 0): first[i] for i, c in enumerate(self.first_columns)})
+        values.update({(c, -k): ring[i] for i, (c, k) in enumerate(self.ring_keys)})
         return History.of_values(self.rules.columns, values, self.rules.history_length,
                                  LibmValues)
 
+    def one_values(self, first, ring, current):
+        """The values ``{(column, t): float}`` of :meth:`history` for one environment
+        (``current(column)``: the entry -1's value)."""
+        if first is not self._first_rows:          # a new episode's entry 0
+            self._first_rows = first
+            self._first_values = dict(zip(self.first_keys, (float(row[0]) for row in first)))
+        values = self._first_values.copy()
+        for key in self.now_keys:
+            values[key] = float(current(key[0]))
+        values.update(zip(self.back_keys, (float(row[0]) for row in ring)))
+        return values
+
+    def one_history(self, values):
+        """The history of one environment's ``values`` (Python floats, read as
+        :class:`LibmScalar`): one object, refilled at every step (as gym-trading-env
+        hands its functions one ``History``)."""
+        if self._one is None:
+            self._one = History.of_values(self.rules.columns, {}, self.rules.history_length,
+                                          LibmScalar)
+        self._one._values = values
+        return self._one
+
     def call(self, fn, history, what):
         """``fn(history)`` as float64 ``[n]``."""
+        return self.per_env(fn(history), fn, what)
+
+    def call_one(self, fn, history, what):
+        """``fn(history)`` of one environment, a Python float."""
         out = fn(history)
+        x = out.x if type(out) is LibmScalar else out
+        return x if type(x) is float else float(self.per_env(out, fn, what)[0])
+
+    def per_env(self, out, fn, what):
+        """A function's output ``out`` as float64 ``[n]``."""
         x = np.asarray(out.x if isinstance(out, LibmValues) else out, np.float64)
         if x.shape == (self.n,):
             return x
@@ -341,6 +375,8 @@ class EagerSteps:
         shifted: the next ``state``."""
         if self.defaults:
             return self.default_functions(now, terminated)
+        if self.n == 1:                 # Python floats (LibmScalar silences numpy's warnings)
+            return self.one_env_functions(now, terminated)
         with np.errstate(all="ignore"):
             return self.history_functions(now, terminated)
 
@@ -354,10 +390,33 @@ class EagerSteps:
         if "reward" in entry:
             entry["reward"] = reward
             history = self.history(s["first"], s["ring"], entry)
-        dyn = self.dynamic(history)
+        return self.shifted(entry, self.dynamic(history)[:, None, :])
+
+    def one_env_functions(self, now, terminated):
+        """:meth:`history_functions` of one environment, on Python floats."""
+        s = self.state
+        values = self.one_values(s["first"], s["ring"], lambda c: self.one_column(now, c))
+        history = self.one_history(values)
+        reward = self.call_one(self.rules.reward_function, history, "reward_function")
+        now["reward"] = [0.0 if terminated[0] else reward]
+        if ("reward", -1) in values:
+            values["reward", -1] = now["reward"][0]
+        features = [self.call_one(f, history, "dynamic feature function")
+                    for f in self.rules.dynamic_feature_functions]
+        window = s["dyn"]                   # shifted in place: observations are copies
+        window[0, :-1] = window[0, 1:]
+        window[0, -1] = features
+        ring = [np.array([values[c, -1]]) if k == 2 else s["ring"][self.ring_at[c, k - 1]]
+                for c, k in self.ring_keys]
+        return {"first": s["first"], "ring": ring, "dyn": window}
+
+    def shifted(self, entry, dyn):
+        """The next ``state``: the entry ``entry`` joins the kept rows, the dynamic
+        features ``dyn`` ``[n, 1, n_dynamic]`` the window."""
+        s = self.state
         ring = [np.array(entry[c], np.float64) if k == 2 else s["ring"][self.ring_at[c, k - 1]]
                 for c, k in self.ring_keys]
-        window = np.concatenate([s["dyn"][:, 1:], dyn[:, None, :]], axis=1)
+        window = np.concatenate([s["dyn"][:, 1:], dyn], axis=1)
         return {"first": s["first"], "ring": ring, "dyn": window}
 
     def default_functions(self, now, terminated):
@@ -392,6 +451,11 @@ class EagerSteps:
                 "portfolio_distribution_interest_fiat": now["if"][env]}
 
     def observe(self):
+        if self.n == 1:                         # a slice: cheaper than gathering rows
+            row = self.now["idx"][0]
+            obs = np.concatenate((self.features[row:row + len(self.window)][None],
+                                  self.state["dyn"]), axis=2)
+            return obs if self.rules.windows is not None else obs[:, 0]
         if self.rules.windows is None:
             return np.concatenate([self.features[self.now["idx"]], self.state["dyn"][:, -1]],
                                   axis=1)

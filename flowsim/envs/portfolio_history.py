@@ -24,6 +24,7 @@ entry) and the last ``history_length`` entries (``-1 .. -history_length``);
 """
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -195,15 +196,36 @@ class Values:
     __hash__ = None
 
 
+#: The processor's NaN of an invalid operation (``0 / 0``; its sign is the processor's).
+_INVALID = math.inf * 0.0
+
+
+def divide(a, b):
+    """``a / b`` of Python floats with the processor's infinities and NaN (numpy's)
+    where Python raises."""
+    if b:
+        return a / b
+    if a != a:
+        return a
+    if a == 0:
+        return _INVALID
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def libm_log_float(x):
+    """The C library's ``log`` of a Python float (``math.log``) with IEEE's ``-inf``
+    and NaN where Python raises."""
+    return math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+
+
 def libm_log(x):
     """``np.log`` of a float64 array, each value the C library's ``log`` (Python's
     ``math.log``), as XLA computes it on CPUs; numpy's own differs in the last bit
     for about 2 % of values.  ``log(0) = -inf``, ``log(x < 0) = nan``."""
     if type(x) is float or type(x) is np.float64:
-        return np.float64(math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan))
+        return np.float64(libm_log_float(x))
     values = np.asarray(x, np.float64)
-    out = [math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
-           for v in values.reshape(-1).tolist()]     # math.log raises for v <= 0
+    out = [libm_log_float(v) for v in values.reshape(-1).tolist()]
     return np.array(out, np.float64).reshape(values.shape)
 
 
@@ -218,6 +240,94 @@ class LibmValues(Values):
     host_functions = {"log": libm_log,
                       "log2": lambda x: libm_log(x) / np.log(2.0),
                       "log10": lambda x: libm_log(x) / np.log(10.0)}
+
+
+def _maximum(a, b):
+    """numpy's ``maximum`` of two floats: NaN wins, ``b`` on a tie (``0.0, -0.0``)."""
+    return a if a != a or a > b else b
+
+
+def _minimum(a, b):
+    """numpy's ``minimum`` of two floats: NaN wins, ``b`` on a tie (``0.0, -0.0``)."""
+    return a if a != a or a < b else b
+
+
+#: ufuncs a :class:`LibmScalar` of Python floats computes in Python: the operations
+#: whose float64 result numpy's (and XLA's on CPUs) is exactly.
+_FLOAT_UFUNCS = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+    "true_divide": divide, "divide": divide, "negative": operator.neg,
+    "absolute": abs, "log": libm_log_float, "maximum": _maximum, "minimum": _minimum,
+    "greater": operator.gt,
+    "greater_equal": operator.ge, "less": operator.lt, "less_equal": operator.le,
+    "equal": operator.eq, "not_equal": operator.ne,
+}
+#: The one-operand ufuncs of :data:`_FLOAT_UFUNCS`, by ufunc.
+_FLOAT_UNARY = {np.absolute: abs, np.negative: operator.neg, np.log: libm_log_float}
+#: Python ints exactly representable as floats (numpy converts them so).
+_EXACT_INT = 2 ** 53
+
+
+def _is_real(x):
+    return type(x) is float or (type(x) is int and -_EXACT_INT <= x <= _EXACT_INT)
+
+
+class LibmScalar(LibmValues):
+    """:class:`LibmValues` of one environment, whose value is usually a Python float:
+    its arithmetic, comparisons, ``np.abs``, ``np.log``, ``np.maximum``,
+    ``np.minimum`` and ``np.where`` run on Python floats (the same IEEE operations as
+    numpy's float64, without numpy's per-call cost); anything else (another ufunc,
+    an array operand) as :class:`LibmValues` computes it."""
+
+    __slots__ = ()
+
+    def apply(self, name, *args):
+        raw = [a.x if type(a) is LibmScalar else a for a in args]
+        function = _FLOAT_UFUNCS.get(name)
+        if function is not None and all(map(_is_real, raw)) and float in map(type, raw):
+            return LibmScalar(function(*raw))
+        with np.errstate(all="ignore"):
+            out = super().apply(name, *args)
+        return LibmScalar(float(out.x)) if type(out.x) is np.float64 else out
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if len(inputs) == 1 and type(self.x) is float and method == "__call__" and not kwargs:
+            function = _FLOAT_UNARY.get(ufunc)
+            if function is not None:
+                return LibmScalar(function(self.x))
+        return super().__array_ufunc__(ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.where and not kwargs and len(args) == 3:
+            cond, a, b = (v.x if type(v) is LibmScalar else v for v in args)
+            if type(cond) in (bool, float) and type(a) is float and type(b) is float:
+                return LibmScalar(a if cond else b)
+        with np.errstate(all="ignore"):
+            return super().__array_function__(func, types, args, kwargs)
+
+    def _binary(name, reverse=False):
+        function = _FLOAT_UFUNCS[name]
+
+        def method(self, o):
+            a, b = self.x, o.x if type(o) is LibmScalar else o
+            if type(a) is float and (type(b) is float or _is_real(b)):
+                return LibmScalar(function(b, a) if reverse else function(a, b))
+            return self.apply(name, o, self) if reverse else self.apply(name, self, o)
+        method.__name__ = name
+        return method
+
+    __add__, __radd__ = _binary("add"), _binary("add", True)
+    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
+    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
+    __truediv__, __rtruediv__ = _binary("true_divide"), _binary("true_divide", True)
+    __lt__, __le__ = _binary("less"), _binary("less_equal")
+    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
+    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
+    __hash__ = None
+    del _binary
+
+
+_MISSING = object()
 
 
 class History:
@@ -282,9 +392,11 @@ class History:
         return column, int(t)
 
     def __getitem__(self, arg):
-        if self._values is not None and type(arg) is tuple and len(arg) == 2 and \
-                type(arg[1]) is int and arg in self._values:
-            return self.values_class(self._values[arg])      # a kept entry, quickly
+        if type(arg) is tuple and len(arg) == 2 and type(arg[1]) is int and \
+                self._values is not None:
+            value = self._values.get(arg, _MISSING)
+            if value is not _MISSING:
+                return self.values_class(value)                 # a kept entry, quickly
         column, t = self._check(arg)
         if self._values is not None:
             if (column, t) not in self._values:
