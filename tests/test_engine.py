@@ -412,7 +412,7 @@ def test_no_retracing_over_iterations_chunk_sizes_and_event_counts():
         flowsim.Flow(sim, N, seed=1, events_limit=lim, block_size=BS, quiet=True).run(4)
     for n in (BS, 2000, 5 * BS + 1):
         flowsim.Flow(sim, n, seed=2, events_limit=2 * BS, block_size=BS, quiet=True).run(3)
-    # under XLA: the block kernel once, and the program over a chunk's blocks once (built
+    # under XLA: the block kernel once, and the loop over a chunk's blocks once (built
     # for the first chunk of more than kernel.DIRECT_BLOCKS blocks)
     assert kernel.trace_counts[key] - before == 2
     assert kernel.cached_kernels(sim) == 1
@@ -479,48 +479,6 @@ def test_short_runs_call_blocks_directly_with_the_bits_of_the_loop(monkeypatch, 
     before = kernel.trace_counts[key]
     wide.run(1)
     assert kernel.trace_counts[key] - before == 2
-
-
-@pytest.mark.parametrize("algorithm", ["plain", "vegasplus"])
-def test_every_cut_of_a_chunk_into_program_calls_gives_the_same_bits(monkeypatch, algorithm):
-    """Under XLA a chunk of more than kernel.DIRECT_BLOCKS blocks (in a run that is not
-    short) is cut into runs of at most kernel.PROGRAM_BLOCKS, at least one per thread
-    (kernel.DIRECT_THREADS), one call of the compiled program each; the bits depend on
-    none of it."""
-    import pickle
-
-    sim = (flowsim.Plain if algorithm == "plain" else flowsim.VegasPlus)(
-        GENZ["oscillatory"].f, 3)
-    sim.trace_key()                 # drawn before the copies, so they share it
-    fresh = pickle.dumps(sim)
-    key = ("Plain" if algorithm == "plain" else "VegasPlus", "CPU:0")
-
-    def run(events_limit=None):     # 7 blocks of 256 per iteration
-        return [r["value"] for r in flowsim.Flow(
-            pickle.loads(fresh), 7 * BS - 100, seed=7, block_size=BS, quiet=True,
-            events_limit=events_limit).run(3).iterations]
-
-    kernel._KERNELS.clear()
-    before = kernel.trace_counts[key]
-    bits = run()                    # a short run: block by block
-    monkeypatch.setattr(kernel, "SHORT_RUN_BLOCKS", 0)
-    for lim in (3 * BS, 10**6):
-        assert run(lim) == bits
-    monkeypatch.setattr(kernel, "DIRECT_THREADS", 1)
-    assert run() == bits
-    assert kernel.trace_counts[key] - before == 2       # the block, the program
-    monkeypatch.setattr(kernel, "DIRECT_THREADS", 2)
-    monkeypatch.setattr(kernel, "PROGRAM_BLOCKS", 2)     # built anew: 4 calls of <= 2
-    kernel._KERNELS.clear()
-    assert run() == bits
-    assert kernel.trace_counts[key] - before == 4
-
-
-def test_program_pieces_cut_even_runs_of_at_most_the_programs_blocks():
-    assert kernel.program_pieces(5, 7, 16, threads=2) == [(5, 4), (9, 3)]
-    assert kernel.program_pieces(0, 7, 2, threads=2) == [(0, 2), (2, 2), (4, 2), (6, 1)]
-    assert kernel.program_pieces(3, 1, 16, threads=8) == [(3, 1)]
-    assert kernel.program_pieces(0, 0, 16, threads=2) == []
 
 
 def _branchy(x):

@@ -167,10 +167,7 @@ def catch(make):
         time.sleep(0.2)
         return {"raised": type(exc).__name__, "message": str(exc), "traceback": tb,
                 "seconds": time.perf_counter() - start, "chunks": len(flow.timeline),
-                # device threads left running (kernel._pool's block threads live on)
-                "threads": [t.name for t in threading.enumerate()
-                            if t.name.startswith("flowsim-")
-                            and not t.name.startswith("flowsim-block")]}
+                "threads": [t.name for t in threading.enumerate() if t.name.startswith("flowsim-")]}
 
 big = dict(KW, n_events=1024 * 400, events_limit=1024)     # 400 chunks queued
 out["bug"] = catch(lambda: Buggy(plain, schedule="dynamic", **big))

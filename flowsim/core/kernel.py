@@ -8,11 +8,8 @@ block, the iteration and the adaptive state are all tensor arguments, so new
 chunk sizes and new iterations never retrace.  Under XLA the block kernel is
 its own compiled function, called either directly from Python (chunks of one
 block, :data:`DIRECT_BLOCKS`, and every chunk of a short run,
-:data:`SHORT_RUN_BLOCKS`) or from one compiled program: the loop over up to
-:data:`PROGRAM_BLOCKS` blocks and their rows of sums, with no TensorFlow
-executor between blocks; a chunk is cut into runs of blocks, one call of the
-program each (:func:`program_pieces`).  Both are called from
-:data:`DIRECT_THREADS` threads at once, and give the same bits.
+:data:`SHORT_RUN_BLOCKS`) or from a TensorFlow loop over the chunk's blocks;
+both give the same bits.
 
 The compiled functions live in one cache, here (:func:`compiled`), keyed by
 what determines the trace: the simulation's
@@ -38,8 +35,8 @@ from .lazy_tf import tf
 from .simulation import full_state
 from .stable_names import content_key, stable_names
 
-#: Traces per (simulation class, device) of the block kernel (under XLA: of the chunk
-#: program holding it); tests assert it is traced once.
+#: Traces per (simulation class, device): the block kernel and, under XLA, the loop
+#: over a chunk's blocks; tests assert each is traced once.
 trace_counts = collections.Counter()
 _lock = threading.Lock()
 #: Compiled chunk functions, least recently used first (:func:`compiled`).
@@ -47,34 +44,27 @@ _KERNELS = collections.OrderedDict()
 #: Most compiled functions kept per process.
 MAX_KERNELS = 32
 #: Under XLA, chunks of at most this many blocks call the block function directly
-#: (one call per block) instead of the chunk program.  A run whose chunks are single
-#: blocks then never builds the program (its trace and conversion to HLO), and one
-#: call of a small block costs a quarter of a program call.  Not more: a direct call
-#: of a large block costs more than in the program, and letting the first chunks of a
-#: run go direct moved the program's building into later iterations.
+#: (one call per block) instead of the loop function.  A run whose chunks are single
+#: blocks then never builds the loop (its trace, TensorFlow's graph optimisation and
+#: the block's second conversion to HLO inside it), and one call of a small block
+#: costs a quarter of a loop call.  Not more: a direct call of a large block costs
+#: more than in the loop, and letting the first chunks of
+#: a run go direct moved the loop's building into later iterations.
 DIRECT_BLOCKS = 1
 #: Under XLA, a run (one ``Flow.run`` call) of at most this many blocks in all, and
 #: at most :data:`SHORT_ITERATION_BLOCKS` per iteration, calls the block function
 #: directly for every chunk (:attr:`IterationTask.short_run`), unless this process
-#: has already built the program for the kernel: its building (~0.1 CPU-s) is
+#: has already built the loop for the kernel: the loop's building (~0.15 CPU-s) is
 #: left to runs long enough to pay it back.
 SHORT_RUN_BLOCKS = 64
 #: Iterations of more blocks than this do not make a short run: a one-iteration
-#: warm-up at a size where the program pays off (e.g. 2*10^6 events, 31 blocks) still
+#: warm-up at a size where the loop pays off (e.g. 2*10^6 events, 31 blocks) still
 #: builds it, so the timed run after it does not.
 SHORT_ITERATION_BLOCKS = 8
-#: Threads calling the block function (direct path) or the chunk program at once, each
-#: on its own blocks; 1: one call after another.  A block's row does not depend on
-#: which thread computes it.
+#: Threads calling the block function of a chunk's blocks at once on the direct path,
+#: as the loop runs several blocks at once (its ``parallel_iterations``); 1: one after
+#: another.  A block's rows do not depend on which thread computes them.
 DIRECT_THREADS = min(os.cpu_count() or 1, 8)
-#: Blocks one call of a chunk's XLA program computes at most: the static length of
-#: its rows, fixed when the program is built; longer chunks take several calls (each
-#: call costs a dispatch, so not fewer), and never more rows than
-#: :data:`PROGRAM_ROWS_BYTES` hold.
-PROGRAM_BLOCKS = 256
-#: Bytes of the rows one call of a chunk's XLA program returns at most (wide rows,
-#: e.g. histograms of many bins, get fewer blocks per call).
-PROGRAM_ROWS_BYTES = 1 << 20
 _POOL = []
 
 DTYPES = ("float64", "float32")
@@ -287,31 +277,38 @@ def _build(simulation, spec, device, names=None):
 
     signature = [t.TensorSpec([2], t.int64), t.TensorSpec([], t.int64),
                  t.TensorSpec([], t.int64), t.TensorSpec([], t.int64), state_spec]
-    if not spec.jit_compile:
-        return _graph_loop(one_block, signature, convert, width, bs)
+    if spec.jit_compile:
+        one_block = t.function(one_block, jit_compile=True, autograph=convert,
+                               input_signature=[signature[0]] + signature[2:])
 
-    program_blocks = max(1, min(PROGRAM_BLOCKS, PROGRAM_ROWS_BYTES // (8 * max(width, 1))))
-    block = t.function(one_block, jit_compile=True, autograph=convert,
-                       input_signature=[signature[0]] + signature[2:])
-
-    @t.function(input_signature=signature, autograph=convert, jit_compile=True)
+    @t.function(input_signature=signature, autograph=convert)
     def chunk(base, first_block, n_blocks, n_events, state):
-        # One XLA computation: the loop over n_blocks <= program_blocks blocks, the rows
-        # (a loop variable, not a TensorArray: XLA's bridge converts the body once).
-        with _lock:                 # the program's own trace (block counts the kernel's)
-            trace_counts[(name, device)] += 1
+        if spec.jit_compile:        # the loop's own trace (one_block counts the kernel's)
+            with _lock:
+                trace_counts[(name, device)] += 1
+        return _loop(base, first_block, n_blocks, n_events, state)
+
+    def _loop(base, first_block, n_blocks, n_events, state):
+        rows = t.TensorArray(t.float64, size=t.cast(n_blocks, t.int32),
+                             element_shape=[width])
 
         def body(i, rows):
             b = first_block + i
-            row = block(t.stack([base[0], base[1] + b]), b * bs, n_events, state)
-            return i + 1, t.tensor_scatter_nd_update(rows, t.reshape(i, [1, 1]), row[None])
+            key = t.stack([base[0], base[1] + b])
+            row = one_block(key, b * bs, n_events, state)
+            return i + 1, rows.write(t.cast(i, t.int32), row)
 
         _, rows = t.while_loop(lambda i, _: i < n_blocks, body,
-                               [t.constant(0, t.int64), t.zeros([program_blocks, width],
-                                                                t.float64)])
-        return rows
+                               [t.constant(0, t.int64), rows])
+        return rows.stack()
 
-    concrete = {}       # "block" and "chunk": their one concrete function each
+    if not spec.jit_compile:
+        def plain(*args, short_run=False):
+            return chunk(*args)
+        plain.chunk = chunk
+        return plain
+
+    concrete = []       # the block function's one concrete function (looked up once)
     plain = []          # the kernel without XLA, once XLA refused the block
 
     def run(base, first_block, n_blocks, n_events, state, short_run=False):
@@ -327,80 +324,35 @@ def _build(simulation, spec, device, names=None):
                 plain.append(_without_xla(simulation, spec, device, names, exc))
         return plain[0](*args)
 
-    def concrete_function(what):
-        if what not in concrete:    # traced alone: the names XLA's cache sees are fixed
-            with stable_names((names, what)):
-                concrete[what] = (block if what == "block" else chunk).get_concrete_function()
-        return concrete[what]
-
     def _xla_rows(base, first_block, n_blocks, n_events, state, short_run=False):
-        """Rows of the chunk: block by block (:data:`DIRECT_BLOCKS`, a short run while
-        the program is not built), or runs of blocks, one call of the program each
-        (:func:`program_pieces`); from :data:`DIRECT_THREADS` threads at once."""
+        """Rows of the chunk: block by block (:data:`DIRECT_BLOCKS`, a short run
+        while the loop is not built), or the loop."""
         first, n = int(first_block), int(n_blocks)
-        one = concrete_function("block")
-        if n > DIRECT_BLOCKS and not (short_run and "chunk" not in concrete):
-            program = concrete_function("chunk")
-            pieces = program_pieces(first, n, program_blocks)
-        else:
-            program, pieces = None, [(b, 1) for b in range(first, first + n)]
+        if not concrete:        # traced alone, not inside chunk's trace: the names XLA's
+            with stable_names((names, "block")):      # cache sees are the same either way
+                concrete.append(one_block.get_concrete_function())
+        traced = chunk.experimental_get_tracing_count() > 0
+        if n > DIRECT_BLOCKS and not (short_run and not traced):
+            if traced:
+                return chunk(base, first_block, n_blocks, n_events, state)
+            with stable_names((names, "chunk")):
+                return chunk(base, first_block, n_blocks, n_events, state)
+        block = concrete[0]
         seed, word = base.numpy()
 
-        def call(piece):
-            b, k = piece
+        def call(b):
             with t.device(device):      # the device scope does not cross threads
-                if program is not None:
-                    return program(base, t.constant(b, t.int64), t.constant(k, t.int64),
-                                   n_events, state)[:k]
-                return one(t.constant([seed, word + np.int64(b)], t.int64),
-                           t.constant(b * bs, t.int64), n_events, state)[None]
+                return block(t.constant([seed, word + np.int64(b)], t.int64),
+                             t.constant(b * bs, t.int64), n_events, state)
 
-        if len(pieces) > 1 and DIRECT_THREADS > 1:
-            rows = list(_pool().map(call, pieces))
+        if n > 1 and DIRECT_THREADS > 1:
+            rows = list(_pool().map(call, range(first, first + n)))
         else:
-            rows = [call(piece) for piece in pieces]
-        return t.concat(rows, axis=0) if rows else t.zeros([0, width], t.float64)
+            rows = [call(b) for b in range(first, first + n)]
+        return t.stack(rows) if rows else t.zeros([0, width], t.float64)
 
     run.chunk = chunk
     return run
-
-
-def program_pieces(first, n, most, threads=None):
-    """Blocks ``first .. first+n-1`` as even runs ``[(first, n)]`` of at most ``most``
-    blocks, at least one per thread (``threads``, default :data:`DIRECT_THREADS`)."""
-    threads = DIRECT_THREADS if threads is None else threads
-    count = max(min(n, threads), -(-n // most), 1)
-    size, extra = divmod(n, count)
-    pieces, b = [], first
-    for i in range(count):
-        k = size + (i < extra)
-        if k:
-            pieces.append((b, k))
-        b += k
-    return pieces
-
-
-def _graph_loop(one_block, signature, convert, width, bs):
-    """The chunk function without XLA: a TensorFlow loop over the chunk's blocks."""
-    t = tf()
-
-    @t.function(input_signature=signature, autograph=convert)
-    def chunk(base, first_block, n_blocks, n_events, state):
-        rows = t.TensorArray(t.float64, size=t.cast(n_blocks, t.int32),
-                             element_shape=[width])
-
-        def body(i, rows):
-            b = first_block + i
-            row = one_block(t.stack([base[0], base[1] + b]), b * bs, n_events, state)
-            return i + 1, rows.write(t.cast(i, t.int32), row)
-
-        _, rows = t.while_loop(lambda i, _: i < n_blocks, body, [t.constant(0, t.int64), rows])
-        return rows.stack()
-
-    def plain(*args, short_run=False):
-        return chunk(*args)
-    plain.chunk = chunk
-    return plain
 
 
 def _without_xla(simulation, spec, device, names, refusal):

@@ -12,11 +12,11 @@ Usage::
     check_gpu_ready(my_factory, jit_compile=False, dtype="float32")
 
 :func:`check_gpu_ready` traces (never runs) the chunk function a Flow would build
-for ``"GPU:0"`` -- the loop over a chunk's blocks and the block kernel it calls,
-under XLA one compiled program -- and reads every op of the graph and of the
-functions it calls against TensorFlow's kernel registry of this build:
+for ``"GPU:0"`` -- the loop over a chunk's blocks and, under XLA, the block kernel
+it calls -- and reads every op of the graph and of the functions it calls against
+TensorFlow's kernel registry of this build:
 
-* an op in the XLA-compiled program needs an ``XLA_GPU_JIT`` kernel, an op
+* an op in the XLA-compiled block kernel needs an ``XLA_GPU_JIT`` kernel, an op
   outside it a ``GPU`` (or device-independent) kernel for its dtypes.  One
   without is listed, and ``report.ok`` is False.
 * host round-trips inside loops (``tf.py_function``, ``tf.numpy_function``, and
@@ -179,9 +179,7 @@ def graph_ops(concrete):
     graph = concrete.graph.as_graph_def()
     library = {f.signature.name: f for f in graph.library.function}
     uses, seen = [], set()
-    xla = _must_compile(concrete.function_def.attr)     # the chunk's XLA program
-    pending = [(graph.node, _function_name("chunk", xla) if xla else "the chunk loop",
-                xla, False)]
+    pending = [(graph.node, "the chunk loop", False, False)]
     while pending:
         nodes, where, xla, in_loop = pending.pop()
         for node in nodes:
@@ -267,7 +265,7 @@ def missing_kernels(uses):
     missing, seen = [], set()
     for use in uses:
         key = (use.op, use.function, use.xla, tuple(sorted(use.types.items())))
-        if key not in seen and use.op != "Placeholder":     # a traced function's argument
+        if key not in seen:
             seen.add(key)
             if gpu_kernel(use) is None:
                 missing.append(use)
