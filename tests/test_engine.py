@@ -481,6 +481,19 @@ def test_short_runs_call_blocks_directly_with_the_bits_of_the_loop(monkeypatch, 
     assert kernel.trace_counts[key] - before == 2
 
 
+def test_forced_path_names_the_two_ways_and_restores_the_rules():
+    with kernel.forced_path("chunk"):
+        assert kernel._takes_chunk_function(1, True)
+        with kernel.forced_path("blocks"):
+            assert not kernel._takes_chunk_function(5, False)
+        assert kernel.FORCED_PATH == "chunk"
+    assert kernel.FORCED_PATH is None
+    assert kernel._takes_chunk_function(kernel.DIRECT_BLOCKS + 1, False)
+    with pytest.raises(ValueError, match="path must be 'blocks' or 'chunk', got 'program'"):
+        with kernel.forced_path("program"):
+            pass
+
+
 def _branchy(x):
     """Python ``if`` and ``for`` on tensors: needs AutoGraph."""
     t = tf()

@@ -20,6 +20,7 @@ reuses the kernel for every later task of that simulation.
 """
 import collections
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import re
@@ -65,6 +66,10 @@ SHORT_ITERATION_BLOCKS = 8
 #: as the loop runs several blocks at once (its ``parallel_iterations``); 1: one after
 #: another.  A block's rows do not depend on which thread computes them.
 DIRECT_THREADS = min(os.cpu_count() or 1, 8)
+#: Under XLA, how every chunk runs, whatever its size and the run's: None (the rules
+#: above), ``"blocks"`` (the block function, block by block) or ``"chunk"`` (the chunk
+#: function over all its blocks); set by :func:`forced_path`.
+FORCED_PATH = None
 _POOL = []
 
 DTYPES = ("float64", "float32")
@@ -332,7 +337,7 @@ def _build(simulation, spec, device, names=None):
             with stable_names((names, "block")):      # cache sees are the same either way
                 concrete.append(one_block.get_concrete_function())
         traced = chunk.experimental_get_tracing_count() > 0
-        if n > DIRECT_BLOCKS and not (short_run and not traced):
+        if _takes_chunk_function(n, short_run and not traced):
             if traced:
                 return chunk(base, first_block, n_blocks, n_events, state)
             with stable_names((names, "chunk")):
@@ -353,6 +358,39 @@ def _build(simulation, spec, device, names=None):
 
     run.chunk = chunk
     return run
+
+
+def _takes_chunk_function(n_blocks, short_run_before_loop):
+    """Whether a chunk of ``n_blocks`` runs in the chunk function (else block by block)."""
+    if FORCED_PATH is not None:
+        return FORCED_PATH == "chunk" and n_blocks > 0
+    return n_blocks > DIRECT_BLOCKS and not short_run_before_loop
+
+
+@contextlib.contextmanager
+def forced_path(path):
+    """Within this block every chunk under XLA runs ``path``: ``"blocks"`` (the block
+    function called once per block) or ``"chunk"`` (the chunk function over all of the
+    chunk's blocks, also for one block and in short runs).  Which one a chunk takes
+    depends on its size, on the run's and, on several devices, on the measured speeds,
+    so both must give the same rows, bit for bit
+    (:func:`flowsim.testing.conformance.kernel_path_faults` checks it)::
+
+        with kernel.forced_path("chunk"):
+            rows = flow.run_blocks(0)
+
+    Both call the one compiled block function: the block compiled again inside one XLA
+    program of the whole chunk rounds some events' values differently (the Heston
+    path case: one block in 48), so the chunk function is a TensorFlow loop over it.
+    """
+    global FORCED_PATH
+    if path not in ("blocks", "chunk"):
+        raise ValueError(f"path must be 'blocks' or 'chunk', got {path!r}")
+    old, FORCED_PATH = FORCED_PATH, path
+    try:
+        yield
+    finally:
+        FORCED_PATH = old
 
 
 def _without_xla(simulation, spec, device, names, refusal):

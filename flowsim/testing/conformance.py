@@ -42,11 +42,12 @@ from ..algorithms.plain import Plain
 from ..algorithms.sweep import Sweep, run_sweep
 from ..algorithms.vegas import Vegas
 from ..algorithms.vegasplus import VegasPlus
+from ..core import kernel
 from ..core.flow import Flow
 from ..targets import double_gaussian
 
-__all__ = ["CASES", "CORE", "check_executor", "compare", "cases_from", "reference",
-           "run_all", "run_case"]
+__all__ = ["CASES", "CORE", "check_executor", "compare", "cases_from", "kernel_path_faults",
+           "path_cuts", "reference", "run_all", "run_case"]
 
 #: One grid for the integrands: 20 blocks of 2048, at most 3 blocks per device call.
 GRID = {"n_events": 40_000, "block_size": 2048, "events_limit": 6144, "seed": 12345}
@@ -323,6 +324,64 @@ def compare(got, want, label, names=None, cases=None):
             problems.append(f"{label} {name}: timeline misses or repeats blocks in iterations "
                             f"{mine['timeline_faults']}")
     return problems
+
+
+#: Chunk lengths, in turn, of :func:`path_cuts`.
+CUT_LENGTHS = (2, 3, 1)
+
+
+def path_cuts(n_blocks):
+    """Chunks ``[(first block, blocks)]`` covering a grid of ``n_blocks``: runs of 2, 3
+    and 1 blocks in turn (:data:`CUT_LENGTHS`, so chunks start at odd blocks and the
+    last one ends with the grid's last, possibly partial, block), then one chunk of
+    every block but the first."""
+    cuts, first, i = [], 0, 0
+    while first < n_blocks:
+        n = min(CUT_LENGTHS[i % len(CUT_LENGTHS)], n_blocks - first)
+        cuts.append((first, n))
+        first, i = first + n, i + 1
+    return cuts + ([(1, n_blocks - 1)] if n_blocks > 1 else [])
+
+
+def _flow_settings(simulation, spec):
+    if spec.get("sweep"):
+        return dict(n_events=simulation.n_rows, seed=0, block_size=simulation.block_rows)
+    return {k: spec[k] for k in ("n_events", "seed", "block_size", "dtype", "jit_compile")
+            if k in spec}
+
+
+def kernel_path_faults(name, cases=None, iterations=(0, 1, 2)):
+    """Where case ``name``'s rows differ from :class:`flowsim.Flow`'s when every chunk
+    runs block by block, and when every chunk runs in the chunk function
+    (:func:`flowsim.core.kernel.forced_path`), on the chunks of :func:`path_cuts`, in
+    each of ``iterations``; one line per block that differs, [] when all agree.
+
+    Usage::
+
+        assert not kernel_path_faults("path")
+
+    Under XLA the two ways must give the same bits (which one a chunk takes depends on
+    its size, the run's and, on several devices, the measured speeds); without XLA
+    there is one way, and this checks the chunk cuts alone.
+    """
+    prototypes = prototypes_of(cases)
+    simulation = prototypes.fresh(name)
+    flow = Flow(simulation, quiet=True,
+                **_flow_settings(simulation, prototypes.cases[name][1]))
+    device, cuts = flow.executor.devices()[0], path_cuts(flow.grid.n_blocks)
+    faults = []
+    for iteration in iterations:
+        want = [hexbits(row) for row in flow.run_blocks(iteration)]
+        task = flow.task(iteration)
+        for path in ("blocks", "chunk"):
+            with kernel.forced_path(path):
+                for first, n in cuts:
+                    rows = kernel.run_chunk(task, first, n, device)
+                    faults += [f"{name}: iteration {iteration}, {path}, chunk of blocks "
+                               f"{first}..{first + n - 1}: block {first + i}'s row "
+                               f"{_float(hexbits(row))!r}, Flow {_float(want[first + i])!r}"
+                               for i, row in enumerate(rows) if hexbits(row) != want[first + i]]
+    return faults
 
 
 def reference(cases=None, names=None, tmpdir=None):
