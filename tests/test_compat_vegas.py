@@ -8,8 +8,8 @@ integrand, ``tests/data/vegas_tutorial_dict.json``
 (``benchmarks/make_vegas_reference.py``); these tests never run vegas.
 
 Each comparison asks |flowsim - vegas| < 4 sqrt(sdev_f^2 + sdev_v^2): with honest
-errors a false failure has probability 6e-5 per comparison (12 comparisons here:
-< 1e-3 over the choice of seeds); flowsim's seeds and vegas's stored run are
+errors a false failure has probability 6e-5 per comparison (6 comparisons here:
+4e-4 over the choice of seeds); flowsim's seeds and vegas's stored run are
 fixed, so the test is deterministic.  The correlations are also checked by the
 pulls of a ratio of two outputs over seeds.
 """
