@@ -1,24 +1,36 @@
 """vegas's AdaptiveMap, uses_jac, adapt_to_errors and PDFIntegrator in
-flowsim.compat.vegas, against Lepage's vegas (in the test extra).
+flowsim.compat.vegas, against Lepage's vegas.
 
-AdaptiveMap is deterministic: the same grids, maps and Jacobians as vegas's
-(to 1e-12; they are the same bits here).  The Monte Carlo parts are checked
-against vegas within 4 combined sigma (false failure 6e-5 per comparison, both
-seeds fixed) and by pulls: 24 independent estimates (6 iterations of each of 4
-seeds; each iteration's random numbers are a separate stream), whose sum of
-squared pulls falls outside chi2(24)'s central 99.9 % with probability 1e-3 when
-the errors are honest.
+vegas's numbers are stored in ``tests/data/vegas_api.json`` and
+``tests/data/vegas_api_maps.npz`` (``benchmarks/make_vegas_api_reference.py``);
+these tests never run vegas.  AdaptiveMap is deterministic: the same grids, maps
+and Jacobians as vegas's on the same inputs (to 1e-12; they are the same bits
+here).  The Monte Carlo parts are checked against one stored run of vegas
+within 4 combined sigma (false failure 6e-5 per comparison over the choice of
+seeds; flowsim's seed and vegas's run are fixed, so the test is deterministic)
+and by pulls: 24 independent estimates (6 iterations of each of 4 seeds; each
+iteration's random numbers are a separate stream), whose sum of squared pulls
+falls outside chi2(24)'s central 99.9 % with probability 1e-3 when the errors
+are honest.
 """
+import json
 import math
+import os
 import pickle
 
 import gvar
 import numpy as np
 import pytest
-import vegas  # the anchor (test extra): a missing anchor fails, it does not skip
+from helpers import ROOT
 from scipy.stats import chi2
 
 from flowsim.compat import vegas as fvegas
+
+# vegas's stored numbers: a missing file fails every test here, it does not skip
+with open(os.path.join(ROOT, "tests", "data", "vegas_api.json")) as _fh:
+    VEGAS = json.load(_fh)
+with np.load(os.path.join(ROOT, "tests", "data", "vegas_api_maps.npz")) as _maps:
+    VEGAS_MAPS = dict(_maps)
 
 SEEDS, ITERATIONS = range(4), 6
 CHI2_RANGE = chi2.ppf([0.0005, 0.9995], len(SEEDS) * ITERATIONS)
@@ -34,60 +46,63 @@ def grids(m):
 
 
 def same(a, b):
+    assert len(a) == len(b), (a, b)
     for ra, rb in zip(a, b):
         np.testing.assert_allclose(ra, rb, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("grid, ninc, alpha", [
-    ([[0, 1], [-1, 2]], 50, 1.5),
-    ([[0, 1], [0, 0.2, 1], [2, 3]], [7, 5, 9], 0.5),
-    ([[0, 1]], 100, -1.0),
+@pytest.mark.parametrize("case, grid, ninc, alpha", [
+    (0, [[0, 1], [-1, 2]], 50, 1.5),
+    (1, [[0, 1], [0, 0.2, 1], [2, 3]], [7, 5, 9], 0.5),
+    (2, [[0, 1]], 100, -1.0),
 ])
-def test_adaptive_map_gives_vegass_grids_maps_and_jacobians(grid, ninc, alpha):
+def test_adaptive_map_gives_vegass_grids_maps_and_jacobians(case, grid, ninc, alpha):
+    """vegas's grids after each step, and its map's outputs on the same ``y``, stored.
+    (vegas's invmap on axes of fewer increments than the widest reads the unset tail
+    of the axis's grid row; the stored values are from a tail set to the axis's
+    upper end, the answer of the axis's own increments.)"""
+    theirs = VEGAS["adaptive_map"][case]
+    assert (theirs["grid"], theirs["ninc"], theirs["alpha"]) == (grid, ninc, alpha)
+
+    def stored(name):
+        return VEGAS_MAPS[f"map{case}_{name}"]
     rng = np.random.default_rng(3)
-    theirs, ours = vegas.AdaptiveMap(grid, ninc=ninc), fvegas.AdaptiveMap(grid, ninc=ninc)
-    same(grids(theirs), grids(ours))
+    ours = fvegas.AdaptiveMap(grid, ninc=ninc)
+    same(theirs["grids"][0], grids(ours))
     y = rng.random((3000, len(grid)))
-    for _ in range(4):
-        x_t, jac_t = np.empty_like(y), np.empty(len(y))
+    for step in range(4):
+        x_t, jac_t = stored(f"x{step}"), stored(f"jac{step}")
         x_o, jac_o = np.empty_like(y), np.empty(len(y))
-        theirs.map(y, x_t, jac_t)
         ours.map(y, x_o, jac_o)
         np.testing.assert_allclose(x_o, x_t, rtol=0, atol=1e-12)
         np.testing.assert_allclose(jac_o, jac_t, rtol=1e-12)
         train = (jac_t * peak(np.clip(x_t, 0, 1))) ** 2
-        theirs.add_training_data(y, train)
         ours.add_training_data(y, train)
-        theirs.adapt(alpha=alpha)
         ours.adapt(alpha=alpha)
-        same(grids(theirs), grids(ours))
-    y_t, y_o = np.empty_like(y), np.empty_like(y)
-    theirs.invmap(x_t, y_t, jac_t)
+        same(theirs["grids"][step + 1], grids(ours))
+    y_o = np.empty_like(y)
     ours.invmap(x_t, y_o, jac_o)
-    np.testing.assert_allclose(y_o, y_t, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(jac_o, jac_t, rtol=1e-12)
-    np.testing.assert_allclose(ours.jac1d(y), theirs.jac1d(y), rtol=1e-12)
-    np.testing.assert_allclose(ours.jac(y[:5]), theirs.jac(y[:5]), rtol=1e-12)
-    np.testing.assert_allclose(ours(y[0]), theirs(y[0]), rtol=0, atol=1e-12)
-    theirs.adapt(ninc=13)
+    np.testing.assert_allclose(y_o, stored("invmap_y"), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(jac_o, stored("invmap_jac"), rtol=1e-12)
+    np.testing.assert_allclose(ours.jac1d(y), stored("jac1d"), rtol=1e-12)
+    np.testing.assert_allclose(ours.jac(y[:5]), stored("jac"), rtol=1e-12)
+    np.testing.assert_allclose(ours(y[0]), stored("call"), rtol=0, atol=1e-12)
     ours.adapt(ninc=13)
-    same(grids(theirs), grids(ours))
-    assert ours.region() == pytest.approx(theirs.region())
-    assert ours.settings() == theirs.settings()
-    theirs.make_uniform(ninc=4)
+    same(theirs["grids_ninc13"], grids(ours))
+    assert ours.region() == pytest.approx([tuple(r) for r in theirs["region"]])
+    assert ours.settings() == theirs["settings"]
     ours.make_uniform(ninc=4)
-    same(grids(theirs), grids(ours))
+    same(theirs["grids_uniform4"], grids(ours))
     same(grids(pickle.loads(pickle.dumps(ours))), grids(ours))
 
 
 def test_adapt_to_samples_gives_vegass_grid():
     x = np.random.default_rng(5).random((4000, 2))
-    theirs, ours = vegas.AdaptiveMap([[0, 1], [0, 1]], ninc=40), fvegas.AdaptiveMap(
-        [[0, 1], [0, 1]], ninc=40)
-    theirs.adapt_to_samples(x, peak, nitn=3)
+    theirs = VEGAS["adapt_to_samples"]
+    ours = fvegas.AdaptiveMap([[0, 1], [0, 1]], ninc=40)
     ours.adapt_to_samples(x, peak, nitn=3)
-    assert list(ours.ninc) == list(theirs.ninc)
-    same(grids(theirs), grids(ours))
+    assert list(ours.ninc) == theirs["ninc"]
+    same(theirs["grids"], grids(ours))
 
 
 @pytest.mark.parametrize("make, message", [
@@ -177,10 +192,7 @@ GAUSS2 = math.erf(math.sqrt(50) / 2) ** 2     # its integral over the unit squar
 
 
 def test_adapt_to_errors_agrees_with_vegas_and_makes_the_strata_the_maps_increments():
-    gvar.ranseed(4)
-    theirs = vegas.Integrator([[0, 1], [0, 1]], adapt_to_errors=True)
-    theirs(vegas.lbatchintegrand(gauss2), nitn=3, neval=2000)
-    t = theirs(vegas.lbatchintegrand(gauss2), nitn=3, neval=2000)
+    t = gvar.gvar(VEGAS["adapt_to_errors"]["mean"], VEGAS["adapt_to_errors"]["sdev"])
     integ = fvegas.Integrator([[0, 1], [0, 1]], adapt_to_errors=True, seed=4)
     integ(fvegas.batchintegrand(gauss2), nitn=3, neval=2000)
     o = integ(fvegas.batchintegrand(gauss2), nitn=3, neval=2000)
@@ -206,21 +218,22 @@ def product(p):
 
 
 def test_pdf_integrator_agrees_with_vegas():
-    g = gvar.gvar(PRIOR)
-    gvar.ranseed(1)
-    theirs = vegas.PDFIntegrator(g)
-    theirs(neval=2000, nitn=4)
-    ours = fvegas.PDFIntegrator(g, seed=1)
+    """vegas's PDFIntegrator trained and run as here (``gvar.ranseed(1)``), stored."""
+    theirs = VEGAS["pdf_integrator"]
+    assert theirs["prior"] == PRIOR and len(theirs["results"]) == 3
+    ours = fvegas.PDFIntegrator(gvar.gvar(PRIOR), seed=1)
     adapted = ours(neval=2000, nitn=4)
     assert abs(adapted.pdfnorm.mean - 1) < 4 * adapted.pdfnorm.sdev
-    for f in (product, lambda p: [p[0], p[0] * p[1]], lambda p: {"p": p, "prod": p[0] * p[1]}):
-        t, o = theirs(f, neval=2000, nitn=2), ours(f, neval=2000, nitn=2)
-        assert type(o).__name__ == type(t).__name__
-        for a, b in zip(gvar.BufferDict(x=o).buf if not hasattr(o, "keys") else o.buf,
-                        gvar.BufferDict(x=t).buf if not hasattr(t, "keys") else t.buf):
-            assert abs(a.mean - b.mean) < 4 * math.hypot(a.sdev, b.sdev), (o, t)
+    for f, t in zip((product, lambda p: [p[0], p[0] * p[1]],
+                     lambda p: {"p": p, "prod": p[0] * p[1]}), theirs["results"]):
+        o = ours(f, neval=2000, nitn=2)
+        assert type(o).__name__ == t["type"]
+        buf = gvar.BufferDict(x=o).buf if not hasattr(o, "keys") else o.buf
+        assert len(buf) == len(t["mean"]), (o, t)
+        for a, mean, sdev in zip(buf, t["mean"], t["sdev"]):
+            assert abs(a.mean - mean) < 4 * math.hypot(a.sdev, sdev), (o, t)
     assert abs(o.pdfnorm.mean - 1) < 4 * o.pdfnorm.sdev and 0 <= o.Q <= 1
-    assert "wgt average" in o.summary()
+    assert "wgt average" in o.summary() and t["wgt_average_in_summary"]
 
 
 def test_pdf_integrator_stats_give_the_pdfs_spread():
@@ -249,7 +262,7 @@ def test_pdf_integrator_stats_of_a_dict_prior_and_an_rbatch_function():
 
 
 def test_pdf_integrator_with_a_pdf_function_and_its_samples():
-    @vegas.rbatchintegrand
+    @fvegas.rbatchintegrand
     def bimodal(p):
         return sum(h * np.exp(-np.sum((p - p0) ** 2, axis=0) / 2 / 0.01)
                    for h, p0 in ((1.0, 0.3), (0.5, 0.6)))
