@@ -726,6 +726,33 @@ class Integrator:
         weight = jacobian * dxdt
         return x, np.where(np.isfinite(weight) & np.isfinite(x).all(axis=1), weight, 0.0)
 
+    def _kernel_key(self, fcn, layout):
+        """What the compiled kernel of a call depends on: the integrand (as
+        :func:`flowsim.physics.integrands.function_key` keys it), its output layout, the
+        box, the simulation's class, increments and strata, the events per iteration
+        and the settings other than ``nitn``, ``rtol`` and ``atol`` (the map, the seed
+        and whether it trains are the kernel's arguments).  Calls with equal keys, of
+        this integrator or another, share one traced kernel.  None (a kernel per call)
+        with ``uses_jac`` (the integrand reads this integrator's map) or an integrand
+        that cannot be keyed."""
+        from flowsim.physics.integrands import function_key
+        if self.settings["uses_jac"]:
+            return None
+        sim = self.simulation
+        settings = tuple(sorted((k, v if not isinstance(v, np.ndarray) else v.tobytes())
+                                for k, v in self.settings.items()
+                                if k not in ("nitn", "rtol", "atol", "adapt")))
+        key = ("compat.vegas", type(sim).__qualname__, function_key(fcn),
+               getattr(fcn, "fcntype", "scalar"), layout.kind, tuple(layout.parts),
+               layout.columns, self.limits.tobytes(), sim.n_bins,
+               tuple(np.asarray(sim.nstrat).tolist()), settings,
+               tuple(sorted(self.flowsim_kwargs.items())))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
     def __call__(self, fcn, **settings):
         """Integrate ``fcn``: a :class:`RAvg`, :class:`RAvgArray` or :class:`RAvgDict`."""
         from flowsim.distribution.registry import flow_class
@@ -739,6 +766,10 @@ class Integrator:
         integrand = NumpyIntegrand(batch, components=0 if layout.kind == "scalar"
                                    else layout.columns)
         self.simulation = self._new_simulation(integrand)
+        key = self._kernel_key(fcn, layout)
+        if key is not None:
+            from flowsim.core.stable_names import content_key
+            self.simulation.__dict__.update(_trace_token=key, _trace_names=content_key(key))
         self._batch = batch
         seed = self._next_seed()
         opts = {"quiet": True, "jit_compile": False, **self.flowsim_kwargs}

@@ -136,7 +136,7 @@ class ParamIntegrand:
         self.names, self.values = check_params(params)
         self.__name__ = getattr(function, "__name__", "integrand")
         #: What its trace depends on (not the values: they are arguments in a kernel).
-        self.probe_key = ("params", _function_key(function), tuple(self.names))
+        self.probe_key = ("params", function_key(function), tuple(self.names))
         try:
             hash(self.probe_key)
         except TypeError:
@@ -296,12 +296,12 @@ def _shape(a, scalar):
 
 def _value_key(value):
     """A hashable stand-in for a value a traced function reads: numbers and strings as
-    they are, arrays by their bytes, functions by :func:`_function_key`, other objects
+    they are, arrays by their bytes, functions by :func:`function_key`, other objects
     by identity."""
     if isinstance(value, np.ndarray):
         return ("array", value.dtype.str, value.shape, value.tobytes())
     if inspect.isfunction(value):
-        return _function_key(value)
+        return function_key(value)
     try:
         hash(value)
     except TypeError:
@@ -309,11 +309,11 @@ def _value_key(value):
     return value
 
 
-def _function_key(function, depth=0):
+def function_key(function, depth=0):
     """``function`` and the values it reads when traced: its closure cells and the
     globals its code names, and theirs for the functions among them (three levels)."""
     if isinstance(function, functools.partial):
-        return ("partial", _function_key(function.func, depth),
+        return ("partial", function_key(function.func, depth),
                 tuple(_value_key(a) for a in function.args),
                 tuple(sorted((k, _value_key(v)) for k, v in function.keywords.items())))
     if not inspect.isfunction(function):
@@ -328,7 +328,7 @@ def _function_key(function, depth=0):
             cells.append(None)
     names = function.__code__.co_names
     read = [(n, _value_key(function.__globals__[n]) if not inspect.isfunction(
-        function.__globals__[n]) else _function_key(function.__globals__[n], depth + 1))
+        function.__globals__[n]) else function_key(function.__globals__[n], depth + 1))
         for n in names if n in function.__globals__
         and not inspect.ismodule(function.__globals__[n])]
     return (function, tuple(cells), tuple(read))
@@ -347,7 +347,7 @@ def _object_key(obj):
 def reuse_key(plan, cls, dim, limits, options, n_events):
     """What determines the kernel of :func:`flowsim.integrate`'s simulation: the user's
     function (the object, the values of its closure and of the globals its code reads,
-    and of the functions among them: :func:`_function_key`), the parameter names (their
+    and of the functions among them: :func:`function_key`), the parameter names (their
     values are the kernel's arguments), the algorithm and its options, the dimension,
     the limits and the events per iteration (VEGAS+ fixes its hypercubes from them).
     None (a kernel per call) when one of them is not hashable, or without
@@ -355,7 +355,7 @@ def reuse_key(plan, cls, dim, limits, options, n_events):
     if n_events is None:
         return None
     function = plan.user_function
-    key = ("integrate", cls.__qualname__, _function_key(function),
+    key = ("integrate", cls.__qualname__, function_key(function),
            tuple(plan.names), plan.numpy, plan.complex, plan.pairs, plan.covariance, dim,
            None if limits is None else np.asarray(limits, np.float64).tobytes(),
            tuple(sorted(options.items())), n_events)
