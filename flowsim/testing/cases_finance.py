@@ -12,8 +12,8 @@ import itertools
 import numpy as np
 
 ROWS, BLOCK = 128, 64
-#: The shared-cash sweep: rows (two blocks) and bars, small.
-GROUP_ROWS, GROUP_BLOCK, GROUP_BARS = 16, 8, 90
+#: The shared-cash sweep's bars (its rows: the grid, two blocks).
+GROUP_BARS = 90
 
 
 def rsi_stop_grid():
@@ -38,14 +38,14 @@ def rsi_sweep():
 
 
 def shared_cash_sweep():
-    """The signal_sweep Sweep of 16 RSI x stop rows, each a group of three assets sharing
-    its cash (vectorbt's ``cash_sharing=True``, ``call_seq="auto"``), blocks of 8 rows."""
+    """The signal_sweep Sweep of the RSI x stop grid, each row a group of three assets
+    sharing its cash (vectorbt's ``cash_sharing=True``, ``call_seq="auto"``), 90 bars,
+    blocks of 64 rows."""
     from flowsim.finance import signal_simulation, strategies
     rng = np.random.default_rng(40)
     close = 100 * np.exp(np.cumsum(0.02 * rng.standard_normal((GROUP_BARS, 3)), axis=0))
-    grid = rsi_stop_grid().iloc[::8].reset_index(drop=True)
-    sim, _, _ = signal_simulation(strategies.rsi_thresholds, close, grid, fees=0.001,
-                                  slippage=0.0005, freq="1D", block_size=GROUP_BLOCK,
+    sim, _, _ = signal_simulation(strategies.rsi_thresholds, close, rsi_stop_grid(),
+                                  fees=0.001, slippage=0.0005, freq="1D", block_size=BLOCK,
                                   cash_sharing=True, call_seq="auto")
     return sim
 
@@ -54,5 +54,5 @@ CASES = {
     "finance_rsi_sweep": dict(factory="flowsim.testing.cases_finance:rsi_sweep",
                               n_events=ROWS, sweep=True),
     "finance_shared_cash_sweep": dict(factory="flowsim.testing.cases_finance:shared_cash_sweep",
-                                      n_events=GROUP_ROWS, sweep=True),
+                                      n_events=ROWS, sweep=True),
 }
