@@ -132,14 +132,17 @@ def _call_slots(given, lay):
 _COMPILED = {}
 
 
-def compiled_groups(mode, keep_bars, features):
-    """:func:`simulate_groups` compiled once per (mode, outputs, stops)."""
-    key = (mode, keep_bars, tuple(features))
+def compiled_groups(mode, keep_bars, features, shorts=True, auto=None):
+    """:func:`simulate_groups` compiled once per (mode, outputs, stops, shorts, call
+    order): ``auto`` a bool fixes vectorbt's "auto" call order at trace time (None:
+    the run's ``auto`` tensor says)."""
+    key = (mode, keep_bars, tuple(features), shorts, auto)
     fn = _COMPILED.get(key)
     if fn is None:
-        def run(bars, signals, params, call_seq, auto):
-            return simulate_groups(bars, signals, params, call_seq, auto, mode=mode,
-                                   keep_bars=keep_bars, features=features)
+        def run(bars, signals, params, call_seq, auto_tensor):
+            return simulate_groups(bars, signals, params, call_seq,
+                                   auto_tensor if auto is None else auto, mode=mode,
+                                   keep_bars=keep_bars, features=features, shorts=shorts)
         fn = _COMPILED[key] = tf().function(run, jit_compile=True, autograph=False)
     return fn
 
@@ -522,15 +525,19 @@ class GroupSignalKernel:
         assets = int(close.shape[1])
         signals = base._signals(params, data, rows * assets)
         n = t.shape(close)[0]
-        if signals[2] is None:
+        shorts = signals[2] is not None
+        if not shorts:
             signals = signals[:2] + (t.zeros_like(signals[0]),) * 2
         sig = tuple(t.reshape(x, [n, rows, assets]) for x in signals)
-        bars = {k: t.cast(data[k], dtype) for k in ("close", "open", "high", "low")}
+        ohlc = "ohlc" in base.features
+        bars = {k: t.cast(data[k if ohlc else "close"], dtype)
+                for k in ("close", "open", "high", "low")}
         bars["price"] = t.cast(data["price"], dtype) if "price" in data else bars["close"]
         p = self._params(params, rows, assets, dtype)
         seq = t.zeros([1, rows, assets], t.int32) + t.range(assets, dtype=t.int32)
-        out = compiled_groups("signals", False, STOP_FEATURES)(bars, sig, p, seq,
-                                                               t.constant(self.auto))
+        stops = tuple(f for f in STOP_FEATURES if f in base.features)
+        run = compiled_groups("signals", False, stops, shorts, self.auto)
+        out = run(bars, sig, p, seq, t.constant(self.auto))
         return group_stats(out, p["init_cash"], base.ann, base.risk_free)
 
     def key(self):

@@ -19,15 +19,7 @@ arithmetic in the same order), so the orders are vectorbt's.
 import math
 
 from ..core.lazy_tf import tf
-from .simulate import (
-    add_snapped,
-    close_or_less,
-    drawdown_step,
-    is_close,
-    is_less,
-    resolve_signals,
-    stop_fill,
-)
+from .simulate import drawdown_step, fill_order, resolve_signals, snap_zero, stop_fill
 
 #: vectorbt's ``SizeType`` codes.
 AMOUNT, VALUE, PERCENT, TARGET_AMOUNT, TARGET_VALUE, TARGET_PERCENT = range(6)
@@ -39,94 +31,22 @@ GROUP_BAR_OUTPUTS = ("order_size", "order_price", "order_fees", "call_seq", "cas
                      "position", "value")
 
 
-def _snap0(x):
-    t = tf()
-    return t.where(is_close(x, t.zeros_like(x)), t.zeros_like(x), x)
-
-
 def _where(cond, a, b):
     t = tf()
     return t.where(cond, a, b)
 
 
-def _buy(cash, pos, debt, free, size, price, order, percent):
-    """``buy_nb`` (no lock_cash, max_size or granularity): (filled, size, price, fees,
-    cash, position, debt, free cash)."""
-    t = tf()
-    fees, fixed, min_size = order["fees"], order["fixed_fees"], order["min_size"]
-    adj = price * (1 + order["slippage"])
-    limit = _where(t.math.is_nan(percent), cash, t.minimum(cash, percent * cash))
-    short_only = order["direction"] == SHORT_ONLY
-    ok = _where(short_only, pos != 0, limit != 0)
-    adj_size = _where(short_only, t.minimum(-pos, size), size)
-    ok &= adj_size != 0
-    req_cash = adj_size * adj
-    req_fees = req_cash * fees + fixed
-    total = req_cash + req_fees
-    enough = close_or_less(total, limit)
-    max_req = add_snapped(limit, -fixed) / (1 + fees)
-    ok &= enough | (max_req > 0)
-    final_size = _where(enough, adj_size, max_req / adj)
-    fees_paid = _where(enough, req_fees, limit - max_req)
-    final_req = _where(enough, total, limit)
-    zero = t.zeros_like(cash)
-    ok &= ~is_close(adj_size, zero) & ~is_less(final_size, min_size)
-    ok &= ~(t.math.is_finite(size) & is_less(final_size, size) & ~order["allow_partial"])
-    new_cash = add_snapped(cash, -final_req)
-    new_pos = add_snapped(pos, final_size)
-    was_short = pos < 0
-    safe = _where(was_short, t.abs(pos), t.ones_like(pos))
-    short_size = _where(new_pos < 0, final_size, t.abs(pos))
-    debt_diff = short_size * (debt / safe)
-    new_debt = _where(was_short, add_snapped(debt, -debt_diff), debt)
-    new_free = _where(was_short, add_snapped(free + 2 * debt_diff, -final_req),
-                      add_snapped(free, -final_req))
-    return ok, final_size, adj, fees_paid, new_cash, new_pos, new_debt, new_free
-
-
-def _sell(cash, pos, debt, free, size, price, order, percent):
-    """``sell_nb`` (no lock_cash, max_size or granularity), as :func:`_buy`."""
-    t = tf()
-    fees, fixed, min_size = order["fees"], order["fixed_fees"], order["min_size"]
-    adj = price * (1 - order["slippage"])
-    long_only = order["direction"] == LONG_ONLY
-    has_pct = ~t.math.is_nan(percent)
-    all_in = t.math.is_inf(size) & has_pct
-    zero = t.zeros_like(cash)
-    long_size = t.maximum(pos, zero)
-    total_free = add_snapped(free, long_size * adj * (1 - fees))
-    max_short = add_snapped(total_free, -fixed) / (adj * (1 + fees))
-    max_limit = _where(total_free <= 0, long_size, add_snapped(long_size, max_short))
-    ok_all = _where(total_free <= 0, pos > 0, max_limit > 0)
-    size_limit = _where(long_only, t.minimum(pos, size), _where(all_in, max_limit, size))
-    ok = long_only | ~all_in | ok_all
-    size_limit = _where(has_pct, percent * size_limit, size_limit)
-    ok &= ~(long_only & (pos == 0))
-    ok &= ~is_close(size_limit, zero) & ~is_less(size_limit, min_size)
-    ok &= ~(t.math.is_finite(size) & is_less(size_limit, size) & ~order["allow_partial"])
-    acq = size_limit * adj
-    fees_paid = acq * fees + fixed
-    final_acq = add_snapped(acq, -fees_paid)
-    ok &= final_acq >= 0
-    new_cash = cash + final_acq
-    new_pos = add_snapped(pos, -size_limit)
-    short_size = _where(pos < 0, size_limit, t.abs(new_pos))
-    short_value = short_size * adj
-    goes_short = new_pos < 0
-    new_debt = _where(goes_short, debt + short_value, debt)
-    new_free = _where(goes_short, add_snapped(free, add_snapped(final_acq, -2 * short_value)),
-                      free + final_acq)
-    return ok, size_limit, adj, fees_paid, new_cash, new_pos, new_debt, new_free
-
-
 def _resolve_size(size, size_type, direction, pos, val_price, value):
     """``execute_order_nb``'s size conversions: (size in shares or +-inf, percent or NaN,
-    whether the order may run).  ``size`` is already signed for ``ShortOnly``."""
+    whether the order may run).  ``size`` is already signed for ``ShortOnly``; ``value``
+    None: no order is a target percent."""
     t = tf()
-    target_pct = size_type == TARGET_PERCENT
-    ok = ~target_pct | (~t.math.is_nan(value) & (value > 0))
-    size = _where(target_pct, size * value, size)
-    kind = _where(target_pct, t.zeros_like(size_type) + TARGET_VALUE, size_type)
+    ok, kind = t.ones_like(size, dtype=t.bool), size_type
+    if value is not None:
+        target_pct = size_type == TARGET_PERCENT
+        ok = ~target_pct | (~t.math.is_nan(value) & (value > 0))
+        size = _where(target_pct, size * value, size)
+        kind = _where(target_pct, t.zeros_like(size_type) + TARGET_VALUE, size_type)
     in_value = (kind == VALUE) | (kind == TARGET_VALUE)
     ok &= ~(in_value & t.math.is_nan(val_price))
     size = _where(in_value, size / _where(in_value, val_price, t.ones_like(val_price)), size)
@@ -141,30 +61,35 @@ def _resolve_size(size, size_type, direction, pos, val_price, value):
     return size, percent, ok
 
 
-def execute_order(state, order, process):
+def execute_order(state, order, process, shorts=True):
     """One slot of every group: ``process_order_nb`` where ``process``.
 
-    ``state``: cash, position, debt, free (cash), val_price, value ``[g]``;
+    ``state``: cash, position, val_price, value (None: no target orders) and with
+    ``shorts`` debt, free (cash) ``[g]`` (without, no position is ever short);
     ``order``: size (signed: vectorbt's ShortOnly flip already applied), price,
     size_type, direction, fees, fixed_fees, slippage, min_size, allow_partial ``[g]``.
     Returns (filled, size, price, fees, new state).
     """
     t = tf()
-    names = ("cash", "position", "debt", "free")
-    snapped = {k: _snap0(state[k]) for k in names + ("val_price", "value")}
+    names = ("cash", "position", "debt", "free") if shorts else ("cash", "position")
+    snapped = {k: snap_zero(state[k]) for k in names + ("val_price",)}
+    value = None if state["value"] is None else snap_zero(state["value"])
     size, percent, ok = _resolve_size(order["size"], order["size_type"], order["direction"],
-                                      snapped["position"], snapped["val_price"],
-                                      snapped["value"])
+                                      snapped["position"], snapped["val_price"], value)
     ok &= ~t.math.is_nan(order["size"]) & ~t.math.is_nan(order["price"])
-    args = [snapped[k] for k in names]
-    b = _buy(*args, size, order["price"], order, percent)
-    s = _sell(*args, -size, order["price"], order, percent)
-    is_buy = size > 0
-    pick = [_where(is_buy, x, y) for x, y in zip(b, s)]
-    fill = pick[0] & ok & process
+    has_pct = ~t.math.is_nan(percent)
+    sides = (order["direction"] == LONG_ONLY, order["direction"] == SHORT_ONLY,
+             t.math.is_inf(-size) & has_pct) if shorts else (None, None, None)
+    costs = (order["fees"], order["fixed_fees"], order["slippage"], order["min_size"])
+    held = [snapped[k] for k in names] + [None] * (4 - len(names))
+    filled, is_buy, pick = fill_order(
+        held, size, order["price"], costs, sides,
+        fraction=_where(has_pct, percent, t.ones_like(percent)),
+        allow_partial=order["allow_partial"])
+    fill = filled & ok & process
     new = {k: _where(fill, v, _where(process, snapped[k], state[k]))
-           for k, v in zip(names, pick[4:])}
-    return fill, is_buy, pick[1], pick[2], pick[3], new
+           for k, v in zip(names, pick[3:])}
+    return fill, is_buy, pick[0], pick[1], pick[2], new
 
 
 # -- call order -----------------------------------------------------------------------
@@ -179,21 +104,30 @@ def insert_argsort(values, pad):
     """
     t = tf()
     k = values.shape[1]
-    idx = t.range(k, dtype=t.int32)
+    idx = t.range(k, dtype=t.int32)[None, :]
     real = ~pad
     nan = t.math.is_nan(values) & real
-    vk, vj = values[:, :, None], values[:, None, :]
-    before = idx[None, None, :] < idx[None, :, None]
-    counted = real[:, None, :] & ~nan[:, None, :]
-    smaller = counted & ((vj < vk) | ((vj == vk) & before))
-    rank_value = t.reduce_sum(t.cast(smaller, t.int32), 2)
-    later_nan = nan[:, None, :] & ~before & ~t.eye(k, dtype=t.bool)[None]
-    n_values = t.reduce_sum(t.cast(real & ~nan, t.int32), 1, keepdims=True)
-    rank_nan = n_values + t.reduce_sum(t.cast(later_nan, t.int32), 2)
-    rank = _where(pad, idx[None, :] + 0 * rank_value, _where(nan, rank_nan, rank_value))
-    order = t.equal(rank[:, None, :], idx[None, :, None])          # [g, place, slot]
-    return t.reduce_sum(_where(order, idx[None, None, :] + 0 * rank[:, None, :],
-                               t.zeros_like(order, dtype=t.int32)), 2)
+    counted = real & ~nan
+    zero = t.zeros_like(idx + t.cast(pad, t.int32))
+    rank_value, later_nan, n_values = zero, zero, zero[:, :1]
+    for j in range(k):                 # k is small: one [g, k] step per slot, no [g, k, k]
+        vj, cj = values[:, j:j + 1], counted[:, j:j + 1]
+        ahead = (vj < values) | ((vj == values) & (j < idx))
+        rank_value += t.cast(cj & ahead, t.int32)
+        later_nan += t.cast(nan[:, j:j + 1] & (j > idx), t.int32)
+        n_values += t.cast(cj, t.int32)
+    rank = _where(pad, idx + zero, _where(nan, n_values + later_nan, rank_value))
+    return _slots_at(rank, idx + zero, k)
+
+
+def _slots_at(place, slot, k):
+    """``order[g, p]`` = the ``slot`` whose ``place`` is ``p`` (each place once)."""
+    t = tf()
+    idx = t.range(k, dtype=t.int32)[None, :]
+    order = t.zeros_like(place)
+    for s in range(k):
+        order += _where(place[:, s:s + 1] == idx, slot[:, s:s + 1] + order * 0, order * 0)
+    return order
 
 
 def approx_order_value(size, size_type, direction, cash, pos, free, val_price, value):
@@ -330,18 +264,32 @@ def active_first(seq, process):
     """
     t = tf()
     k = seq.shape[1]
-    active = t.gather(process, seq, batch_dims=1)
+    active = seq < 0
+    for s in range(k):
+        active |= (seq == s) & process[:, s:s + 1]
     act = t.cast(active, t.int32)
-    n_active = t.reduce_sum(act, 1, keepdims=True)
-    place = t.where(active, t.cumsum(act, 1) - 1, n_active + t.cumsum(1 - act, 1) - 1)
-    at = t.equal(place[:, :, None], t.range(k, dtype=t.int32)[None, None, :])
-    order = t.reduce_sum(t.where(at, seq[:, :, None], t.zeros_like(at, dtype=t.int32)), 1)
-    return order, t.reduce_max(n_active)
+    ahead_active, ahead_idle, columns = act[:, :1] * 0, act[:, :1] * 0, []
+    for p in range(k):
+        columns.append(t.where(active[:, p:p + 1], ahead_active, ahead_idle))
+        ahead_active += act[:, p:p + 1]
+        ahead_idle += 1 - act[:, p:p + 1]
+    n_active = ahead_active
+    place = t.where(active, t.concat(columns, 1), n_active + t.concat(columns, 1))
+    return _slots_at(place, seq, k), t.reduce_max(n_active)
 
 
-def _run_slots(s, p, order, process, value, seq, count=None):
+def _column(x, at):
+    """``x[g, c]`` for the one column ``c`` where ``at`` (bool ``[g, k]`` or ``[k]``)."""
+    out = x[:, 0]
+    for c in range(1, x.shape[1]):
+        out = _where(at[..., c], x[:, c], out)
+    return out
+
+
+def _run_slots(s, p, order, process, value, seq, count=None, shorts=True):
     """Run the slots of every group in the order ``seq`` (a loop over the first ``count``
-    slots, all without it): (new state, per-column order outputs)."""
+    slots, all without it): (new state, per-column order outputs).  ``value`` None: no
+    target orders; ``shorts`` False: no position is ever short (no debt or free cash)."""
     t = tf()
     k = s["position"].shape[1]
     if count is None:
@@ -350,49 +298,53 @@ def _run_slots(s, p, order, process, value, seq, count=None):
     full = dict(order, fees=p["fees"], fixed_fees=p["fixed_fees"], min_size=p["min_size"],
                 allow_partial=p["allow_partial"] != 0, process=process)
     zero = t.zeros_like(s["position"])
+    group_keys, col_keys = (("cash", "free"), ("position", "debt")) if shorts else (
+        ("cash",), ("position",))
 
-    def slot(j, cash, free, position, debt, filled, size, price, fees):
-        col = t.gather(seq, j[None], axis=1)[:, 0]
+    def slot(j, held, rec):
+        col = _column(seq, j == cols[0])
         mask = t.equal(col[:, None], cols)
 
-        def pick(x):
-            return t.gather(x, col[:, None], batch_dims=1)[:, 0]
+        def pick(x):                   # x[g, col[g]]: k selects (XLA's gather is slower)
+            return _column(x, mask)
 
-        state = {"cash": cash, "free": free, "value": value, "position": pick(position),
-                 "debt": pick(debt), "val_price": pick(s["val_price"])}
+        state = {k: held[k] for k in group_keys}
+        state.update({k: pick(held[k]) for k in col_keys}, value=value,
+                     val_price=pick(s["val_price"]))
         ordered = {name: pick(v) for name, v in full.items()}
         fill, is_buy, osize, oprice, ofees, new = execute_order(state, ordered,
-                                                                ordered.pop("process"))
+                                                                ordered.pop("process"), shorts)
 
         def put(x, new_x):
             return _where(mask, new_x[:, None], x)
 
+        held = dict({k: new[k] for k in group_keys},
+                    **{k: put(held[k], new[k]) for k in col_keys})
         signed = _where(fill, _where(is_buy, osize, -osize), t.zeros_like(osize))
-        return (j + 1, new["cash"], new["free"], put(position, new["position"]),
-                put(debt, new["debt"]), filled | (mask & fill[:, None]), put(size, signed),
-                put(price, oprice), put(fees, ofees))
+        rec = {"filled": rec["filled"] | (mask & fill[:, None]), "size": put(rec["size"], signed),
+               "price": put(rec["price"], oprice), "fees": put(rec["fees"], ofees)}
+        return j + 1, held, rec
 
-    init = (t.constant(0), s["cash"], s["free"], s["position"], s["debt"],
-            t.zeros_like(process), zero, zero, zero)
-    _, cash, free, position, debt, filled, size, price, fees = t.while_loop(
-        lambda j, *_: j < count, slot, init)
-    new_state = dict(s, cash=cash, free=free, position=position, debt=debt)
-    return new_state, {"filled": filled, "size": size, "price": price, "fees": fees}
+    held = {k: s[k] for k in group_keys + col_keys}
+    rec = {"filled": t.zeros_like(process), "size": zero, "price": zero, "fees": zero}
+    _, held, rec = t.while_loop(lambda j, *_: j < count, slot, (t.constant(0), held, rec))
+    return dict(s, **held), rec
 
 
-def _initial(init_cash, k, features):
+def _initial(init_cash, k, features, shorts):
     t = tf()
     g = init_cash.shape[0] if init_cash.shape[0] is not None else t.shape(init_cash)[0]
     zero = t.zeros([g, k], init_cash.dtype)
     nan = zero + math.nan
-    s = {"cash": init_cash, "free": init_cash, "position": zero, "debt": zero,
-         "val_price": nan, "peak": init_cash * math.nan,
+    s = {"cash": init_cash, "position": zero, "val_price": nan, "peak": init_cash * math.nan,
          "peak_i": t.zeros_like(init_cash, dtype=t.int32),
          "dd_on": t.zeros_like(init_cash, dtype=t.bool), "valley": init_cash * math.nan,
          "max_dd": init_cash * 0, "max_dur": init_cash * 0,
          "has_dd": t.zeros_like(init_cash, dtype=t.bool), "prev_value": init_cash,
          "acc_r": init_cash * 0, "acc_r2": init_cash * 0, "acc_fees": init_cash * 0,
          "acc_orders": init_cash * 0}
+    if shorts:
+        s.update(free=init_cash, debt=zero)
     if "sl" in features:
         s.update(sl_ref=nan, sl_stop=nan)
     if "trail" in features:
@@ -425,8 +377,20 @@ def _sums(s, value, rec, i, n):
     return out
 
 
+def _call_order(auto, approx, pad, call_seq, i):
+    """This bar's call order ``[g, k]``: sorted by ``approx`` where ``auto`` (a bool
+    tensor, or a Python bool that leaves the other out of the graph), else given."""
+    t = tf()
+    if auto is False:
+        return call_seq[t.minimum(i, t.shape(call_seq)[0] - 1)]
+    if auto is True:
+        return insert_argsort(approx, pad)
+    given = call_seq[t.minimum(i, t.shape(call_seq)[0] - 1)]
+    return _where(auto, insert_argsort(approx, pad), given)
+
+
 def simulate_groups(bars, signals, params, call_seq, auto, *, mode="signals",
-                    keep_bars=True, features=()):
+                    keep_bars=True, features=(), shorts=True):
     """Run shared-cash groups bar by bar.
 
     ``bars``: ``close``, ``price`` (where orders fill), ``open``, ``low``, ``high``,
@@ -437,8 +401,10 @@ def simulate_groups(bars, signals, params, call_seq, auto, *, mode="signals",
     allow_partial, sl_stop, sl_trail, tp_stop (signals), ``pad`` (bool, slots that
     never trade) and ``init_cash`` ``[g]``; ``call_seq``: int32 ``[m, g, k]``, the
     slots' call order on each bar (``m = 1``: the same on every bar); ``auto``
-    (scalar bool tensor): sort by order value instead (vectorbt's "auto").
-    ``features``: the stops used ("sl", "tp", "trail").
+    (scalar bool tensor, or a Python bool fixed at trace time): sort by order value
+    instead (vectorbt's "auto").  ``features``: the stops used ("sl", "tp", "trail");
+    ``shorts`` False (signals without short entries or exits only): no position is
+    ever short, so the loop leaves out debt and free cash (free cash is the cash).
     Returns per-bar :data:`GROUP_BAR_OUTPUTS` (with ``keep_bars``) and the
     groups' end value, drawdown and return sums.
     """
@@ -448,7 +414,7 @@ def simulate_groups(bars, signals, params, call_seq, auto, *, mode="signals",
     n = t.shape(bars["close"])[0]
     g = init.shape[0]
     shape = [g, k] if g is not None else t.stack([t.shape(init)[0], k])
-    state = _initial(init, k, features)
+    state = _initial(init, k, features, shorts)
     names = GROUP_BAR_OUTPUTS if keep_bars else ()
     arrays = {name: t.TensorArray(t.int32 if name == "call_seq" else init.dtype, size=n)
               for name in names}
@@ -458,22 +424,20 @@ def simulate_groups(bars, signals, params, call_seq, auto, *, mode="signals",
              if name != "init_cash"}
         bar = _bar_inputs(bars, i, shape)
         s = dict(s, val_price=bar["price"])
-        if mode == "signals":
+        seen = s if shorts else dict(s, free=s["cash"])
+        if mode == "signals":             # signals are never target orders: no value
             sig = tuple(x[i] for x in signals)
-            order, approx, sl_ref, process = _signal_bar(s, p, sig, bar, features)
+            order, approx, sl_ref, process = _signal_bar(seen, p, sig, bar, features)
             value = None
         else:
-            order, approx, sl_ref, process, value = _given_bar(s, p, bar)
+            order, approx, sl_ref, process, value = _given_bar(seen, p, bar)
         process &= ~p["pad"]
-        given = call_seq[t.minimum(i, t.shape(call_seq)[0] - 1)]
-        seq = _where(auto, insert_argsort(approx, p["pad"]), given)
-        if value is None:
-            value = group_value(s["cash"], s["position"], s["val_price"])
+        seq = _call_order(auto, approx, p["pad"], call_seq, i)
         if mode == "signals":             # bars without an order skip their slots
             run_seq, count = active_first(seq, process)
         else:
             run_seq, count = seq, None
-        new, rec = _run_slots(s, p, order, process, value, run_seq, count)
+        new, rec = _run_slots(s, p, order, process, value, run_seq, count, shorts)
         if features:
             new.update(_stops_after(s, new["position"], s["position"], rec["filled"],
                                     bar["close"], sl_ref, p, features))

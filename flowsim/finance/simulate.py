@@ -75,7 +75,8 @@ def add_tolerant(a, b):
     return add_snapped(a, b)
 
 
-def _snap(x):
+def snap_zero(x):
+    """``x`` with values close to 0 (vectorbt's ``is_close_nb``) set to 0."""
     t = tf()
     return t.where(is_close(x, t.zeros_like(x)), t.zeros_like(x), x)
 
@@ -135,16 +136,19 @@ def _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_
 
 def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, slip, min_size,
           fraction=None, lock=None):
-    """``sell_nb`` (``all_in``: size=inf with percent ``fraction``, None: 1; ``lock``:
-    ``lock_cash`` per column, None: off).
+    """``sell_nb`` (``all_in``: size=inf with a percent; ``fraction``: its ``percent``,
+    1 for none, None: 1 everywhere; ``lock``: ``lock_cash`` per column, None: off).
 
     ``long_only`` None: every sell closes a long (no shorts), as ``long_only=True``.
     """
     t = tf()
     zero = t.zeros_like(cash)
     adj = price * (1 - slip)
+    long_limit = t.minimum(pos, size)
+    if fraction is not None:
+        long_limit = fraction * long_limit
     if long_only is None:
-        size_limit, ok = t.minimum(pos, size), pos != 0
+        size_limit, ok = long_limit, pos != 0
     else:
         long_size = t.maximum(pos, zero)
         total_free = add_snapped(free, long_size * adj * (1 - fees))
@@ -157,7 +161,7 @@ def _sell(cash, pos, debt, free, size, price, long_only, all_in, fees, fixed, sl
             scaled = t.where(lock, t.minimum(scaled, max_limit), scaled)
             limited = t.where(lock, t.minimum(size, max_limit), size)
             free_ok = t.where(lock, ok_all, free_ok)
-        size_limit = t.where(long_only, t.minimum(pos, size), t.where(all_in, scaled, limited))
+        size_limit = t.where(long_only, long_limit, t.where(all_in, scaled, limited))
         ok = t.where(long_only, pos != 0, t.where(all_in, ok_all, free_ok))
     ok &= ~is_close(size_limit, zero) & ~is_less(size_limit, min_size)
     acq = size_limit * adj
@@ -381,7 +385,7 @@ def _execute(i, s, p, size, price, slip, long_only, short_only, short, fraction=
     """Fill this bar's order: (filled?, size, price, fees, new cash/pos(/debt/free))."""
     t = tf()
     names = ("cash", "pos", "debt", "free") if short else ("cash", "pos")
-    snapped = [_snap(s[k]) for k in names]
+    snapped = [snap_zero(s[k]) for k in names]
     cash, cpos = snapped[:2]
     debt, free = snapped[2:] if short else (None, None)
     all_in = t.math.is_inf(size) & (size < 0) if short else None
@@ -394,18 +398,48 @@ def _execute(i, s, p, size, price, slip, long_only, short_only, short, fraction=
     else:
         long_only = args[5]
     lock = (p["lock_cash"] != 0) if "lock_cash" in p and short else None
-    b = _buy(cash, cpos, debt, free, size, price, short_only, p["fees"], p["fixed_fees"],
-             slip, p["min_size"], fraction, lock)
-    q = _sell(cash, cpos, debt, free, -size, price, long_only if short else None, all_in,
-              p["fees"], p["fixed_fees"], slip, p["min_size"], fraction, lock)
+    partial = (p["allow_partial"] != 0) if "allow_partial" in p else None
+    fill, is_buy, pick = fill_order(
+        (cash, cpos, debt, free), size, price, (p["fees"], p["fixed_fees"], slip, p["min_size"]),
+        (long_only if short else None, short_only, all_in), fraction=fraction, lock=lock,
+        allow_partial=partial, barrier=lambda *xs: _barrier(i, *xs))
+    new = {k: t.where(fill, v, s[k]) for k, v in zip(names, pick[3:])}
+    return fill, is_buy, pick[0], pick[1], pick[2], new
+
+
+def fill_order(held, size, price, costs, sides, fraction=None, lock=None, allow_partial=None,
+               barrier=None):
+    """One order per column, vectorbt's ``buy_nb`` where ``size > 0`` else ``sell_nb``:
+    ``(filled, is_buy, [size, price, fees, cash, position(, debt, free)])``.
+
+        >>> filled, is_buy, out = fill_order((cash, pos, debt, free), size, price,
+        ...                                  (fees, fixed_fees, slippage, min_size),
+        ...                                  (long_only, short_only, all_in))
+
+    ``held``: cash, position and (with shorts) debt and free cash; ``size``: signed
+    shares (+-inf: all); ``sides``: sells only close longs, buys only cover shorts,
+    a sell of ``inf`` goes all in (all None: no shorts); ``fraction``: ``percent``
+    of the cash a buy spends or of the largest all-in sell (1: none); ``lock``:
+    ``lock_cash``; ``allow_partial`` (bool, None: allowed): False refuses a finite
+    order cash cannot fill whole; ``barrier``: applied to the picked outputs.
+    """
+    t = tf()
+    cash, pos, debt, free = held
+    fees, fixed, slip, min_size = costs
+    long_only, short_only, all_in = sides
+    b = _buy(cash, pos, debt, free, size, price, short_only, fees, fixed, slip, min_size,
+             fraction, lock)
+    q = _sell(cash, pos, debt, free, -size, price, long_only, all_in, fees, fixed, slip,
+              min_size, fraction, lock)
     is_buy = size > 0
-    pick = _barrier(i, *[t.where(is_buy, x, y) for x, y in zip(b, q)])
+    pick = [t.where(is_buy, x, y) for x, y in zip(b, q)]
+    if barrier is not None:
+        pick = barrier(*pick)
     fill = pick[0] & (size != 0)
-    if "allow_partial" in p:                       # a finite size filled whole or not at all
+    if allow_partial is not None:                 # a finite size filled whole or not at all
         asked = t.abs(size)
-        fill &= (p["allow_partial"] != 0) | ~t.math.is_finite(asked) | ~is_less(pick[1], asked)
-    new = {k: t.where(fill, v, s[k]) for k, v in zip(names, pick[4:])}
-    return fill, is_buy, pick[1], pick[2], pick[3], new
+        fill &= allow_partial | ~t.math.is_finite(asked) | ~is_less(pick[1], asked)
+    return fill, is_buy, list(pick[1:])
 
 
 def simulate_signals(bars, signals, params, keep_bars=True, rates=(0.0, 0.0, 0.0),
