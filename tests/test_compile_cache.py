@@ -20,6 +20,19 @@ RUN = textwrap.dedent("""
     r = flowsim.Flow(flowsim.Plain(f, 3), 4096, seed=5, block_size=1024, quiet=True).run(2)
     print(float(r.value).hex())
 """)
+#: The integrands of the files in argv, each in a process with the cache off: the bits
+#: of a fresh compile, one line each.
+UNCACHED = textwrap.dedent("""
+    import importlib.util, sys
+    import flowsim
+    for i, path in enumerate(sys.argv[1:]):
+        spec = importlib.util.spec_from_file_location(f"integrand_{i}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        r = flowsim.Flow(flowsim.Plain(module.f, 3), 4096, seed=5, block_size=1024,
+                         quiet=True).run(2)
+        print(float(r.value).hex())
+""")
 
 
 def entries(cache):
@@ -56,19 +69,25 @@ CUBES = """
 def runs(tmp_path_factory):
     """The integrand's runs, each in a fresh process, in this order (TensorFlow's
     start-up dominates, so the tests below share them): squares with an empty cache,
-    squares again with that cache, squares with the cache off, then the same module
-    rewritten to cubes, with the cache and with it off, and cubes in a process that
-    compiles another kernel first.  Each run's bits, and the cache's files after each
-    run that uses it."""
+    squares again with that cache, then the same module rewritten to cubes, and cubes
+    in a process that compiles another kernel first; and squares and cubes with the
+    cache off (one process, both compiled anew).  Each run's bits, and the cache's
+    files after each run that uses it."""
     tmp = tmp_path_factory.mktemp("compile-cache")
     cache = tmp / "cache"
     out = {"cache": cache}
-    for name, body, where in (("squares", SQUARES, cache), ("squares again", SQUARES, cache),
-                              ("squares off", SQUARES, "off"), ("cubes", CUBES, cache),
-                              ("cubes off", CUBES, "off"), ("cubes after another", CUBES, cache)):
-        out[name] = run_with(tmp, where, body, other_first=name.endswith("another"))
-        if where == cache:
-            out[f"files after {name}"] = entries(cache)
+    for name, body in (("squares", SQUARES), ("squares again", SQUARES), ("cubes", CUBES),
+                       ("cubes after another", CUBES)):
+        out[name] = run_with(tmp, cache, body, other_first=name.endswith("another"))
+        out[f"files after {name}"] = entries(cache)
+    paths = []
+    for name, body in (("squares", SQUARES), ("cubes", CUBES)):
+        paths.append(tmp / f"uncached_{name}.py")
+        paths[-1].write_text(textwrap.dedent(body))
+    r = run_python(UNCACHED, env={"FLOWSIM_CACHE_DIR": "off", "TF_XLA_FLAGS": ""},
+                   args=tuple(str(p) for p in paths))
+    assert r.returncode == 0, r.stderr
+    out["squares off"], out["cubes off"] = r.stdout.split()[-2:]
     return out
 
 

@@ -2,8 +2,9 @@
 shipped cases (run through ``tests/helpers/conformance.py``).
 
 Flow in this process is the reference.  Against it, bit for bit: ThreadPoolFlow /
-ScheduledFlow on 1, 2 and 4 logical CPUs with every schedule, MPIFlow on 1, 2
-and 3 ranks (every rank's result, and every rank must finish), SparkFlow on
+ScheduledFlow on 1, 2 and 4 logical CPUs with every schedule, MPIFlow on 2
+and 3 ranks (every rank's result, and every rank must finish; a world of one is
+tests/test_mpi.py's), SparkFlow on
 local[2], JoblibFlow on loky and on a Dask cluster.  Each runs Plain, Vegas,
 VegasPlus, a path price, a sweep, a checkpoint resume, the rows of an iteration,
 a broken kernel and a TensorFlow error at run time (the same exception type and
@@ -42,6 +43,9 @@ pytestmark = [pytest.mark.xdist_group("spark"), pytest.mark.costly]
 #: over 10 min at load 20).
 TIMEOUT = 1500
 HARNESS = os.path.join(ROOT, "tests", "helpers", "conformance.py")
+#: mpirun's world sizes: an even and an odd split of the blocks (a world of one, with
+#: and without mpirun, is tests/test_mpi.py's).
+MPI_RANKS = (2, 3)
 
 # What tests/helpers/conformance.py defines travels to loky, Dask and Spark workers by
 # value (workers cannot import tests/).
@@ -92,7 +96,7 @@ def background(reference, tmp_path_factory):
     bg = Background(out)
     env = dict(os.environ, PYTHONPATH=ROOT, CUDA_VISIBLE_DEVICES="")
     try:
-        for n in (1, 2, 3):
+        for n in MPI_RANKS:
             os.makedirs(os.path.join(out, f"mpi{n}"))
             bg.start(f"mpi{n}", [MPIRUN, "-n", str(n), sys.executable, HARNESS, "mpi",
                                  os.path.join(out, f"mpi{n}")], mpi_env())
@@ -274,7 +278,7 @@ def test_threads_every_schedule(threads, reference, n):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("n", MPI_RANKS)
 def test_mpi_every_rank(background, reference, n):
     code = background.wait(f"mpi{n}")
     out = os.path.join(background.out, f"mpi{n}")
