@@ -82,6 +82,37 @@ def test_loky_same_bits_as_flow(reference):
         assert len({c["device"] for c in res.timeline}) >= 1
 
 
+class CountingBackend(joblib.parallel.ThreadingBackend):
+    """joblib's threads, counting the pools started (a cluster backend's actors)."""
+
+    pools = 0
+
+    def configure(self, *args, **kwargs):
+        type(self).pools += 1
+        return super().configure(*args, **kwargs)
+
+
+def test_the_pool_of_a_cluster_backend_is_kept_between_iterations(reference):
+    """Under one ``parallel_config`` block, a cluster backend's pool (Ray's actors, Dask's
+    workers) serves every iteration: one pool for 3 iterations, Flow's bits; a new
+    block gets a new pool; ``close()`` releases it."""
+    from flowsim.distribution.joblib import JoblibExecutor
+    joblib.register_parallel_backend("counting", CountingBackend)
+    executor = JoblibExecutor(n_jobs=2)
+    with joblib.parallel_config(backend="counting"):
+        res = flowsim.Flow(flowsim.Plain(double_gaussian, 4), quiet=True, executor=executor,
+                           **CASE).run(3)
+    assert bits(res) == reference["Plain"]
+    assert CountingBackend.pools == 1 and res.meta["joblib_backend"] == "counting"
+    with joblib.parallel_config(backend="counting"):
+        flowsim.Flow(flowsim.Plain(double_gaussian, 4), quiet=True, executor=executor,
+                     **CASE).run(1)
+    assert CountingBackend.pools == 2
+    executor.close()
+    executor.close()
+    assert executor._pool is None
+
+
 @pytest.mark.timeout(600)
 def test_task_error_keeps_type_and_text():
     flow = JoblibFlow(Broken(double_gaussian, 2), n_jobs=2, quiet=True, **CASE)
@@ -142,9 +173,9 @@ def local_ray():
 def test_joblib_on_ray_gives_flows_bits(local_ray, flow_reference):
     """JoblibFlow unchanged under joblib.parallel_config(backend="ray"): the Plain case
     of flowsim.testing.check_executor on 2 of its 3 iterations (every bit and the
-    timeline; the second iteration runs on new actors).  Only that case: Ray's joblib
-    backend starts fresh worker actors for every iteration, and each imports TensorFlow
-    and compiles the kernel anew (the other cases run on loky and Dask)."""
+    timeline).  Only that case: each Flow of a case starts its own actors, and each
+    imports TensorFlow (the other cases run on loky and Dask); the second iteration
+    runs on the first's actors (JoblibExecutor keeps the pool)."""
     from flowsim.distribution.joblib import JoblibExecutor
     from flowsim.testing import CASES, check_executor
     made = []

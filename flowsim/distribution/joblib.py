@@ -22,6 +22,12 @@ pickled, so :mod:`flowsim.core.kernel`'s cache serves later tasks and iterations
 the same process.  On loky, each worker's TensorFlow gets ``cores / workers``
 threads (before TensorFlow starts in that worker).
 
+Pools.  The joblib pool of an iteration is kept for the next one while the same
+backend is active (the same ``parallel_config`` block for Ray, Dask and other
+cluster backends), so their workers keep TensorFlow and the compiled kernels
+between iterations (Ray's joblib backend otherwise starts new actors for every
+call); ``Flow.close()`` (or ``with flow:``) releases it.
+
 Faults.  An exception in a task reaches the driver as the task's own type and
 text when it is a builtin one (else :class:`flowsim.core.backend.RemoteError`),
 with where it ran (blocks, host, process).  A worker process that dies
@@ -63,6 +69,7 @@ class JoblibExecutor(Executor):
             raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
         self.n_jobs, self.device = n_jobs, None if device is None else str(device)
         self.backend = None
+        self._pool = None
 
     def devices(self):
         where = self.backend or "joblib"
@@ -75,11 +82,38 @@ class JoblibExecutor(Executor):
         import joblib
         return max(1, joblib.effective_n_jobs(-1 if self.n_jobs is None else self.n_jobs))
 
+    def close(self):
+        """Release the joblib pool kept between iterations (idempotent)."""
+        if self._pool is not None:
+            parallel, self._pool = self._pool[1], None
+            try:
+                parallel.__exit__(None, None, None)
+            except Exception as exc:  # noqa: BLE001 - a pool whose cluster is gone
+                logger.debug("closing the joblib pool: %s", exc)
+
+    def _parallel(self):
+        """The pool of the joblib backend active now: kept from the last iteration
+        when the backend is the same (Ray's and Dask's workers keep their TensorFlow
+        and compiled kernels), else a new one."""
+        import joblib
+        from joblib.parallel import get_active_backend
+        backend = get_active_backend()[0]
+        kind = type(backend).__name__.lower()
+        self.backend = "dask" if "dask" in kind else kind.replace("backend", "")
+        local = self.backend in ("loky", "multiprocessing", "threading", "sequential")
+        key = (self.backend, None if local else id(backend))
+        if self._pool is None or self._pool[0] != key:
+            self.close()
+            parallel = joblib.Parallel(n_jobs=-1 if self.n_jobs is None else self.n_jobs)
+            self._pool = (key, parallel.__enter__())
+        return self._pool[1]
+
     def execute(self, it):
         for attempt in (1, 2):
             try:
                 return self._run(it)
             except Exception as exc:
+                self.close()
                 if type(exc).__name__ != "TerminatedWorkerError":
                     raise
                 if attempt == 2:
@@ -91,19 +125,15 @@ class JoblibExecutor(Executor):
 
     def _run(self, it):
         import joblib
-        from joblib.parallel import get_active_backend
         workers = self._workers()
         shares = static_shares(it.grid.n_blocks, [1.0] * min(workers, it.grid.n_blocks))
         per_call = it.grid.blocks_per_call(it.events_limit)
-        kind = type(get_active_backend()[0]).__name__.lower()
-        self.backend = "dask" if "dask" in kind else kind.replace("backend", "")
-        with joblib.Parallel(n_jobs=-1 if self.n_jobs is None else self.n_jobs) as parallel:
-            local = self.backend in ("loky", "multiprocessing")
-            threads = max(1, cores() // workers) if local else None
-            offset = it.now() - time.time()
-            out = parallel(joblib.delayed(_task)(it.task, first, n, per_call, self.device,
-                                                 threads)
-                           for first, n in shares if n)
+        parallel = self._parallel()
+        local = self.backend in ("loky", "multiprocessing")
+        threads = max(1, cores() // workers) if local else None
+        offset = it.now() - time.time()
+        out = parallel(joblib.delayed(_task)(it.task, first, n, per_call, self.device, threads)
+                       for first, n in shares if n)
         rows = it.rows()
         for first, n, got, label in out:
             if isinstance(got, dict):                       # describe()'s account
