@@ -40,20 +40,9 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 OUT_JSON = os.path.join(ROOT, "tests", "data", "vegas_api.json")
 OUT_NPZ = os.path.join(ROOT, "tests", "data", "vegas_api_maps.npz")
 
-# -- the tests' integrands and cases -------------------------------------------------
+from flowsim.testing.vegas_tutorial import batch_dict, right_array, tutorial  # noqa: E402
 
-
-def tutorial(x):
-    dx2 = sum((xd - 0.5) ** 2 for xd in x)
-    return math.exp(-100.0 * dx2) * 1013.2118364296088
-
-
-def batch_dict(x):
-    return {"a": x[:, 0] * x[:, 1], "b": np.stack([x[:, 0] ** 2, np.cos(x[:, 1])], axis=1)}
-
-
-def right_array(x):
-    return np.array([np.exp(-x[0] - x[1]), x[0] ** 3])
+# -- the tests' integrands and cases (the first three: flowsim.testing.vegas_tutorial) ----
 
 
 def peak_values(x):

@@ -27,22 +27,7 @@ import flowsim
 from flowsim.compat import vegas as fvegas
 from flowsim.core import covariance
 from flowsim.core.stats import combine
-from flowsim.testing.vegas_tutorial import KEYS, derived, moments
-
-
-def tutorial(x):
-    """vegas's tutorial integrand, one point at a time (integral 1 over the box)."""
-    dx2 = sum((xd - 0.5) ** 2 for xd in x)
-    return math.exp(-100.0 * dx2) * 1013.2118364296088
-
-
-def batch_dict(x):
-    return {"a": x[:, 0] * x[:, 1], "b": np.stack([x[:, 0] ** 2, np.cos(x[:, 1])], axis=1)}
-
-
-def right_array(x):
-    return np.array([np.exp(-x[0] - x[1]), x[0] ** 3])
-
+from flowsim.testing.vegas_tutorial import KEYS, batch_dict, derived, moments, right_array, tutorial
 
 # vegas's stored numbers: a missing file fails every test here, it does not skip
 with open(os.path.join(ROOT, "tests", "data", "vegas_api.json")) as _fh:
