@@ -6,8 +6,9 @@ import pytest
 
 gymnasium = pytest.importorskip("gymnasium")
 
+import flowsim.envs.market_env as market_env  # noqa: E402  (registers the ids)
 import flowsim.markets as fm  # noqa: E402
-from flowsim.envs.market_env import MarketVectorEnv  # noqa: E402  (registers the ids)
+from flowsim.envs.market_env import MarketVectorEnv  # noqa: E402
 
 SEED = 7
 BLOCK = 64
@@ -139,3 +140,12 @@ def test_bad_actions_are_refused_with_their_shape(idle):
     env.reset()
     with pytest.raises(ValueError, match=r"actions must have shape \(128, 3\)"):
         env.step(np.zeros((N, 2)))
+
+
+def test_warns_at_construction_where_its_orders_differ_from_pams():
+    with pytest.warns(market_env.MarketEnvWarning) as caught:
+        MarketVectorEnv(short_ci2002(), num_envs=BLOCK)
+    message = str(caught[0].message)
+    assert message == market_env.PAMS_DIFFERENCE
+    assert "cancels the unfilled rest of a market order at once" in message
+    assert "pams 0.3.0 leaves it resting in the book" in message

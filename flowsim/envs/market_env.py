@@ -29,8 +29,11 @@ market price``.  Semantics of the agent's order, in pams's terms
   volume at one price (the earlier order's of the last pair), as the compiled step
   executes every arrival (pams's ``Market._execution``).  The rest of a limit order
   rests in the book for ``interval`` steps (then it is cancelled: the next env step
-  replaces it); each later fill is at the price of the arrival that hits it.  The
-  rest of a market order is cancelled at once (pams would leave it resting).
+  replaces it: a pams agent cancelling its order at its next decision); each later
+  fill is at the price of the step's execution that hits it.  The rest of a market
+  order is cancelled at once, where pams 0.3.0 leaves it resting in the book, first
+  in priority, until it fills or its ttl ends: every env warns so at construction
+  (:class:`MarketEnvWarning`, :data:`PAMS_DIFFERENCE`).
 * The agent has no cash or position limit.  Its executions move the market price
   and the book the FCN agents see, but do not count in the markets' statistics
   (``trades`` and the rest count the FCN agents' orders).
@@ -45,6 +48,7 @@ one normal order a step, high-frequency agents, events or learned groups; a
 market-making quote pair (one order a market per env step); ``backend="joblib"``.
 """
 import concurrent.futures
+import warnings
 
 import gymnasium
 import numpy as np
@@ -62,6 +66,20 @@ from . import market_orders
 BACKENDS = ("flow", "threads")
 #: Observation columns after the recent prices.
 OBS_COLUMNS = ("best_bid", "best_ask", "inventory", "cash", "time_left")
+#: What every :class:`MarketVectorEnv` warns of at construction: where its agent's orders
+#: are not what pams 0.3.0 would do with them.
+PAMS_DIFFERENCE = (
+    "MarketEnv-v0 cancels the unfilled rest of a market order at once, where pams 0.3.0 "
+    "leaves it resting in the book, first in priority, until it fills at the price of "
+    "the limit orders it meets or its ttl ends; the agent's limit orders rest for "
+    "`interval` pams steps, then are cancelled (a pams agent cancelling its order at its "
+    "next decision)")
+
+
+class MarketEnvWarning(UserWarning):
+    """Where the orders of a :class:`MarketVectorEnv`'s agent differ from pams's
+    (:data:`PAMS_DIFFERENCE`); warned once per place by Python's default filter.  To
+    silence it: ``warnings.simplefilter("ignore", MarketEnvWarning)``."""
 
 
 class MarketVectorEnv(gymnasium.vector.VectorEnv):
@@ -138,6 +156,7 @@ class MarketVectorEnv(gymnasium.vector.VectorEnv):
         self._fns = None
         self._ended = False
         self.t = 0
+        warnings.warn(PAMS_DIFFERENCE, MarketEnvWarning, stacklevel=2)
 
     # -- the compiled calls --------------------------------------------------------------
     def _compile(self):
