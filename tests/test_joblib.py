@@ -70,18 +70,6 @@ def reference():
     return out
 
 
-@pytest.mark.timeout(600)
-def test_loky_same_bits_as_flow(reference):
-    """Every algorithm's bits: test_conformance.py; here the Result's facts."""
-    for cls in (flowsim.Plain,):
-        flow = JoblibFlow(cls(double_gaussian, 4), n_jobs=2, quiet=True, **CASE)
-        res = flow.run(3)
-        assert bits(res) == reference[cls.__name__], cls.__name__
-        assert covered(res, flow.grid.n_blocks)
-        assert res.meta["backend"] == "joblib" and res.meta["joblib_backend"] == "loky"
-        assert len({c["device"] for c in res.timeline}) >= 1
-
-
 class CountingBackend(joblib.parallel.ThreadingBackend):
     """joblib's threads, counting the pools started (a cluster backend's actors)."""
 
@@ -123,11 +111,18 @@ def test_task_error_keeps_type_and_text():
 
 @pytest.mark.timeout(600)
 def test_killed_worker_reruns_the_iteration_same_bits(tmp_path, reference):
+    """A loky worker dies in the first iteration: the iteration runs again, Flow's bits,
+    and the Result's facts are loky's (every algorithm's bits on loky:
+    test_conformance.py)."""
     marker = str(tmp_path / "died")
     flow = JoblibFlow(DiesOnce(marker, double_gaussian, 4), n_jobs=2, quiet=True, **CASE)
     res = flow.run(3)
     assert os.path.exists(marker)                  # a worker did die
     assert bits(res) == reference["Plain"]
+    assert covered(res, flow.grid.n_blocks)
+    assert res.meta["backend"] == "joblib" and res.meta["joblib_backend"] == "loky"
+    assert str(os.getpid()) not in {c["device"].split("/")[0].split(":")[1]
+                                    for c in res.timeline}
 
 
 @pytest.mark.timeout(900)

@@ -195,7 +195,7 @@ if n == 4:
                      ("VegasPlus", lambda: flowsim.VegasPlus(double_gaussian, 4))]:
       all_cpu = bits(ThreadPoolFlow(make(), **KW_ADAPTIVE).run(2))
       seen, used, rng = {}, set(), random.Random(7)
-      for run in range(6):
+      for run in range(3):
           delays = {f"CPU:{i}": rng.choice([0.0, 0.002, 0.01]) for i in range(4)}
           for policy in ("static", "dynamic", "guided", "weighted"):
               with device_types({"CPU:2": "GPU", "CPU:3": "GPU"}, delays=delays):
@@ -372,7 +372,7 @@ def test_timeline_plot_in_process(tmp_path):
 
 def test_mixed_device_types_give_bits_without_timing(runs):
     """Under ``device_types`` with CPU:2 and CPU:3 counted as GPUs (rows rounded one ulp
-    apart), 6 runs with random per-device delays of every schedule give one set of bits
+    apart), 3 runs with random per-device delays of every schedule give one set of bits
     on Plain and VegasPlus, which differs from the all-CPU run (the perturbation is
     live); every device ran blocks; the weights used are in Result.meta."""
     for name, got in result(runs, 4)["mixed"].items():
