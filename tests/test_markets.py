@@ -884,3 +884,32 @@ def test_user_class_flowsim_cannot_run_is_refused_naming_it(user, message):
 def test_malformed_class_mappings_are_refused(classes, error, message):
     with pytest.raises(error, match=message):
         parse(contrarian_config(), classes=classes)
+
+
+def test_learned_agents_read_the_book_as_the_step_found_it():
+    """``LearnedAgents(book=True)``: 4 more features, ``ln(best bid / P)``,
+    ``ln(best ask / P)`` (0 where the side is empty) and the live orders' counts, from
+    the book's packed keys (level in the high bits) at tick 0.5; an expired order is
+    not seen."""
+    from types import SimpleNamespace
+
+    from flowsim.core.lazy_tf import tf
+    from flowsim.markets import book_chunks
+    from flowsim.markets.kernel import book_view
+    from flowsim.markets.learned import book_features
+    t = tf()
+    tb, lo, hi = 8, np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    bid = np.array([[200 << tb, 190 << tb], [198 << tb, lo], [lo, lo]], np.int64)  # [3, 2]
+    ask = np.array([[hi, hi], [hi, hi], [204 << tb, hi]], np.int64)
+    expiry = np.array([[5, 5], [5, 2], [5, -1]], np.int64)      # market 1's 2nd bid expired
+    ctx = SimpleNamespace(chunks=book_chunks.Whole(3, None), tb=t.constant(tb, t.int64),
+                          dtype=t.float64, tick=0.5)
+    view = book_view(ctx, t.constant(4, t.int64),
+                     book_chunks.Book(t.constant(bid), t.constant(ask), t.constant(expiry)))
+    price = t.constant([101.0, 96.0], t.float64)
+    got = book_features(view, price).numpy()
+    np.testing.assert_allclose(got, [[np.log(100 / 101), np.log(102 / 101), 2, 1],
+                                     [np.log(95 / 96), 0.0, 1, 0]], rtol=1e-15)
+    agents = fm.LearnedAgents(lambda x: x[:, 0], 3, lags=2, book=True)
+    assert agents.n_features == 9 and agents.describe()["book"] is True
+    assert fm.LearnedAgents(lambda x: x[:, 0], 3, lags=2).n_features == 5
