@@ -24,12 +24,12 @@ name not among the bundled samples is a config ``tests/data/pams_markets_<name>.
 
 The stored tables: ``two_groups``, 200 seeds from 3000 (other seeds than its market
 table's); ``combo_limit`` (two correlated spot markets, their IndexMarket,
-ArbitrageAgents, a shock and a PriceLimitRule) and ``market_share_mm`` (a
-MarketMakerAgent), 200 seeds from 3000 (``--jobs 3``: three processes, the same
+ArbitrageAgents, a shock and a PriceLimitRule) and ``trading_halt`` (one market, a
+TradingHaltRule), 200 seeds from 3000 (``--jobs 3`` runs three processes: the same
 table)::
 
-    ... make_pams_balance_reference.py --seeds 200 --first-seed 3000 --jobs 3 \\
-        --configs combo_limit,market_share_mm
+    ... make_pams_balance_reference.py --seeds 200 --first-seed 3000 \\
+        --configs combo_limit,trading_halt
 """
 import argparse
 import os

@@ -579,6 +579,25 @@ def reference_config(name):
     return contrarian_config() if name == "contrarian" else fm.config_path(name)
 
 
+#: Configurations whose run keeps the balance sheets too (the market statistics are the
+#: same bits), checked against pams's balance table (benchmarks/make_pams_balance_reference.py).
+BALANCE_TABLES = ("trading_halt",)
+
+
+def balance_sheets_agree(name, result, k):
+    """``result``'s balance statistics (after its ``k`` market statistics) within 4
+    combined standard errors of pams's stored balance table of ``name``."""
+    path = os.path.join(ROOT, "tests", "data", f"pams_balance_{name}.csv")
+    with open(path) as fh:
+        columns = fh.readline().strip().split(",")[1:]
+    ref = np.loadtxt(path, delimiter=",", skiprows=1)[:, 1:]
+    assert len(ref) >= 200 and columns == result.names[k:]
+    mean, err, _ = stats.summarize(ref)
+    z = stats.z_scores(result.value[k:], result.error[k:], mean, err)
+    bad = {n: round(float(v), 2) for n, v in zip(columns, z) if not abs(v) < 4}
+    assert not bad, bad
+
+
 @pytest.mark.parametrize("name", sorted(REFERENCE))
 def test_statistics_agree_with_pams(name):
     """Every statistic within 4 combined standard errors of pams's (200-400 seeds, stored
@@ -600,11 +619,15 @@ def test_statistics_agree_with_pams(name):
     assert len(ref) >= 200
     mean, err, _ = stats.summarize(ref)
     result = fm.ensemble(reference_config(name), REFERENCE[name], seed=2026,
-                         block_markets=REFERENCE[name], classes=CLASSES)
-    assert columns == result.names
-    z = stats.z_scores(result.value, result.error, mean, err)
+                         block_markets=REFERENCE[name], classes=CLASSES,
+                         balances=name in BALANCE_TABLES)
+    k = len(columns)
+    assert columns == result.names[:k]
+    z = stats.z_scores(result.value[:k], result.error[:k], mean, err)
     bad = {n: round(float(v), 2) for n, v in zip(result.names, z) if not abs(v) < 4}
     assert not bad, bad
+    if name in BALANCE_TABLES:
+        balance_sheets_agree(name, result, k)
     if name == "price_limit":           # every order was moved into 300 (1 +- 0.05)
         final = result.per_market[:, stats.NAMES.index("final_price")]
         assert final.min() >= 285.0 - 1e-5 and final.max() <= 315.0 + 1e-5
