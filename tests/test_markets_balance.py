@@ -96,9 +96,6 @@ def test_every_bundled_sample_states_its_agents_balance_sheets():
 
 
 def test_balances_are_refused_where_the_kernel_keeps_none():
-    with pytest.raises(ValueError, match="balances=True .* this config has orders of an "
-                                         "event \\(mistaken orders\\)"):
-        fm.from_pams(fm.config_path("fat_finger"), balances=True)
     policy = fm.MLP.random([5, 1])
     with pytest.raises(ValueError, match="this config has learned groups"):
         fm.from_pams(fm.config_path("ci2002"), balances=True,

@@ -251,9 +251,8 @@ def _check_balances(S, market):
     """Refuse ``balances=True`` where the kernel keeps no balance sheets."""
     missing = [g.name for g in market.groups + market.hifreq
                if getattr(g, "cash", None) is None]
-    why = ("learned groups" if S.learned else "orders of an event (mistaken orders)"
-           if S.extra_order else f"groups without cashAmount ({', '.join(missing)})"
-           if missing else None)
+    why = ("learned groups" if S.learned else f"groups without cashAmount "
+           f"({', '.join(missing)})" if missing else None)
     if why is not None:
         raise ValueError(f"balances=True keeps the balance sheets of the config's agent "
                          f"groups; this config has {why}: run it without balances")

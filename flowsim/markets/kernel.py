@@ -362,6 +362,9 @@ class Balance(NamedTuple):
     units: object
     cash: object
     inventory: object
+    #: ``[L]``: the agent whose order an event's mistaken order replaced (pams keeps
+    #: its agent), where such events are (``()`` otherwise)
+    extra_owner: object = ()
 
 
 class MarketView(NamedTuple):
@@ -500,8 +503,9 @@ def pair(ctx, t, book, bk, ak, active=None, xtra=None):
     slots = ctx.chunks.at(t_.concat([slot(b_time), slot(a_time)], 0),
                           t_.concat([cols, cols], 0))
     if book.balance:
+        outside = None if xtra is None else ((bk == xtra[0]) & has_b, (ak == xtra[1]) & has_a)
         book = book._replace(balance=traded(book.balance, slots, crossed,
-                                            ctx.chunks.col_axis))
+                                            ctx.chunks.col_axis, outside))
     if xtra is None:
         old = t_.gather_nd(book.expiry, slots)
         gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
@@ -822,6 +826,10 @@ def place_mistakes(ctx, t, q, o, price, place, book, done):
             t_.where(fire & (m_side < 0), t_.bitwise.bitwise_or(m_packed, q), x.ask),
             t_.where(fire, t_.constant(m_vol, i64), x.volume),
             t_.where(fire, t + m_ttl, x.expiry)))
+        if book.balance:
+            b = book.balance
+            book = book._replace(balance=b._replace(extra_owner=t_.where(
+                fire, ctx.spread(o.agent), b.extra_owner)))
         side = t_.where(fire, t_.zeros_like(side), side)
         fired = fire if fired is None else fired | fire
     done = fired if done is None else done | fired
@@ -848,13 +856,18 @@ def place(ctx, t, q, order, book):
     return chunks.placed(t, book, s, new_bid, new_ask, new_exp)
 
 
-def traded(balance, slots, crossed, col_axis=1):
+def traded(balance, slots, crossed, col_axis=1, outside=None):
     """``balance`` after a pairing: where ``crossed`` (``[n]``), one unit bought by the
     owner of the bid in ``slots[:n]`` and sold by the owner of the ask in ``slots[n:]``
-    (indices into the book's arrays, the market column at ``col_axis``)."""
+    (indices into the book's arrays, the market column at ``col_axis``).
+    ``outside``: ``(bid, ask)`` ``[n]``, where that side's order is the one kept
+    outside the ring (an event's mistaken order), owned by ``balance.extra_owner``."""
     t_ = tf()
     i64 = t_.int64
     owner = t_.gather_nd(balance.owner, slots)                       # [2 n]
+    if outside is not None:
+        owner = t_.where(t_.concat(outside, 0),
+                         t_.concat([balance.extra_owner, balance.extra_owner], 0), owner)
     one = t_.ones_like(crossed, i64)
     delta = t_.where(t_.concat([crossed, crossed], 0) & (owner >= 0),
                      t_.concat([one, -one], 0), 0)
@@ -1147,7 +1160,9 @@ def run(S, key, M, state, dtype="float64"):
     sheets = start_balance(S, key, M, state, balance_gid(S, ctx.gid)) if S.balances else None
     if sheets is not None:
         owner = t_.fill(book.expiry.shape, t_.constant(-1, i64))
-        book = book._replace(balance=Balance(owner, t_.zeros_like(sheets[1]), *sheets))
+        book = book._replace(balance=Balance(
+            owner, t_.zeros_like(sheets[1]), *sheets,
+            t_.fill([L], t_.constant(-1, i64)) if S.extra_order else ()))
     start = Loop(t_.constant(0, i64), zero + ctx.p0, t_.zeros([L], t_.bool), zero + ctx.f0,
                  book, hist, fhist if S.paths else t_.zeros([0], real), acc)
     if S.hifreq:
