@@ -606,6 +606,23 @@ def balance_sheets_agree(name, result, k):
     assert fixed.sum() < 5
 
 
+def market_maker_closed_economy(result):
+    """market_share_mm's run keeps the balance sheets: its 100 MarketShareFCNAgents and
+    its MarketMakerAgent (units in Market-B only, as pams keeps them) end every run
+    with the cash and the units of each market they started with, and the market
+    maker traded."""
+    col = dict(zip(result.names, result.per_market.T))
+    fcn, mm = "MarketShareFCNAgents", "MarketMakerAgent"
+    np.testing.assert_allclose(100 * col[f"{fcn}:cash_mean"] + col[f"{mm}:cash_mean"],
+                               1.01e6, rtol=1e-12)
+    np.testing.assert_array_equal(np.round(100 * col[f"{fcn}:inventory[Market-A]_mean"], 9),
+                                  5000)
+    units = 100 * col[f"{fcn}:inventory[Market-B]_mean"] + col[f"{mm}:inventory[Market-B]_mean"]
+    np.testing.assert_array_equal(np.round(units, 9), 5050)
+    assert f"{mm}:inventory[Market-A]_mean" not in col
+    assert (col[f"{mm}:cash_mean"] != 10000).mean() > 0.9
+
+
 @pytest.mark.parametrize("name", sorted(REFERENCE))
 def test_statistics_agree_with_pams(name):
     """Every statistic within 4 combined standard errors of pams's (200-400 seeds, stored
@@ -628,7 +645,7 @@ def test_statistics_agree_with_pams(name):
     mean, err, _ = stats.summarize(ref)
     result = fm.ensemble(reference_config(name), REFERENCE[name], seed=2026,
                          block_markets=REFERENCE[name], classes=CLASSES,
-                         balances=name in BALANCE_TABLES)
+                         balances=name in BALANCE_TABLES or name == "market_share_mm")
     k = len(columns)
     assert columns == result.names[:k]
     z = stats.z_scores(result.value[:k], result.error[:k], mean, err)
@@ -636,6 +653,8 @@ def test_statistics_agree_with_pams(name):
     assert not bad, bad
     if name in BALANCE_TABLES:
         balance_sheets_agree(name, result, k)
+    if name == "market_share_mm":
+        market_maker_closed_economy(result)
     if name == "price_limit":           # every order was moved into 300 (1 +- 0.05)
         final = result.per_market[:, stats.NAMES.index("final_price")]
         assert final.min() >= 285.0 - 1e-5 and final.max() <= 315.0 + 1e-5
