@@ -579,6 +579,50 @@ def reference_config(name):
     return contrarian_config() if name == "contrarian" else fm.config_path(name)
 
 
+#: Configurations whose run keeps the balance sheets too (the market statistics are the
+#: same bits), checked against pams's balance table (benchmarks/make_pams_balance_reference.py).
+BALANCE_TABLES = ("trading_halt",)
+
+
+def balance_sheets_agree(name, result, k):
+    """``result``'s balance statistics (after its ``k`` market statistics) within 4
+    combined standard errors of pams's stored balance table of ``name``; those the
+    closed economy fixes (one group's mean cash and units, their median: the same in
+    every run, to rounding) equal to 1e-9."""
+    path = os.path.join(ROOT, "tests", "data", f"pams_balance_{name}.csv")
+    with open(path) as fh:
+        columns = fh.readline().strip().split(",")[1:]
+    ref = np.loadtxt(path, delimiter=",", skiprows=1)[:, 1:]
+    assert len(ref) >= 200 and columns == result.names[k:]
+    mean, err, _ = stats.summarize(ref)
+    value, error = result.value[k:], result.error[k:]
+    fixed = (err <= 1e-9 * abs(mean)) & (error <= 1e-9 * abs(mean))
+    np.testing.assert_allclose(value[fixed], mean[fixed], rtol=1e-9)
+    with np.errstate(invalid="ignore"):             # 0 / 0 where fixed
+        z = stats.z_scores(value, error, mean, err)
+    bad = {n: round(float(v), 2) for n, v, f in zip(columns, z, fixed)
+           if not (f or abs(v) < 4)}
+    assert not bad, bad
+    assert fixed.sum() < 5
+
+
+def market_maker_closed_economy(result):
+    """market_share_mm's run keeps the balance sheets: its 100 MarketShareFCNAgents and
+    its MarketMakerAgent (units in Market-B only, as pams keeps them) end every run
+    with the cash and the units of each market they started with, and the market
+    maker traded."""
+    col = dict(zip(result.names, result.per_market.T))
+    fcn, mm = "MarketShareFCNAgents", "MarketMakerAgent"
+    np.testing.assert_allclose(100 * col[f"{fcn}:cash_mean"] + col[f"{mm}:cash_mean"],
+                               1.01e6, rtol=1e-12)
+    np.testing.assert_array_equal(np.round(100 * col[f"{fcn}:inventory[Market-A]_mean"], 9),
+                                  5000)
+    units = 100 * col[f"{fcn}:inventory[Market-B]_mean"] + col[f"{mm}:inventory[Market-B]_mean"]
+    np.testing.assert_array_equal(np.round(units, 9), 5050)
+    assert f"{mm}:inventory[Market-A]_mean" not in col
+    assert (col[f"{mm}:cash_mean"] != 10000).mean() > 0.9
+
+
 @pytest.mark.parametrize("name", sorted(REFERENCE))
 def test_statistics_agree_with_pams(name):
     """Every statistic within 4 combined standard errors of pams's (200-400 seeds, stored
@@ -600,11 +644,17 @@ def test_statistics_agree_with_pams(name):
     assert len(ref) >= 200
     mean, err, _ = stats.summarize(ref)
     result = fm.ensemble(reference_config(name), REFERENCE[name], seed=2026,
-                         block_markets=REFERENCE[name], classes=CLASSES)
-    assert columns == result.names
-    z = stats.z_scores(result.value, result.error, mean, err)
+                         block_markets=REFERENCE[name], classes=CLASSES,
+                         balances=name in BALANCE_TABLES or name == "market_share_mm")
+    k = len(columns)
+    assert columns == result.names[:k]
+    z = stats.z_scores(result.value[:k], result.error[:k], mean, err)
     bad = {n: round(float(v), 2) for n, v in zip(result.names, z) if not abs(v) < 4}
     assert not bad, bad
+    if name in BALANCE_TABLES:
+        balance_sheets_agree(name, result, k)
+    if name == "market_share_mm":
+        market_maker_closed_economy(result)
     if name == "price_limit":           # every order was moved into 300 (1 +- 0.05)
         final = result.per_market[:, stats.NAMES.index("final_price")]
         assert final.min() >= 285.0 - 1e-5 and final.max() <= 315.0 + 1e-5
@@ -884,3 +934,32 @@ def test_user_class_flowsim_cannot_run_is_refused_naming_it(user, message):
 def test_malformed_class_mappings_are_refused(classes, error, message):
     with pytest.raises(error, match=message):
         parse(contrarian_config(), classes=classes)
+
+
+def test_learned_agents_read_the_book_as_the_step_found_it():
+    """``LearnedAgents(book=True)``: 4 more features, ``ln(best bid / P)``,
+    ``ln(best ask / P)`` (0 where the side is empty) and the live orders' counts, from
+    the book's packed keys (level in the high bits) at tick 0.5; an expired order is
+    not seen."""
+    from types import SimpleNamespace
+
+    from flowsim.core.lazy_tf import tf
+    from flowsim.markets import book_chunks
+    from flowsim.markets.kernel import book_view
+    from flowsim.markets.learned import book_features
+    t = tf()
+    tb, lo, hi = 8, np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    bid = np.array([[200 << tb, 190 << tb], [198 << tb, lo], [lo, lo]], np.int64)  # [3, 2]
+    ask = np.array([[hi, hi], [hi, hi], [204 << tb, hi]], np.int64)
+    expiry = np.array([[5, 5], [5, 2], [5, -1]], np.int64)      # market 1's 2nd bid expired
+    ctx = SimpleNamespace(chunks=book_chunks.Whole(3, None), tb=t.constant(tb, t.int64),
+                          dtype=t.float64, tick=0.5)
+    view = book_view(ctx, t.constant(4, t.int64),
+                     book_chunks.Book(t.constant(bid), t.constant(ask), t.constant(expiry)))
+    price = t.constant([101.0, 96.0], t.float64)
+    got = book_features(view, price).numpy()
+    np.testing.assert_allclose(got, [[np.log(100 / 101), np.log(102 / 101), 2, 1],
+                                     [np.log(95 / 96), 0.0, 1, 0]], rtol=1e-15)
+    agents = fm.LearnedAgents(lambda x: x[:, 0], 3, lags=2, book=True)
+    assert agents.n_features == 9 and agents.describe()["book"] is True
+    assert fm.LearnedAgents(lambda x: x[:, 0], 3, lags=2).n_features == 5

@@ -96,11 +96,24 @@ def test_every_bundled_sample_states_its_agents_balance_sheets():
 
 
 def test_balances_are_refused_where_the_kernel_keeps_none():
-    with pytest.raises(ValueError, match="balances=True .* this config has several markets"):
-        fm.from_pams(fm.config_path("market_share"), balances=True,
-                     classes={"ExtendedMarket": ("Market", ["tradeVolume"])})
-    with pytest.raises(ValueError, match="mistaken orders"):
-        fm.from_pams(fm.config_path("fat_finger"), balances=True)
+    policy = fm.MLP.random([5, 1])
+    with pytest.raises(ValueError, match="this config has learned groups"):
+        fm.from_pams(fm.config_path("ci2002"), balances=True,
+                     learned=[fm.LearnedAgents(policy, 5, lags=2)])
+
+
+def test_balance_names_of_several_markets_and_high_frequency_agents():
+    """Several markets: each group's units by market (those it reaches, config order),
+    high-frequency groups after the normal ones."""
+    sim = fm.from_pams(fm.config_path("market_share_mm"), balances=True,
+                       classes={"ExtendedMarket": ("Market", ["tradeVolume"])})
+    names = list(sim.names[len(sim.names) - 45:])
+    assert names[5] == "MarketShareFCNAgents:inventory[Market-A]_mean"
+    assert names[10] == "MarketShareFCNAgents:inventory[Market-B]_mean"
+    assert names[25:31] == ["MarketMakerAgent:cash_mean", "MarketMakerAgent:cash_std",
+                            "MarketMakerAgent:cash_q10", "MarketMakerAgent:cash_q50",
+                            "MarketMakerAgent:cash_q90",
+                            "MarketMakerAgent:inventory[Market-B]_mean"]
 
 
 #: Markets of the balance-sheet run (one block: one compilation), as the stored

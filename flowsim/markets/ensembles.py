@@ -97,7 +97,7 @@ class MarketEnsemble(Simulation):
         if self.balances:
             _check_balances(self.structure, self.market)
             self.structure.balances = True
-            self.names = tuple(self.names) + tuple(balance_names([g.name for g in m.groups]))
+            self.names = tuple(self.names) + tuple(balance_names(*_sheet_groups(m)))
 
     # -- sizes ------------------------------------------------------------------------
     @property
@@ -117,7 +117,8 @@ class MarketEnsemble(Simulation):
         extra = 4 * 8 if S.extra_order else 0            # the order outside the ring
         events = 4 * 8 * sum(e.halts for e in S.events)  # a halt's state
         events += (S.n_steps + 2) * 8 * K if S.by_volume else 0   # volume history
-        sheets = (S.layout.rows + 3 * S.n_agents) * 8 if S.balances else 0
+        hf = sum(g.n_agents for g in S.hifreq)
+        sheets = (S.layout.rows + 3 * (S.n_agents + hf)) * 8 * K if S.balances else 0
         return book + history + agents + extra + events + sheets
 
     # -- Simulation -------------------------------------------------------------------
@@ -133,7 +134,7 @@ class MarketEnsemble(Simulation):
         out["market"] = market[:, 0] if len(venues) == 1 else market
         if self.balances:
             from .kernel import balance_arrays
-            for k, x in zip("kab", balance_arrays(m.groups)):
+            for k, x in zip("kab", balance_arrays(m.groups + m.hifreq)):
                 out["balance_" + k] = x
         if self.structure.by_volume:       # executed volume at t = 0 (tradeVolume)
             out["volume0"] = np.array([v.trade_volume for v in venues], np.int64)
@@ -242,20 +243,30 @@ class MarketEnsemble(Simulation):
                                           + _own_code(kernel))}}
         if self.balances:
             out["balances"] = [[g.cash.to_json(), g.asset.to_json()]
-                               for g in self.market.groups]
+                               for g in self.market.groups + self.market.hifreq]
         return out
 
 
 def _check_balances(S, market):
     """Refuse ``balances=True`` where the kernel keeps no balance sheets."""
-    missing = [g.name for g in market.groups if getattr(g, "cash", None) is None]
-    why = ("several markets" if S.n_venues > 1 else "high-frequency agents" if S.hifreq
-           else "learned groups" if S.learned else "orders of an event (mistaken orders)"
-           if S.extra_order else f"groups without cashAmount ({', '.join(missing)})"
-           if missing else None)
+    missing = [g.name for g in market.groups + market.hifreq
+               if getattr(g, "cash", None) is None]
+    why = ("learned groups" if S.learned else f"groups without cashAmount "
+           f"({', '.join(missing)})" if missing else None)
     if why is not None:
-        raise ValueError(f"balances=True keeps the balance sheets of one market's FCN "
+        raise ValueError(f"balances=True keeps the balance sheets of the config's agent "
                          f"groups; this config has {why}: run it without balances")
+
+
+def _sheet_groups(market):
+    """:func:`flowsim.markets.stats.balance_names`'s arguments: the groups with balance
+    sheets (normal, then high-frequency) and, with several markets, the markets each
+    holds units in."""
+    groups = market.groups + market.hifreq
+    names = [g.name for g in groups]
+    if market.n_venues == 1:
+        return (names,)
+    return names, {g.name: [market.market_names[k] for k in g.venues] for g in groups}
 
 
 def _own_code(module):

@@ -362,14 +362,33 @@ class Balance(NamedTuple):
     units: object
     cash: object
     inventory: object
+    #: ``[L]``: the agent whose order an event's mistaken order replaced (pams keeps
+    #: its agent), where such events are (``()`` otherwise)
+    extra_owner: object = ()
 
 
 class MarketView(NamedTuple):
     """What agents decide on at the start of a step: market prices ``[M K]``,
-    fundamentals ``[M K]`` and the price history ``[T + 1, M K]``."""
+    fundamentals ``[M K]``, the price history ``[T + 1, M K]`` and, where a learned
+    group reads it, the book ``(best bid price, best ask price, bid depth, ask
+    depth)`` (:func:`book_view`; None otherwise)."""
     price: object
     fund: object
     hist: object
+    book: object = None
+
+
+def book_view(ctx, t, book):
+    """The book as :class:`MarketView` gives it: best prices (NaN where a side is empty)
+    and depths ``[L]``."""
+    t_ = tf()
+    bk, ak, nb, na = ctx.chunks.bests(t, book)
+
+    def price(key, empty):
+        level = t_.cast(t_.bitwise.right_shift(key, ctx.tb), ctx.dtype)
+        return t_.where(key != empty, level * ctx.tick, np.nan)
+
+    return price(bk, _IMIN), price(ak, _IMAX), nb, na
 
 
 class Loop(NamedTuple):
@@ -484,7 +503,9 @@ def pair(ctx, t, book, bk, ak, active=None, xtra=None):
     slots = ctx.chunks.at(t_.concat([slot(b_time), slot(a_time)], 0),
                           t_.concat([cols, cols], 0))
     if book.balance:
-        book = book._replace(balance=traded(book.balance, slots, crossed))
+        outside = None if xtra is None else ((bk == xtra[0]) & has_b, (ak == xtra[1]) & has_a)
+        book = book._replace(balance=traded(book.balance, slots, crossed,
+                                            ctx.chunks.col_axis, outside))
     if xtra is None:
         old = t_.gather_nd(book.expiry, slots)
         gone = t_.where(t_.concat([crossed, crossed], 0), -1 * t_.ones_like(old), old)
@@ -521,7 +542,7 @@ def _expectation(ctx, t, u, view, a, tau):
     """FCN agent ``a``'s expected price and margin, pams's ``FCNAgent.submit_orders``
     (a learned group's from its policy, :func:`flowsim.markets.learned.learned_orders`)."""
     t_ = tf()
-    price, fund, hist = view
+    price, fund, hist = view.price, view.fund, view.hist
     k = ctx.spread(ctx.param("order_margin", a))
     wf, wc, wn = (ctx.spread(ctx.param(x, a)) for x in ("fundamental_weight",
                                                         "chart_weight", "noise_weight"))
@@ -541,7 +562,7 @@ def _expectation(ctx, t, u, view, a, tau):
     if ctx.S.learned:
         from .learned import learned_orders
         expected, margin_k = learned_orders(ctx.S, a, ctx.n_fcn, ctx.gid, ctx.params, t,
-                                            price, fund, hist, expected, k)
+                                            price, fund, hist, expected, k, view.book)
     return expected, margin_k, k
 
 
@@ -805,6 +826,10 @@ def place_mistakes(ctx, t, q, o, price, place, book, done):
             t_.where(fire & (m_side < 0), t_.bitwise.bitwise_or(m_packed, q), x.ask),
             t_.where(fire, t_.constant(m_vol, i64), x.volume),
             t_.where(fire, t + m_ttl, x.expiry)))
+        if book.balance:
+            b = book.balance
+            book = book._replace(balance=b._replace(extra_owner=t_.where(
+                fire, ctx.spread(o.agent), b.extra_owner)))
         side = t_.where(fire, t_.zeros_like(side), side)
         fired = fire if fired is None else fired | fire
     done = fired if done is None else done | fired
@@ -825,23 +850,28 @@ def place(ctx, t, q, order, book):
                          askkey=chunks.write(book.askkey, s, new_ask),
                          expiry=chunks.write(book.expiry, s, new_exp))
     if book.balance:
-        owner = t_.where(order.side != 0, order.agent, -1)
+        owner = t_.where(order.side != 0, ctx.spread(order.agent), -1)
         book = book._replace(balance=book.balance._replace(
             owner=chunks.write(book.balance.owner, s, owner)))
     return chunks.placed(t, book, s, new_bid, new_ask, new_exp)
 
 
-def traded(balance, slots, crossed):
+def traded(balance, slots, crossed, col_axis=1, outside=None):
     """``balance`` after a pairing: where ``crossed`` (``[n]``), one unit bought by the
     owner of the bid in ``slots[:n]`` and sold by the owner of the ask in ``slots[n:]``
-    (indices into the book's arrays, the market column last)."""
+    (indices into the book's arrays, the market column at ``col_axis``).
+    ``outside``: ``(bid, ask)`` ``[n]``, where that side's order is the one kept
+    outside the ring (an event's mistaken order), owned by ``balance.extra_owner``."""
     t_ = tf()
     i64 = t_.int64
     owner = t_.gather_nd(balance.owner, slots)                       # [2 n]
+    if outside is not None:
+        owner = t_.where(t_.concat(outside, 0),
+                         t_.concat([balance.extra_owner, balance.extra_owner], 0), owner)
     one = t_.ones_like(crossed, i64)
     delta = t_.where(t_.concat([crossed, crossed], 0) & (owner >= 0),
                      t_.concat([one, -one], 0), 0)
-    at = t_.stack([t_.maximum(owner, 0), slots[:, -1]], 1)
+    at = t_.stack([t_.maximum(owner, 0), slots[:, col_axis]], 1)
     return balance._replace(units=t_.tensor_scatter_nd_add(balance.units, at, delta))
 
 
@@ -854,6 +884,18 @@ def settled(balance, did, price):
     paid = t_.cast(units, t_.float64) * t_.cast(price, t_.float64)[None]
     return balance._replace(units=t_.zeros_like(units),
                             cash=t_.where(did[None], balance.cash - paid, balance.cash),
+                            inventory=balance.inventory + units)
+
+
+def settled_where(balance, settle, price):
+    """``balance`` with the units of the execution under way settled at the market
+    price ``price`` ``[L]`` where ``settle``: a high-frequency order of several units
+    is one pams order, all of whose units trade in one execution at its last pair's
+    price, the market price after its last unit."""
+    t_ = tf()
+    units = t_.where(settle[None], balance.units, 0)
+    paid = t_.cast(units, t_.float64) * t_.cast(price, t_.float64)[None]
+    return balance._replace(units=balance.units - units, cash=balance.cash - paid,
                             inventory=balance.inventory + units)
 
 
@@ -902,7 +944,7 @@ def match(ctx, t, book, side, carry, clear, need):
     return out, carry.running, carry.cleared
 
 
-def process(ctx, t, q, order, book, price, carry, clear, need=None):
+def process(ctx, t, q, order, book, price, carry, clear, need=None, settle=None):
     """Place one order per market (slot ``q mod C`` of the ring, ``q`` its placement
     number) and match it as pams executes after each order; update the market price.
     With several markets a market executes only where an order arrived (pams's
@@ -911,12 +953,14 @@ def process(ctx, t, q, order, book, price, carry, clear, need=None):
     :class:`flowsim.markets.hifreq.Carry`; ``clear``: the step clears the warm-up's
     book; ``need``: markets whose book may cross more than once (None: none).  Returns
     ``(book, price, carry, did, vol, active)``, ``carry`` with the markets that traded,
-    cleared and the depths after the pass."""
+    cleared and the depths after the pass.  ``settle``: the markets where the agents'
+    balance sheets settle the units traded (:func:`settled_where`; None: every market
+    at this execution's price)."""
     book = place(ctx, t, q, order, book)
-    return execute(ctx, t, order.side, book, price, carry, clear, need)
+    return execute(ctx, t, order.side, book, price, carry, clear, need, settle)
 
 
-def execute(ctx, t, side, book, price, carry, clear, need=None):
+def execute(ctx, t, side, book, price, carry, clear, need=None, settle=None):
     """:func:`process` after the placement: match where an order of ``side`` arrived,
     update the market price.  Returns ``(book, price, carry, did, vol, active)``."""
     t_ = tf()
@@ -932,9 +976,11 @@ def execute(ctx, t, side, book, price, carry, clear, need=None):
     mid = (b_level * ctx.tick + a_level * ctx.tick) / 2.0
     trade_price = t_.cast(lvl, real) * ctx.tick
     new_price = t_.where(did, trade_price, t_.where(~carry.traded & has_both, mid, price))
-    if book.balance:
+    if book.balance and settle is None:
         book = book._replace(balance=settled(book.balance, did, trade_price))
     price = t_.where(active, new_price, price)
+    if book.balance and settle is not None:
+        book = book._replace(balance=settled_where(book.balance, settle, price))
     carry = carry._replace(traded=carry.traded | did, cleared=cleared, nb=nb, na=na)
     return book, price, carry, did, vol, active
 
@@ -1045,7 +1091,8 @@ def step(ctx, loop):
         fund, est = _before_step(ctx, t, fund, acc["events"])
     u = rng.uniform(ctx.key, [ctx.n_rows, ctx.L], ctx.dtype, stream=2, step=t)
     vols = (acc["volume"], acc["vcum"]) if S.by_volume else None
-    orders, over = collect(ctx, t, u, MarketView(price, fund, hist), place_now, vols)
+    seen = book_view(ctx, t, book) if any(lg.book for lg in S.learned) else None
+    orders, over = collect(ctx, t, u, MarketView(price, fund, hist, seen), place_now, vols)
     carry = _reopened(ctx, hifreq.Carry(loop.traded, acc.get("cleared"), running, est,
                                         None, None))
     vol = done = None       # done: markets where a mistaken order replaced one
@@ -1110,16 +1157,19 @@ def run(S, key, M, state, dtype="float64"):
         book = book._replace(extra=Extra(
             t_.fill([L], t_.constant(_IMIN, i64)), t_.fill([L], t_.constant(_IMAX, i64)),
             t_.zeros([L], i64), t_.fill([L], t_.constant(-1, i64))))
-    sheets = start_balance(S, key, M, state, ctx.gid) if S.balances else None
+    sheets = start_balance(S, key, M, state, balance_gid(S, ctx.gid)) if S.balances else None
     if sheets is not None:
         owner = t_.fill(book.expiry.shape, t_.constant(-1, i64))
-        book = book._replace(balance=Balance(owner, t_.zeros_like(sheets[1]), *sheets))
+        book = book._replace(balance=Balance(
+            owner, t_.zeros_like(sheets[1]), *sheets,
+            t_.fill([L], t_.constant(-1, i64)) if S.extra_order else ()))
     start = Loop(t_.constant(0, i64), zero + ctx.p0, t_.zeros([L], t_.bool), zero + ctx.f0,
                  book, hist, fhist if S.paths else t_.zeros([0], real), acc)
     if S.hifreq:
         ctx.hf = hifreq_context(S, M, ctx.tick, ctx.spread, ctx.chunks.bests,
                                 functools.partial(process, ctx), ctx.level_cap, ctx.tb,
-                                real, functools.partial(limit_at, ctx))
+                                real, functools.partial(limit_at, ctx),
+                                hifreq_owners(ctx) if S.balances else None)
     (_, price, _, fund, book, hist, fhist, acc), = t_.while_loop(
         lambda loop: loop.t < T, lambda loop: (step(ctx, loop),), (start,))
     hist = t_.tensor_scatter_nd_update(hist, [[T]], price[None])
@@ -1129,27 +1179,77 @@ def run(S, key, M, state, dtype="float64"):
         fhist = None
     out = venue_statistics(S, M, hist, acc)
     if sheets is not None:
-        end = book.balance
-        columns = balance_columns(S.sizes, t_.transpose(end.cash),
-                                  t_.transpose(end.inventory), price,
-                                  t_.transpose(sheets[0]), t_.transpose(sheets[1]),
-                                  state["market"][1])
-        out = t_.concat([out, t_.cast(columns, out.dtype)], 1)
+        out = t_.concat([out, t_.cast(sheet_columns(S, M, book.balance, sheets, price,
+                                                    state["market"][1]), out.dtype)], 1)
     return out, hist, fhist
 
 
+def balance_gid(S, gid):
+    """The group of every agent with a balance sheet: ``gid`` (normal and learned
+    groups), then the high-frequency group's agents (its index after them)."""
+    hf = sum(g.n_agents for g in S.hifreq)
+    return np.concatenate([gid, np.full(hf, len(S.sizes) + len(S.learned), gid.dtype)])
+
+
+def sheet_columns(S, M, end, start, price, start_price):
+    """``[M, columns]``: :func:`balance_columns` of the balance sheets at the end
+    (``end``, a :class:`Balance`) and the start (``start``: ``(cash, units)`` ``[N, M
+    K]``); several markets: each member's cash summed over its markets' columns (in
+    market order), its units by market."""
+    t_ = tf()
+    K = S.n_venues
+    sizes = S.sizes + tuple(g.n_agents for g in S.hifreq)
+    if K == 1:
+        return balance_columns(sizes, t_.transpose(end.cash), t_.transpose(end.inventory),
+                               price, t_.transpose(start[0]), t_.transpose(start[1]),
+                               start_price)
+
+    def members(x):                                 # [N, M K] -> [M, N, K]
+        return t_.transpose(t_.reshape(x, [-1, M, K]), [1, 0, 2])
+
+    def cash(x):
+        x = members(x)
+        total = x[:, :, 0]
+        for k in range(1, K):
+            total = total + x[:, :, k]
+        return total
+
+    access = S.access + tuple(g.venues for g in S.hifreq)
+    return balance_columns(sizes, cash(end.cash), members(end.inventory),
+                           t_.reshape(price, [M, K]), cash(start[0]), members(start[1]),
+                           start_price, access)
+
+
 def start_balance(S, key, M, state, gid):
-    """``(cash, units)`` ``[N, M]`` each agent starts with: pams's draws of its group's
+    """``(cash, units)`` ``[N, M K]`` each agent starts with: pams's draws of its group's
     ``cashAmount`` and ``int()`` of ``assetVolume`` (``state["balance_kind"]``,
-    ``["balance_a"]``, ``["balance_b"]``: the groups' :func:`balance_arrays`), from
-    stream 5 of the block."""
+    ``["balance_a"]``, ``["balance_b"]``: the groups' :func:`balance_arrays`; ``gid``
+    the agents' groups, :func:`balance_gid`), from stream 5 of the block.  Several
+    markets: a draw of units in each market the agent reaches (none elsewhere), its
+    cash in the column of the member's first market (0 in the others)."""
     t_ = tf()
     f64 = t_.float64
+    K = S.n_venues
     kind, a, b = (t_.gather(state["balance_" + x], gid, axis=0) for x in "kab")   # [N, 2]
-    u = rng.uniform(key, [2, M, S.n_agents], f64, stream=5)
+    u = rng.uniform(key, [1 + K, M, len(gid)], f64, stream=5)
     cash = draw(u[0], kind[:, 0], t_.cast(a[:, 0], f64), t_.cast(b[:, 0], f64))
-    units = _trunc(draw(u[1], kind[:, 1], t_.cast(a[:, 1], f64), t_.cast(b[:, 1], f64)))
-    return t_.transpose(cash), t_.transpose(t_.cast(units, t_.int64))
+
+    def units(k):
+        return t_.cast(_trunc(draw(u[1 + k], kind[:, 1], t_.cast(a[:, 1], f64),
+                                   t_.cast(b[:, 1], f64))), t_.int64)
+
+    if K == 1:
+        return t_.transpose(cash), t_.transpose(units(0))
+    reach = np.zeros((len(gid), K), bool)
+    for i, venues in enumerate(S.access + tuple(g.venues for g in S.hifreq)):
+        reach[np.ix_(np.asarray(gid) == i, list(venues))] = True
+    held = t_.stack([t_.where(reach[:, k], units(k), 0) for k in range(K)], 2)   # [M, N, K]
+    first = t_.stack([cash] + [t_.zeros_like(cash)] * (K - 1), 2)
+
+    def columns(x):                                 # [M, N, K] -> [N, M K]
+        return t_.reshape(t_.transpose(x, [1, 0, 2]), [len(gid), M * K])
+
+    return columns(first), columns(held)
 
 
 def balance_arrays(groups):
@@ -1165,22 +1265,31 @@ def balance_arrays(groups):
 
 
 def balance_columns(sizes, cash, inventory, price, start_cash, start_inventory,
-                    start_price):
-    """``[M, 20 G]``: :func:`flowsim.markets.stats.balance_statistics` in TensorFlow, for
-    agents in groups of ``sizes`` (consecutive, config order).  ``cash``,
-    ``inventory``, ``start_cash``, ``start_inventory`` ``[M, N]``; ``price`` ``[M]``
-    the final market price, ``start_price`` a scalar.  float64."""
+                    start_price, access=None):
+    """``[M, columns]``: :func:`flowsim.markets.stats.balance_statistics` in TensorFlow,
+    for agents in groups of ``sizes`` (consecutive, config order).  ``cash``,
+    ``start_cash`` ``[M, N]``.  One market: ``inventory``, ``start_inventory`` ``[M,
+    N]``, ``price`` ``[M]`` the final market price, ``start_price`` a scalar.  Several
+    markets: ``inventory``, ``start_inventory`` ``[M, N, K]``, ``price`` ``[M, K]``,
+    ``start_price`` ``[K]``, ``access`` each group's markets (wealth sums the markets in
+    order).  float64."""
     t_ = tf()
     f64 = t_.float64
-    price = t_.cast(price, f64)[:, None]
     cash, start_cash = t_.cast(cash, f64), t_.cast(start_cash, f64)
     inventory = t_.cast(inventory, f64)
-    wealth = cash + inventory * price
-    start = start_cash + t_.cast(start_inventory, f64) * t_.cast(start_price, f64)
-    quantities = (cash, inventory, wealth, wealth - start)       # BALANCE_QUANTITIES
+    start_inventory = t_.cast(start_inventory, f64)
+    if access is None:
+        inventory, start_inventory = inventory[:, :, None], start_inventory[:, :, None]
+        price, start_price = price[:, None], t_.reshape(start_price, [1])
+    price, start_price = t_.cast(price, f64), t_.cast(start_price, f64)
+    wealth, start = cash, start_cash
+    for k in range(int(inventory.shape[2])):
+        wealth = wealth + inventory[:, :, k] * price[:, k:k + 1]
+        start = start + start_inventory[:, :, k] * start_price[k]
     columns, lo = [], 0
-    for n in sizes:
-        for x in quantities:
+    for i, n in enumerate(sizes):
+        held = [0] if access is None else list(access[i])
+        for x in (cash, *(inventory[:, :, k] for k in held), wealth, wealth - start):
             columns += _group_statistics(x[:, lo:lo + n])
         lo += n
     return t_.stack(columns, 1)
@@ -1299,7 +1408,34 @@ def unit_rows(S, M):
     return tf().constant(np.tile(rows, (1, M)))
 
 
-def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype, limit=None):
+def hifreq_owners(ctx):
+    """``owners(t, q)`` of :func:`hifreq_context` for the balance sheets: pams asks a
+    phase's high-frequency agents in a shuffled order, so turn ``i`` of the phase after
+    normal order ``j`` of step ``t`` is agent ``i`` of a uniform permutation of the
+    group (stream 6, batch ``t R + j``; agents numbered after the normal ones).  An
+    order of several units settles after its last unit in each market (the group's
+    ``counted`` rows: :func:`settled_where`)."""
+    t_ = tf()
+    S, M, i64 = ctx.S, ctx.M, tf().int64
+    g = S.hifreq[0]
+    P, H, per_turn = S.layout.P, S.layout.H, g.orders_per_turn
+    last = (g.counted(np.arange(per_turn), ctx.K) if hasattr(g, "counted")
+            else np.ones((per_turn, ctx.K), bool))
+    last = t_.constant(np.tile(last, (1, M)))                        # [per_turn, M K]
+
+    def owners(t, q):
+        pos = q % P
+        j, h = pos // (1 + H), pos % (1 + H) - 1
+        u = rng.uniform(ctx.key, [M, g.n_agents], ctx.dtype, stream=6, step=t * ctx.R + j)
+        perm = t_.cast(t_.argsort(u, axis=1, stable=True), i64)
+        agent = ctx.N + t_.gather(perm, h // per_turn, axis=1)
+        return agent, t_.gather(last, h % per_turn, axis=0)
+
+    return owners
+
+
+def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype, limit=None,
+                   owners=None):
     """What a high-frequency agent's turn uses of the compiled step (:mod:`.hifreq`):
     sizes, the markets' ticks, ``bests(t, book)``, ``process(t, q, side, level, ttl,
     book, price, carry)`` (``carry``: a :class:`flowsim.markets.hifreq.Carry`; an order
@@ -1308,7 +1444,9 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype, lim
     ``maxHighFrequencyOrders`` and whether a phase runs (``go``: the normal agent
     placed an order and the rate passed the draw); ``dtype``: the prices';
     ``limit(value [M], k)``: an order's price in market ``k`` after the events' price
-    limits (:func:`limit_at`; default: none)."""
+    limits (:func:`limit_at`; default: none); ``owners(t, q)``: the agent ``[M]``
+    placing high-frequency placement number ``q`` and the markets ``[M K]`` where the
+    balance sheets settle after it (:func:`hifreq_owners`; None: no balance sheets)."""
     t_ = tf()
     K = S.n_venues
     i64 = t_.int64
@@ -1316,8 +1454,10 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype, lim
     rate_at = t_.constant(np.array([r for _, r in S.hifreq_at]), dtype)
 
     def hf_process(t, q, side, level, ttl, book, price, carry):
-        book, price, carry, _, vol, _ = process(t, q, Order(side, level, ttl), book, price,
-                                                carry, t_.constant(False))
+        agent, settle = owners(t, q) if owners else (None, None)
+        book, price, carry, _, vol, _ = process(t, q, Order(side, level, ttl, agent), book,
+                                                price, carry, t_.constant(False),
+                                                settle=settle)
         return book, price, carry, vol
 
     def go(t, side, u):

@@ -45,6 +45,12 @@ class LearnedAgents:
         the features are float32 already.
     name : str
         The group's name in messages.
+    book : bool
+        Also give the policy the book as the step found it (before its orders): 4 more
+        features after the others, ``ln(best bid / P)`` and ``ln(best ask / P)`` (0
+        where that side is empty) and the numbers of live bids and asks.  The rule of
+        a user's own agent as a function of the book state, e.g. a liquidity taker
+        (examples/markets_book_agent.py).
 
     The policy must be deterministic (no dropout, no random ops): markets then give
     the same bits on every backend.  Pickling a simulation pickles the policy, so
@@ -53,7 +59,7 @@ class LearnedAgents:
     """
 
     def __init__(self, policy, n_agents, time_window=(20, 60), order_margin=(0.0, 0.05),
-                 lags=10, dtype="float64", name="LearnedAgents"):
+                 lags=10, dtype="float64", name="LearnedAgents", book=False):
         if not callable(policy):
             raise TypeError(f"{name}: policy must be callable, got {policy!r}")
         if isinstance(n_agents, bool) or not isinstance(n_agents, int) or n_agents < 1:
@@ -62,6 +68,7 @@ class LearnedAgents:
             raise ValueError(f"{name}: lags must be a positive integer, got {lags!r}")
         self.policy, self.n_agents, self.lags, self.dtype, self.name = (
             policy, n_agents, lags, dtype, name)
+        self.book = bool(book)
         tw = list(time_window) if isinstance(time_window, tuple) else time_window
         om = list(order_margin) if isinstance(order_margin, tuple) else order_margin
         params = {"fundamental_weight": Dist("const", (1.0,)),
@@ -81,7 +88,8 @@ class LearnedAgents:
 
     def trace_key(self):
         """Per object (kept by pickling): a copy sent to a worker reuses its compilation."""
-        return (self.name, self.n_agents, self.lags, self.dtype, self._token)
+        return (self.name, self.n_agents, self.lags, self.dtype, self._token) + (
+            ("book",) if self.book else ())
 
     def describe(self):
         from ..core.fingerprint import fingerprint
@@ -89,9 +97,17 @@ class LearnedAgents:
             policy = fingerprint(self.policy)
         except Exception:  # noqa: BLE001 - any callable runs; not all fingerprint
             policy = type(self.policy).__qualname__
-        return {"name": self.name, "n_agents": self.n_agents, "lags": self.lags,
-                "dtype": self.dtype, "policy": policy,
-                "params": {a: d.to_json() for a, d in self.group.params}}
+        out = {"name": self.name, "n_agents": self.n_agents, "lags": self.lags,
+               "dtype": self.dtype, "policy": policy,
+               "params": {a: d.to_json() for a, d in self.group.params}}
+        if self.book:
+            out["book"] = True
+        return out
+
+    @property
+    def n_features(self):
+        """Columns of the policy's ``features``: ``lags + 3``, 4 more with ``book``."""
+        return self.lags + 3 + 4 * self.book
 
 
 class MLP:
@@ -131,8 +147,24 @@ class MLP:
         return x
 
 
-def learned_orders(S, a, n_fcn, gid, params, t, price, fund, hist, expected, k):
-    """``(expected price, margin)`` with the rows of learned agents replaced."""
+def book_features(book, price):
+    """``[M, 4]``: :class:`LearnedAgents`'s book features from ``book`` ``(best bid
+    price, best ask price, bid depth, ask depth)`` ``[M]`` each (a price NaN where its
+    side is empty)."""
+    t_ = tf()
+    bid, ask, nb, na = book
+
+    def log_ratio(x):
+        return t_.where(t_.math.is_finite(x), t_.math.log(t_.where(t_.math.is_finite(x), x,
+                                                                   price) / price), 0.0)
+
+    return t_.stack([log_ratio(bid), log_ratio(ask), t_.cast(nb, price.dtype),
+                     t_.cast(na, price.dtype)], 1)
+
+
+def learned_orders(S, a, n_fcn, gid, params, t, price, fund, hist, expected, k, book=None):
+    """``(expected price, margin)`` with the rows of learned agents replaced (``book``:
+    the step's book for groups that read it, :func:`book_features`)."""
     tf_ = tf()
     start = n_fcn
     for lg in S.learned:
@@ -144,8 +176,9 @@ def learned_orders(S, a, n_fcn, gid, params, t, price, fund, hist, expected, k):
         ret = tf_.where((idx >= 0)[:, None], ret, 0.0)
         tau = tf_.gather(params["time_window"], a, batch_dims=1)
         margin = tf_.gather(params["order_margin"], a, batch_dims=1)
-        feats = tf_.concat([tf_.transpose(ret), tf_.math.log(fund / price)[:, None],
-                            tau[:, None], margin[:, None]], 1)
+        feats = [tf_.transpose(ret), tf_.math.log(fund / price)[:, None], tau[:, None],
+                 margin[:, None]] + ([book_features(book, price)] if lg.book else [])
+        feats = tf_.concat(feats, 1)
         out = tf_.cast(lg.policy(tf_.cast(feats, lg.dtype)), price.dtype)
         if out.shape.rank == 1:
             out = out[:, None]

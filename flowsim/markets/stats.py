@@ -151,6 +151,30 @@ def z_scores(mean_a, err_a, mean_b, err_b):
     return (np.asarray(mean_a) - mean_b) / np.sqrt(np.square(err_a) + np.square(err_b))
 
 
+def pulls(rows_a, rows_b, batches):
+    """``[batches, statistics]``: the pulls of two samples of per-run statistics
+    (``rows_a``, ``rows_b``: ``[runs, statistics]``, e.g. flowsim's
+    ``Result.per_market`` and a stored pams table), each cut into ``batches``
+    consecutive parts: batch ``k``'s z of mean ``a`` against mean ``b``
+    (:func:`z_scores` of :func:`summarize`).  Independent batches, so where the stated
+    standard errors mean what they say each statistic's pulls are draws of (nearly)
+    N(0, 1); a statistic constant within a batch on both sides has NaN there.
+
+    .. code-block:: python
+
+       z = stats.pulls(result.per_market, pams_rows, 8)
+       np.nanmean(z ** 2)                  # about 1
+    """
+    out = []
+    for a, b in zip(np.array_split(np.asarray(rows_a, np.float64), batches),
+                    np.array_split(np.asarray(rows_b, np.float64), batches)):
+        mean_a, err_a, _ = summarize(a)
+        mean_b, err_b, _ = summarize(b)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(z_scores(mean_a, err_a, mean_b, err_b))
+    return np.array(out)
+
+
 # -- statistics of several markets, as the stored pams tables compute them ------------------
 #: Name of the statistic of a pair of markets, ``"A|B:return_correlation"``.
 PAIR_STATISTIC = "return_correlation"
@@ -252,31 +276,47 @@ BALANCE_QUANTITIES = ("cash", "inventory", "wealth", "pnl")
 BALANCE_STATISTICS = ("mean", "std", "q10", "q50", "q90")
 
 
-def balance_names(groups):
+def balance_names(groups, markets=None):
     """``"GROUP:QUANTITY_STATISTIC"`` for every agent group (config order), quantity of
-    :data:`BALANCE_QUANTITIES` and statistic of :data:`BALANCE_STATISTICS`."""
-    return [f"{g}:{q}_{s}" for g in groups for q in BALANCE_QUANTITIES
-            for s in BALANCE_STATISTICS]
+    :data:`BALANCE_QUANTITIES` and statistic of :data:`BALANCE_STATISTICS`.  Several
+    markets: ``markets`` maps each group to the names of the markets it holds units in
+    (pams's ``asset_volumes``: the markets it can reach), and ``inventory`` becomes one
+    quantity a market, ``inventory[MARKET]`` (wealth marks every market's units at its
+    final price)."""
+    out = []
+    for g in groups:
+        quantities = (BALANCE_QUANTITIES if markets is None else
+                      ("cash", *(f"inventory[{m}]" for m in markets[g]), "wealth", "pnl"))
+        out += [f"{g}:{q}_{s}" for q in quantities for s in BALANCE_STATISTICS]
+    return out
 
 
 def balance_statistics(cash, inventory, price, start_cash, start_inventory, start_price,
-                       groups):
-    """``[M, len(balance_names(groups))]``: per run of one market, the statistics of
-    :func:`balance_names`.  ``cash``, ``inventory``, ``start_cash``,
-    ``start_inventory``: ``[M, agents]``; ``price``, ``start_price``: ``[M]`` (final
-    and starting market price); ``groups``: ``{name: agent indices}`` in config order."""
-    cash, inventory = np.asarray(cash, np.float64), np.asarray(inventory, np.float64)
+                       groups, access=None):
+    """``[M, len(balance_names(groups))]``: per run, the statistics of
+    :func:`balance_names`.  ``cash``, ``start_cash``: ``[M, agents]``; ``groups``:
+    ``{name: agent indices}`` in config order.  One market: ``inventory``,
+    ``start_inventory`` ``[M, agents]``, ``price``, ``start_price`` ``[M]`` (final and
+    starting market price).  Several markets: ``inventory``, ``start_inventory``
+    ``[M, agents, K]`` (0 where an agent holds nothing), ``price``, ``start_price``
+    ``[M, K]`` and ``access`` ``{name: market indices}`` (the markets of
+    ``balance_names``'s ``markets``)."""
+    cash = np.asarray(cash, np.float64)
     start_cash = np.asarray(start_cash, np.float64)
+    inventory = np.asarray(inventory, np.float64)
     start_inventory = np.asarray(start_inventory, np.float64)
-    price = np.asarray(price, np.float64)[:, None]
-    start_price = np.asarray(start_price, np.float64)[:, None]
-    wealth = cash + inventory * price
-    quantities = {"cash": cash, "inventory": inventory, "wealth": wealth,
-                  "pnl": wealth - start_cash - start_inventory * start_price}
+    if access is None:
+        inventory, start_inventory = inventory[:, :, None], start_inventory[:, :, None]
+    price = np.asarray(price, np.float64).reshape(len(cash), 1, -1)
+    start_price = np.asarray(start_price, np.float64).reshape(len(cash), 1, -1)
+    wealth = cash + (inventory * price).sum(2)
+    pnl = wealth - start_cash - (start_inventory * start_price).sum(2)
     columns = []
-    for idx in groups.values():
-        for q in BALANCE_QUANTITIES:
-            x = quantities[q][:, np.asarray(idx)]
+    for name, idx in groups.items():
+        idx = np.asarray(idx)
+        held = [0] if access is None else list(access[name])
+        for x in (cash, *(inventory[:, :, k] for k in held), wealth, pnl):
+            x = x[:, idx]
             columns += [x.mean(1), x.std(1, ddof=1) if x.shape[1] > 1 else x[:, 0] * np.nan,
                         *np.quantile(x, [0.1, 0.5, 0.9], axis=1)]
     return np.stack(columns, 1)

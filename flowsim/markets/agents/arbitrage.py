@@ -22,7 +22,7 @@ An order of volume ``v`` is ``v`` unit orders of consecutive placement numbers a
 price: they trade one after another as pams's order does (its remaining volume keeps
 its place), and the book's depth counts the order once, by its last unit.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,6 +50,10 @@ class ArbitrageGroup:
     index: int = None           # the IndexMarket (set by :meth:`resolve`)
     components: tuple = ()
     shares: tuple = ()
+    #: :class:`~flowsim.markets.values.Dist` of each agent's starting cash and units
+    #: (``cashAmount``, ``assetVolume``: its balance sheet, which the rule never reads)
+    cash: object = None
+    asset: object = None
 
     high_frequency = True
 
@@ -79,8 +83,7 @@ class ArbitrageGroup:
             raise ValueError(f"{self.name}: pams's ArbitrageAgent requires the components of "
                              f"{names[i]} to have the same outstandingShares, got "
                              f"{dict(zip([names[c] for c in comps], shares))}: make them equal")
-        return ArbitrageGroup(self.name, self.n_agents, self.venues, self.volume,
-                              self.threshold, self.ttl, i, comps, shares)
+        return replace(self, index=i, components=comps, shares=shares)
 
     def describe(self):
         return {"name": self.name, "class": "ArbitrageAgent", "n_agents": self.n_agents,
@@ -141,7 +144,7 @@ def parse_arbitrage(name, g, markets, extra_keys=frozenset()):
     (``markets``: the config's market entry names to their markets' indices)."""
     check_keys(g, KEYS, name, extra_ok=extra_keys)
     venues = accessible(name, g, markets)
-    balance(g, name)          # required, as pams requires them
+    cash, asset = balance(g, name)          # required, as pams requires them
     for key, example in (("orderVolume", 1), ("orderThresholdPrice", 1.0)):
         if key not in g:
             raise ValueError(f"{name}.{key} is required (ArbitrageAgent): add e.g. "
@@ -154,4 +157,5 @@ def parse_arbitrage(name, g, markets, extra_keys=frozenset()):
                              f"{1 if key == 'orderVolume' else 0}, got {v!r}")
     threshold = number(g["orderThresholdPrice"], f"{name}.orderThresholdPrice")
     return ArbitrageGroup(name, count(g, "numAgents", name), venues, g["orderVolume"],
-                          threshold, g.get("orderTimeLength", DEFAULT_TTL))
+                          threshold, g.get("orderTimeLength", DEFAULT_TTL), cash=cash,
+                          asset=asset)

@@ -17,7 +17,7 @@ in the target market, volume 1, time-to-live ``orderTimeLength``, both decided b
 either is processed (buy first).  Prices snap to the tick grid as every order's do
 (buys down, sells up).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,6 +42,10 @@ class MarketMakerGroup:
     spread: float
     ttl: int
     target: int = None      # index of ``target_name`` (set by :meth:`resolve`)
+    #: :class:`~flowsim.markets.values.Dist` of each agent's starting cash and units
+    #: (``cashAmount``, ``assetVolume``: its balance sheet, which the rule never reads)
+    cash: object = None
+    asset: object = None
 
     high_frequency = True
     #: unit orders one turn places
@@ -58,8 +62,7 @@ class MarketMakerGroup:
         if self.target_name not in names:
             raise ValueError(f"{self.name}.targetMarket names {self.target_name!r}, which "
                              f"is not a market ({', '.join(names)}): fix the name")
-        return MarketMakerGroup(self.name, self.n_agents, self.venues, self.target_name,
-                                self.spread, self.ttl, names.index(self.target_name))
+        return replace(self, target=names.index(self.target_name))
 
     def describe(self):
         return {"name": self.name, "class": "MarketMakerAgent", "n_agents": self.n_agents,
@@ -110,7 +113,7 @@ def parse_market_maker(name, g, markets, extra_keys=frozenset()):
     (``markets``: the config's market entry names to their markets' indices)."""
     check_keys(g, KEYS, name, extra_ok=extra_keys)
     venues = accessible(name, g, markets)
-    balance(g, name)          # required, as pams requires them
+    cash, asset = balance(g, name)          # required, as pams requires them
     if not isinstance(g.get("targetMarket"), str):
         raise ValueError(f"{name}.targetMarket is required (MarketMakerAgent): the name of "
                          f"the market it quotes in, e.g. \"targetMarket\": "
@@ -124,7 +127,7 @@ def parse_market_maker(name, g, markets, extra_keys=frozenset()):
         raise ValueError(f"{name}.orderTimeLength must be >= 0 (an order's time-to-live), "
                          f"got {g['orderTimeLength']!r}")
     return MarketMakerGroup(name, count(g, "numAgents", name), venues, g["targetMarket"],
-                            spread, ttl)
+                            spread, ttl, cash=cash, asset=asset)
 
 
 def _constant(value, where):
