@@ -32,7 +32,6 @@ from the seed through stateless generators.
 import json
 import math
 import os
-import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -573,17 +572,26 @@ class Trainer:
                                                        self.update)
         adv, returns = advantages(batch, last, o["gamma"], o["lam"], o["reward_scale"])
         self.gradient.set_batch(flat_samples(batch, adv, returns), self.update)
-        with warnings.catch_warnings():
-            # its "estimates" are a new minibatch's statistics at every iteration: they
-            # are not meant to agree, and Flow's consistency check says so
-            warnings.filterwarnings("ignore", message="PPOGradient: ")
-            result = flow.run(self.gradient.iterations)
-        self.stats.append(np.mean([it["value"] for it in result.iterations[-self.gradient
-                                                                            .iterations:]],
-                                  axis=0))
+        self.stats.append(self.gradient_steps(flow))
         self.curve.append(float(batch["reward"].sum(axis=0).mean()))
-        self.devices.update(str(entry["device"]) for entry in result.timeline)
         self.update += 1
+
+    def gradient_steps(self, flow):
+        """The update's gradient steps, each the blocks of one Flow iteration added in
+        block order (what ``flow.run`` does, without its per-iteration record: a hash
+        of the minibatch, estimates that are not meant to agree); the mean of their
+        statistics."""
+        from ..core.kernel import unpack
+        sim, n_events = self.gradient, flow.n_events
+        first = self.update * sim.iterations
+        stats = []
+        for iteration in range(first, first + sim.iterations):
+            totals = unpack(sim, sim.combine(flow.run_blocks(iteration), n_events))
+            stats.append(sim.estimate(totals, n_events)["value"])
+            sim.adapt(totals, n_events)
+        self.devices.update(str(entry["device"]) for entry in flow.timeline)
+        flow.timeline.clear()
+        return np.mean(stats, axis=0)
 
     def result(self):
         policy = self.gradient.template.with_weights(self.gradient.weights)
