@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from ..core.lazy_tf import tf
-from .groups import simulate_groups
+from .groups import SIGNAL_MODES, simulate_groups
 
 #: vectorbt's ``SizeType`` names from_orders takes.
 ORDER_SIZE_TYPES = {"amount": 0, "value": 1, "percent": 2, "targetamount": 3,
@@ -31,7 +31,12 @@ REFUSED_ORDER_KEYWORDS = ("max_size", "size_granularity", "reject_prob", "lock_c
                           "wrapper_kwargs", "attach_call_seq", "engine")
 #: The stop parts of the grouped signal loop (always in: a stop off is NaN).
 STOP_FEATURES = ("sl", "trail", "tp")
-#: from_signals keywords a grouped run refuses when they are not vectorbt's defaults.
+#: The codes of vectorbt's defaults of :data:`~flowsim.finance.groups.SIGNAL_MODES`: a grouped
+#: from_signals run always passes them (one compiled loop, the same bits as without them),
+#: and all its keywords per bar when one is.
+SIGNAL_MODE_DEFAULTS = dict(zip(SIGNAL_MODES, (0.0, 4.0, 3.0, 0.0, 0.0)))
+#: from_signals keywords a shared-cash sweep refuses when they are not vectorbt's defaults
+#: (grouped :func:`~flowsim.finance.from_signals` takes them).
 GROUP_REFUSED = ("upon_opposite_entry", "stop_entry_price", "stop_exit_price", "accumulate",
                  "lock_cash")
 
@@ -449,12 +454,17 @@ def from_orders(close, size=math.inf, size_type="amount", direction="both", pric
 
 
 def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, cash_sharing,
-                    call_seq, timing, dtype):
-    """The grouped run of :func:`flowsim.finance.from_signals` (checked inputs in)."""
-    refused = [k for k in GROUP_REFUSED if k in params]
-    if refused:
-        raise ValueError(f"from_signals with group_by / cash_sharing: {refused} not "
-                         f"implemented (leave them at vectorbt's defaults)")
+                    call_seq, timing, dtype, init_cash_mode=None):
+    """The grouped run of :func:`flowsim.finance.from_signals` (checked inputs in).
+
+    ``init_cash_mode`` "auto" / "autoalign" (vectorbt's ``InitCashMode``): each cash
+    group (each column without cash sharing) starts with the most cash its orders
+    spend, see :func:`auto_group_cash`.
+    """
+    if init_cash_mode is not None and not cash_sharing:
+        raise ValueError(f"init_cash={init_cash_mode!r} with group_by but without "
+                         f"cash_sharing is not implemented (vectorbt takes each group's "
+                         f"cash from its summed flows): use cash_sharing=True or give the cash")
     n, c = bars["close"].shape
     grouped = grouping(labels, columns, group_by, cash_sharing)
     init = params["init_cash"]
@@ -467,13 +477,45 @@ def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, 
              allow_partial=np.asarray(params.get("allow_partial", np.ones(c))),
              sl_trail=np.asarray(params["sl_trail"]) != 0, pad=np.zeros(c, dtype=bool),
              init_cash=init)
+    p.update({k: np.asarray(params.get(k, default), dtype=np.float64)
+              for k, default in SIGNAL_MODE_DEFAULTS.items()})
+    if any(np.ndim(v) == 2 for v in p.values()):
+        p.update({k: np.broadcast_to(v, (n, c)) for k, v in p.items()
+                  if k not in ("init_cash", "pad")})
     features = STOP_FEATURES          # off where NaN: one compiled loop for every run
     bar_in = dict(bars)
     bar_in["price"] = bars.get("price", bars["close"])
     call = call_sequence(call_seq, (n, c), grouped[1])
-    out = run_groups(bar_in, signals, p, grouped[0], call, mode="signals",
-                     features=tuple(features), dtype=dtype)
-    return _finish(out, bars, grouped, init, index, timing, dtype)
+
+    def run(p):
+        return run_groups(bar_in, signals, p, grouped[0], call, mode="signals",
+                          features=tuple(features), dtype=dtype)
+
+    if init_cash_mode is not None:
+        p["init_cash"] = init = auto_group_cash(run, p, grouped[0], init_cash_mode)
+    return _finish(run(p), bars, grouped, init, index, timing, dtype)
+
+
+def auto_group_cash(run, params, lay, mode):
+    """vectorbt's automatic ``init_cash`` of each cash group: ``run(params)`` with
+    infinite cash gives the orders; the lowest point of the group's cumulative cash
+    flow (its columns' flows summed per bar) is the cash (1 if it never goes below
+    0; ``mode="autoalign"``: the largest over the groups)."""
+    size = np.asarray(params["size"])
+    if np.isinf(size[~np.isnan(size)]).any():
+        raise ValueError(f"init_cash={mode!r} needs a finite size: with infinite cash, "
+                         f"size=inf buys without limit (vectorbt: 'Attempt to go in long "
+                         f"direction infinitely')")
+    out = run(dict(params, init_cash=np.full_like(params["init_cash"], np.inf)))
+    filled = out["order_size"] != 0
+    flow = np.where(filled, -out["order_size"] * np.where(filled, out["order_price"], 0.0)
+                    - out["order_fees"], 0.0)
+    flow = np.where(np.abs(flow) <= 1e-12, 0.0, flow)         # add_nb(0, flow)
+    low = np.min(np.cumsum(np.sum(flow, axis=2), axis=0), axis=0)
+    cash = np.where(low < 0, np.abs(low), 1.0)
+    if mode == "autoalign":
+        cash = np.full_like(cash, np.max(cash))
+    return cash
 
 
 # -- sweeps of whole groups ----------------------------------------------------------------

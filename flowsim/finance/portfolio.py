@@ -789,12 +789,10 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     step, assumed = bar_length(freq, index)
     ann = ann_factor(step, year_freq)
     if is_grouped(group_by, cash_sharing):
-        if cash_mode:
-            raise ValueError(f"init_cash={init_cash!r} is not implemented with group_by / "
-                             f"cash_sharing: give the cash")
         return grouped_signals(bars, signals, params, labels, columns, index,
                                group_by=group_by, cash_sharing=cash_sharing,
-                               call_seq=call_seq, timing=(ann, step, assumed), dtype=dtype)
+                               call_seq=call_seq, timing=(ann, step, assumed), dtype=dtype,
+                               init_cash_mode=cash_mode)
     if cash_mode:
         params = auto_init_cash(bars, signals, params, dtype, cash_mode)
     out = run_tensors(bars, signals, params, dtype, rates(ann, risk_free, required_return))
