@@ -52,6 +52,14 @@ def _case(name, seed, keyword, *, shorts=False, ohlc=(), rate=0.15, per_bar=(), 
             "price": price, "arrays": arrays, "kwargs": dict(SHARED, **kw)}
 
 
+def _order_case(name, seed, keyword, **kw):
+    """A from_orders case: random sizes (NaN: no order) on 30 % of the bars."""
+    rng = np.random.default_rng(seed + 7000)
+    size = np.where(rng.random((N, C)) < 0.3, rng.standard_normal((N, C)), np.nan)
+    return {"name": name, "kind": "orders", "seed": seed, "keywords": [keyword], "ohlc": [],
+            "price": False, "arrays": {"size": size}, "kwargs": dict(SHARED, **kw)}
+
+
 def cases():
     """``[{name, seed, keywords, ohlc, price, arrays, kwargs}]``: the stored cases."""
     return [
@@ -84,6 +92,8 @@ def cases():
               per_bar=("size", "fees", "sl_stop"), group_by=TWO_GROUPS),
         _case("direction_per_column", 104, "direction", size=1.0,
               direction=["longonly", "both", "shortonly"]),
+        _order_case("orders_lock_cash", 105, "lock_cash", lock_cash=True, fees=0.001),
+        _order_case("orders_init_cash_auto", 106, "init_cash", init_cash="auto", fees=0.001),
     ]
 
 
@@ -114,7 +124,9 @@ def inputs(case, close_ohlc, without=()):
 def run_vectorbt(case, close_ohlc, without=()):
     """vectorbt's results of ``case``: ``{name: array}``."""
     import vectorbt as vbt
-    pf = vbt.Portfolio.from_signals(**inputs(case, close_ohlc, without))
+    kind = case.get("kind", "signals")
+    make = vbt.Portfolio.from_orders if kind == "orders" else vbt.Portfolio.from_signals
+    pf = make(**inputs(case, close_ohlc, without))
     out = group_ref.order_records(pf)
     out.update({"value": group_ref.per_group(pf.value()),
                 "cash": group_ref.per_group(pf.cash()),
@@ -136,8 +148,8 @@ def main():
     for case in cases():
         name = case["name"]
         close_ohlc = group_ref.store_inputs(out, case)
-        metas.append({k: case[k] for k in ("name", "seed", "keywords", "ohlc", "price",
-                                           "kwargs")})
+        metas.append({k: case[k] for k in ("name", "kind", "seed", "keywords", "ohlc",
+                                           "price", "kwargs") if k in case})
         result = run_vectorbt(case, close_ohlc)
         plain = run_vectorbt(case, close_ohlc, without=case["keywords"])
         if not _changes_orders(result, plain):

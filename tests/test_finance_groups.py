@@ -82,7 +82,7 @@ def test_group_labels_and_levels():
     (dict(group_by=True, cash_sharing=True, call_seq=np.full((4, 3), 3)),
      "exceeds bounds of the group"),
     (dict(size_type="targetweight"), "size_type must be one of"),
-    (dict(init_cash="auto", cash_sharing=True), "init_cash='auto' is not implemented"),
+    (dict(init_cash="auto", group_by=[0, 0, 1]), "without cash_sharing is not implemented"),
     (dict(max_size=2.0), "['max_size'] not implemented"),
     (dict(slippage=-0.1), "slippage must be finite and >= 0"),
 ])

@@ -25,9 +25,9 @@ ORDER_SIZE_TYPES = {"amount": 0, "value": 1, "percent": 2, "targetamount": 3,
 #: vectorbt's ``CallSeqType`` names; "random" is refused (vectorbt shuffles with numba's RNG).
 CALL_SEQ_TYPES = ("default", "reversed", "auto")
 #: vectorbt's from_orders keywords flowsim does not implement (refused by name when given).
-REFUSED_ORDER_KEYWORDS = ("max_size", "size_granularity", "reject_prob", "lock_cash",
-                          "raise_reject", "log", "val_price", "ffill_val_price", "update_value",
-                          "max_orders", "max_logs", "seed", "group_select", "broadcast_kwargs",
+REFUSED_ORDER_KEYWORDS = ("max_size", "size_granularity", "reject_prob", "raise_reject", "log",
+                          "val_price", "ffill_val_price", "update_value", "max_orders",
+                          "max_logs", "seed", "group_select", "broadcast_kwargs",
                           "wrapper_kwargs", "attach_call_seq", "engine")
 #: The stop parts of the grouped signal loop (always in: a stop off is NaN).
 STOP_FEATURES = ("sl", "trail", "tp")
@@ -396,7 +396,7 @@ def _finish(out, bars, grouped, init, index, timing, dtype):
 def from_orders(close, size=math.inf, size_type="amount", direction="both", price=None,
                 fees=0.0, fixed_fees=0.0, slippage=0.0, min_size=1e-8, allow_partial=True,
                 init_cash=100.0, group_by=None, cash_sharing=False, call_seq="default",
-                freq=None, year_freq="365 days", dtype="float64", **refused):
+                freq=None, year_freq="365 days", dtype="float64", lock_cash=False, **refused):
     """Simulate orders the way vectorbt's ``Portfolio.from_orders`` does.
 
     Every bar and column is an order of ``size`` (NaN: no order) read by
@@ -414,8 +414,12 @@ def from_orders(close, size=math.inf, size_type="amount", direction="both", pric
     per group) and runs its columns on each bar in ``call_seq`` order: "default"
     (column order), "reversed", "auto" (sells before buys: sorted by each order's
     approximate value, as vectorbt) or an array of each group's call order per
-    bar.  ``size``, ``fees``, ``fixed_fees``, ``slippage`` and ``min_size`` may
-    be scalars, one per column or ``[bars, columns]``.
+    bar.  ``size``, ``fees``, ``fixed_fees``, ``slippage``, ``min_size`` and
+    ``lock_cash`` (True: shorts only as far as the free cash covers them, buys
+    spend only free cash) may be scalars, one per column or ``[bars, columns]``.
+    ``init_cash="auto"`` / ``"autoalign"`` (with ``cash_sharing``, or ungrouped):
+    vectorbt's cash found from the orders run with infinite cash, see
+    :func:`auto_group_cash`.
 
     Returns a :class:`GroupPortfolio` (value, returns and metrics per group).
     """
@@ -437,20 +441,38 @@ def from_orders(close, size=math.inf, size_type="amount", direction="both", pric
         labels if labels is not None and len(labels) == c else list(range(c)))
     grouped = grouping(labels, columns if columns is not None and len(columns) == c else None,
                        group_by, cash_sharing)
-    init = group_init_cash(init_cash, grouped[0][0])
+    from .portfolio import init_cash_mode
+    cash_mode = _auto_cash_mode(init_cash_mode(init_cash), group_by, cash_sharing)
+    init = group_init_cash(1.0 if cash_mode else init_cash, grouped[0][0])
     params = {"size": _order_keyword(given["size"], "size", n, c, close_1d, allow_nan=True),
               "fees": _order_keyword(fees, "fees", n, c, close_1d),
               "fixed_fees": _order_keyword(fixed_fees, "fixed_fees", n, c, close_1d),
               "slippage": _order_keyword(slippage, "slippage", n, c, close_1d, lo=0),
               "min_size": _order_keyword(min_size, "min_size", n, c, close_1d, lo=0),
               "allow_partial": _order_keyword(allow_partial, "allow_partial", n, c, close_1d),
+              "lock_cash": _order_keyword(lock_cash, "lock_cash", n, c, close_1d),
               "size_type": order_size_type_codes(size_type, c),
               "direction": direction_codes(direction, c).astype(np.float64),
               "pad": np.zeros(c, dtype=bool), "init_cash": init}
     call = call_sequence(call_seq, (n, c), grouped[1])
     bar_in = {"close": bars["close"], "price": bars["price"]}
-    out = run_groups(bar_in, None, params, grouped[0], call, mode="orders", dtype=dtype)
-    return _finish(out, bars, grouped, init, index, _ann(freq, year_freq, index), dtype)
+
+    def run(p):
+        return run_groups(bar_in, None, p, grouped[0], call, mode="orders", dtype=dtype)
+
+    if cash_mode:
+        params["init_cash"] = init = auto_group_cash(run, params, grouped[0], cash_mode)
+    return _finish(run(params), bars, grouped, init, index, _ann(freq, year_freq, index), dtype)
+
+
+def _auto_cash_mode(mode, group_by, cash_sharing):
+    """``mode`` ("auto", "autoalign" or None), refused where a group's cash would not be
+    any cash balance's (groups without cash sharing)."""
+    if mode is not None and is_grouped(group_by, False) and not cash_sharing:
+        raise ValueError(f"init_cash={mode!r} with group_by but without cash_sharing is not "
+                         f"implemented (vectorbt takes each group's cash from its summed "
+                         f"flows): use cash_sharing=True or give the cash")
+    return mode
 
 
 def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, cash_sharing,
@@ -461,10 +483,7 @@ def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, 
     group (each column without cash sharing) starts with the most cash its orders
     spend, see :func:`auto_group_cash`.
     """
-    if init_cash_mode is not None and not cash_sharing:
-        raise ValueError(f"init_cash={init_cash_mode!r} with group_by but without "
-                         f"cash_sharing is not implemented (vectorbt takes each group's "
-                         f"cash from its summed flows): use cash_sharing=True or give the cash")
+    _auto_cash_mode(init_cash_mode, group_by, cash_sharing)
     n, c = bars["close"].shape
     grouped = grouping(labels, columns, group_by, cash_sharing)
     init = params["init_cash"]

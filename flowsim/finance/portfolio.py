@@ -741,9 +741,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     call_seq : "default", "reversed", "auto" or an array
         The columns' order within a group on each bar: column order, reversed,
         sells before buys (vectorbt's "auto": sorted by approximate order value),
-        or each group's order per bar.  Grouped runs keep vectorbt's defaults of
-        ``upon_opposite_entry``, ``stop_entry_price``, ``stop_exit_price``,
-        ``accumulate``, ``lock_cash`` and a numeric ``init_cash``.
+        or each group's order per bar.  Grouped runs take every other keyword too
+        (``init_cash="auto"`` only with ``cash_sharing``: each cash group's).
 
     Pandas inputs are lined up as vectorbt lines them up (see
     :mod:`flowsim.finance.align`): an input whose index differs from ``close``'s is
