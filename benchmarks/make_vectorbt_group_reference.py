@@ -128,19 +128,42 @@ def inputs(case, close_ohlc):
     return kw
 
 
+def order_records(pf):
+    """vectorbt's order records of ``pf``: ``{"order/<field>": array}``."""
+    rec = pf.orders.records
+    return {f"order/{k}": rec[k].to_numpy() for k in ("col", "idx", "size", "price", "fees",
+                                                       "side")}
+
+
+def per_group(x):
+    """A result per group (or column) as float64 ``[bars, groups]``."""
+    return np.asarray(x, dtype=np.float64).reshape(N, -1)
+
+
+def store_inputs(out, case):
+    """Put ``case``'s bars and input arrays in ``out``; return its bars."""
+    name = case["name"]
+    close_ohlc = vc.market(case["seed"], N, C)
+    out[f"{name}/bars"] = np.stack(close_ohlc)
+    out.update({f"{name}/in/{k}": v for k, v in case["arrays"].items()})
+    return close_ohlc
+
+
+def save(out, metas, path):
+    """Write the cases' ``metas`` (JSON) and arrays ``out`` to ``path``."""
+    import vectorbt
+    out["cases"] = np.array(json.dumps(metas))
+    np.savez_compressed(path, **out)
+    print(f"wrote {os.path.relpath(path, ROOT)} (vectorbt {vectorbt.__version__})")
+
+
 def run_vectorbt(case, close_ohlc):
     """vectorbt's results of ``case``: ``{name: array}``."""
     import vectorbt as vbt
     kw = inputs(case, close_ohlc)
     make = vbt.Portfolio.from_signals if case["kind"] == "signals" else vbt.Portfolio.from_orders
     pf = make(attach_call_seq=True, **kw)
-    rec = pf.orders.records
-    out = {f"order/{k}": rec[k].to_numpy() for k in ("col", "idx", "size", "price", "fees",
-                                                      "side")}
-
-    def per_group(x):
-        return np.asarray(x, dtype=np.float64).reshape(N, -1)
-
+    out = order_records(pf)
     out.update({"value": per_group(pf.value()), "cash": per_group(pf.cash()),
                 "returns": per_group(pf.returns()), "call_seq": pf.call_seq.to_numpy(),
                 "total_return": np.atleast_1d(np.asarray(pf.total_return(), dtype=float)),
@@ -156,9 +179,7 @@ def main():
     metas = []
     for case in cases():
         name = case["name"]
-        close_ohlc = vc.market(case["seed"], N, C)
-        out[f"{name}/bars"] = np.stack(close_ohlc)
-        out.update({f"{name}/in/{k}": v for k, v in case["arrays"].items()})
+        close_ohlc = store_inputs(out, case)
         if name in ARRAY_CALL_SEQ:
             out[f"{name}/in/call_seq"] = _call_seq(ARRAY_CALL_SEQ[name])
         metas.append({k: case[k] for k in ("name", "kind", "seed", "ohlc", "kwargs")})
@@ -166,9 +187,7 @@ def main():
         out.update({f"{name}/out/{k}": v for k, v in result.items()})
         print(f"{name}: {len(result['order/col'])} orders, end values "
               f"{np.atleast_1d(result['final_value']).round(2)}")
-    out["cases"] = np.array(json.dumps(metas))
-    np.savez_compressed(OUT, **out)
-    print(f"wrote {os.path.relpath(OUT, ROOT)} (vectorbt {vectorbt.__version__})")
+    save(out, metas, OUT)
 
 
 if __name__ == "__main__":

@@ -4,64 +4,38 @@ The cases (``tests/data/vectorbt_group_cases.npz``, made by
 ``benchmarks/make_vectorbt_group_reference.py``) share one market shape, so the
 grouped loop compiles once per mode and group layout.
 """
-import json
 import os
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.vectorbt_groups import (
+    C,
+    N,
+    assert_orders_match,
+    case_names,
+    expected,
+    load_cases,
+    run_case,
+)
 
 from flowsim.finance import from_orders, from_signals
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "vectorbt_group_cases.npz")
-N, C = 120, 3
 
 
 @pytest.fixture(scope="module")
 def stored():
-    data = np.load(DATA)
-    return data, {c["name"]: c for c in json.loads(str(data["cases"]))}
+    return load_cases(DATA)
 
 
-def _names():
-    return [c["name"] for c in json.loads(str(np.load(DATA)["cases"]))]
-
-
-def _run(case, data):
-    name = case["name"]
-    index = pd.date_range("2021-01-01", periods=N, freq="D")
-    columns = pd.Index(["a", "b", "c"], name="asset")
-
-    def frame(a):
-        return pd.DataFrame(a, index=index, columns=columns)
-
-    close, op, hi, lo = data[f"{name}/bars"]
-    kw = dict(case["kwargs"], freq="1D")
-    for key, a in zip(("open", "high", "low"), (op, hi, lo)):
-        if key in case["ohlc"]:
-            kw[key] = frame(a)
-    for key in ("entries", "exits", "size", "call_seq"):
-        if f"{name}/in/{key}" in data:
-            a = data[f"{name}/in/{key}"]
-            kw[key] = a if key == "call_seq" else frame(a)
-    if case["kind"] == "signals":
-        return from_signals(frame(close), **kw)
-    return from_orders(frame(close), **kw)
-
-
-@pytest.mark.parametrize("name", _names())
+@pytest.mark.parametrize("name", case_names(DATA))
 def test_groups_match_vectorbt(stored, name):
     data, cases = stored
-    pf = _run(cases[name], data)
-    out = {k.split("/out/")[1]: data[k] for k in data.files if k.startswith(f"{name}/out/")}
-    orders = pf.orders
-    assert len(orders) == len(out["order/col"])
-    np.testing.assert_array_equal(orders["col"], out["order/col"])
-    np.testing.assert_array_equal(orders["idx"], out["order/idx"])
-    np.testing.assert_array_equal(orders["side"] == "sell", out["order/side"] == 1)
-    for key in ("size", "price", "fees"):
-        np.testing.assert_allclose(orders[key], out[f"order/{key}"], rtol=1e-9, atol=1e-12)
+    pf = run_case(cases[name], data)
+    out = expected(data, name)
+    assert_orders_match(pf.orders, out)
     np.testing.assert_array_equal(pf.call_seq().to_numpy(), out["call_seq"])
     for key, got in (("value", pf.value()), ("cash", pf.cash()), ("returns", pf.returns())):
         np.testing.assert_allclose(got.to_numpy(), out[key], rtol=1e-9, atol=1e-9)
@@ -75,8 +49,8 @@ def test_groups_match_vectorbt(stored, name):
 def test_call_seq_auto_sells_first(stored):
     """The same signals, all-in: "auto" frees the cash of a sell for the bar's buys."""
     data, cases = stored
-    auto = _run(cases["signals_auto_all_in"], data)
-    default = _run(cases["signals_default_all_in"], data)
+    auto = run_case(cases["signals_auto_all_in"], data)
+    default = run_case(cases["signals_default_all_in"], data)
     assert len(auto.orders) != len(default.orders)
     first = auto.orders.groupby("idx")["side"].agg(list)
     assert any(sides[0] == "sell" and "buy" in sides for sides in first)
@@ -108,7 +82,7 @@ def test_group_labels_and_levels():
     (dict(group_by=True, cash_sharing=True, call_seq=np.full((4, 3), 3)),
      "exceeds bounds of the group"),
     (dict(size_type="targetweight"), "size_type must be one of"),
-    (dict(init_cash="auto", cash_sharing=True), "init_cash='auto' is not implemented"),
+    (dict(init_cash="auto", group_by=[0, 0, 1]), "without cash_sharing is not implemented"),
     (dict(max_size=2.0), "['max_size'] not implemented"),
     (dict(slippage=-0.1), "slippage must be finite and >= 0"),
 ])
@@ -124,15 +98,16 @@ def test_from_orders_unknown_keyword():
         from_orders(np.ones((3, 2)), sizes=1.0)
 
 
-def test_grouped_from_signals_refuses_other_modes():
-    close = np.linspace(1, 2, 12).reshape(4, 3)
-    entries = np.zeros((4, 3), dtype=bool)
-    with pytest.raises(ValueError, match="accumulate"):
-        from_signals(close, entries, entries, group_by=True, cash_sharing=True,
-                     accumulate=True, freq="1D")
-    with pytest.raises(ValueError, match="init_cash='auto' is not implemented"):
-        from_signals(close, entries, entries, group_by=True, cash_sharing=True, size=1.0,
-                     init_cash="auto", freq="1D")
+def test_shared_cash_sweep_refuses_other_modes(stored):
+    """Grouped from_signals takes ``accumulate`` (test_finance_groups_keywords.py); a
+    shared-cash sweep refuses it, naming it."""
+    from flowsim.finance import signal_sweep, strategies
+    data, _ = stored
+    grid = pd.DataFrame({"window": [5], "lower": [30.0], "upper": [60.0]})
+    with pytest.raises(ValueError, match="cash_sharing=True sweeps take vectorbt's defaults"
+                                         ".*got \\['accumulate'\\]"):
+        signal_sweep(strategies.rsi_thresholds, data["signals_auto_all_in/bars"][0], grid,
+                     cash_sharing=True, accumulate=True, freq="1D")
 
 
 def test_shared_cash_sweep_matches_grouped_from_signals(stored):

@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from ..core.lazy_tf import tf
-from .groups import simulate_groups
+from .groups import SIGNAL_MODES, simulate_groups
 
 #: vectorbt's ``SizeType`` names from_orders takes.
 ORDER_SIZE_TYPES = {"amount": 0, "value": 1, "percent": 2, "targetamount": 3,
@@ -25,13 +25,18 @@ ORDER_SIZE_TYPES = {"amount": 0, "value": 1, "percent": 2, "targetamount": 3,
 #: vectorbt's ``CallSeqType`` names; "random" is refused (vectorbt shuffles with numba's RNG).
 CALL_SEQ_TYPES = ("default", "reversed", "auto")
 #: vectorbt's from_orders keywords flowsim does not implement (refused by name when given).
-REFUSED_ORDER_KEYWORDS = ("max_size", "size_granularity", "reject_prob", "lock_cash",
-                          "raise_reject", "log", "val_price", "ffill_val_price", "update_value",
-                          "max_orders", "max_logs", "seed", "group_select", "broadcast_kwargs",
+REFUSED_ORDER_KEYWORDS = ("max_size", "size_granularity", "reject_prob", "raise_reject", "log",
+                          "val_price", "ffill_val_price", "update_value", "max_orders",
+                          "max_logs", "seed", "group_select", "broadcast_kwargs",
                           "wrapper_kwargs", "attach_call_seq", "engine")
 #: The stop parts of the grouped signal loop (always in: a stop off is NaN).
 STOP_FEATURES = ("sl", "trail", "tp")
-#: from_signals keywords a grouped run refuses when they are not vectorbt's defaults.
+#: The codes of vectorbt's defaults of :data:`~flowsim.finance.groups.SIGNAL_MODES`: a grouped
+#: from_signals run always passes them (one compiled loop, the same bits as without them),
+#: and all its keywords per bar when one is.
+SIGNAL_MODE_DEFAULTS = dict(zip(SIGNAL_MODES, (0.0, 4.0, 3.0, 0.0, 0.0)))
+#: from_signals keywords a shared-cash sweep refuses when they are not vectorbt's defaults
+#: (grouped :func:`~flowsim.finance.from_signals` takes them).
 GROUP_REFUSED = ("upon_opposite_entry", "stop_entry_price", "stop_exit_price", "accumulate",
                  "lock_cash")
 
@@ -391,7 +396,7 @@ def _finish(out, bars, grouped, init, index, timing, dtype):
 def from_orders(close, size=math.inf, size_type="amount", direction="both", price=None,
                 fees=0.0, fixed_fees=0.0, slippage=0.0, min_size=1e-8, allow_partial=True,
                 init_cash=100.0, group_by=None, cash_sharing=False, call_seq="default",
-                freq=None, year_freq="365 days", dtype="float64", **refused):
+                freq=None, year_freq="365 days", dtype="float64", lock_cash=False, **refused):
     """Simulate orders the way vectorbt's ``Portfolio.from_orders`` does.
 
     Every bar and column is an order of ``size`` (NaN: no order) read by
@@ -409,8 +414,12 @@ def from_orders(close, size=math.inf, size_type="amount", direction="both", pric
     per group) and runs its columns on each bar in ``call_seq`` order: "default"
     (column order), "reversed", "auto" (sells before buys: sorted by each order's
     approximate value, as vectorbt) or an array of each group's call order per
-    bar.  ``size``, ``fees``, ``fixed_fees``, ``slippage`` and ``min_size`` may
-    be scalars, one per column or ``[bars, columns]``.
+    bar.  ``size``, ``fees``, ``fixed_fees``, ``slippage``, ``min_size`` and
+    ``lock_cash`` (True: shorts only as far as the free cash covers them, buys
+    spend only free cash) may be scalars, one per column or ``[bars, columns]``.
+    ``init_cash="auto"`` / ``"autoalign"`` (with ``cash_sharing``, or ungrouped):
+    vectorbt's cash found from the orders run with infinite cash, see
+    :func:`auto_group_cash`.
 
     Returns a :class:`GroupPortfolio` (value, returns and metrics per group).
     """
@@ -432,29 +441,49 @@ def from_orders(close, size=math.inf, size_type="amount", direction="both", pric
         labels if labels is not None and len(labels) == c else list(range(c)))
     grouped = grouping(labels, columns if columns is not None and len(columns) == c else None,
                        group_by, cash_sharing)
-    init = group_init_cash(init_cash, grouped[0][0])
+    from .portfolio import init_cash_mode
+    cash_mode = _auto_cash_mode(init_cash_mode(init_cash), group_by, cash_sharing)
+    init = group_init_cash(1.0 if cash_mode else init_cash, grouped[0][0])
     params = {"size": _order_keyword(given["size"], "size", n, c, close_1d, allow_nan=True),
               "fees": _order_keyword(fees, "fees", n, c, close_1d),
               "fixed_fees": _order_keyword(fixed_fees, "fixed_fees", n, c, close_1d),
               "slippage": _order_keyword(slippage, "slippage", n, c, close_1d, lo=0),
               "min_size": _order_keyword(min_size, "min_size", n, c, close_1d, lo=0),
               "allow_partial": _order_keyword(allow_partial, "allow_partial", n, c, close_1d),
+              "lock_cash": _order_keyword(lock_cash, "lock_cash", n, c, close_1d),
               "size_type": order_size_type_codes(size_type, c),
               "direction": direction_codes(direction, c).astype(np.float64),
               "pad": np.zeros(c, dtype=bool), "init_cash": init}
     call = call_sequence(call_seq, (n, c), grouped[1])
     bar_in = {"close": bars["close"], "price": bars["price"]}
-    out = run_groups(bar_in, None, params, grouped[0], call, mode="orders", dtype=dtype)
-    return _finish(out, bars, grouped, init, index, _ann(freq, year_freq, index), dtype)
+
+    def run(p):
+        return run_groups(bar_in, None, p, grouped[0], call, mode="orders", dtype=dtype)
+
+    if cash_mode:
+        params["init_cash"] = init = auto_group_cash(run, params, grouped[0], cash_mode)
+    return _finish(run(params), bars, grouped, init, index, _ann(freq, year_freq, index), dtype)
+
+
+def _auto_cash_mode(mode, group_by, cash_sharing):
+    """``mode`` ("auto", "autoalign" or None), refused where a group's cash would not be
+    any cash balance's (groups without cash sharing)."""
+    if mode is not None and is_grouped(group_by, False) and not cash_sharing:
+        raise ValueError(f"init_cash={mode!r} with group_by but without cash_sharing is not "
+                         f"implemented (vectorbt takes each group's cash from its summed "
+                         f"flows): use cash_sharing=True or give the cash")
+    return mode
 
 
 def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, cash_sharing,
-                    call_seq, timing, dtype):
-    """The grouped run of :func:`flowsim.finance.from_signals` (checked inputs in)."""
-    refused = [k for k in GROUP_REFUSED if k in params]
-    if refused:
-        raise ValueError(f"from_signals with group_by / cash_sharing: {refused} not "
-                         f"implemented (leave them at vectorbt's defaults)")
+                    call_seq, timing, dtype, init_cash_mode=None):
+    """The grouped run of :func:`flowsim.finance.from_signals` (checked inputs in).
+
+    ``init_cash_mode`` "auto" / "autoalign" (vectorbt's ``InitCashMode``): each cash
+    group (each column without cash sharing) starts with the most cash its orders
+    spend, see :func:`auto_group_cash`.
+    """
+    _auto_cash_mode(init_cash_mode, group_by, cash_sharing)
     n, c = bars["close"].shape
     grouped = grouping(labels, columns, group_by, cash_sharing)
     init = params["init_cash"]
@@ -467,13 +496,45 @@ def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, 
              allow_partial=np.asarray(params.get("allow_partial", np.ones(c))),
              sl_trail=np.asarray(params["sl_trail"]) != 0, pad=np.zeros(c, dtype=bool),
              init_cash=init)
+    p.update({k: np.asarray(params.get(k, default), dtype=np.float64)
+              for k, default in SIGNAL_MODE_DEFAULTS.items()})
+    if any(np.ndim(v) == 2 for v in p.values()):
+        p.update({k: np.broadcast_to(v, (n, c)) for k, v in p.items()
+                  if k not in ("init_cash", "pad")})
     features = STOP_FEATURES          # off where NaN: one compiled loop for every run
     bar_in = dict(bars)
     bar_in["price"] = bars.get("price", bars["close"])
     call = call_sequence(call_seq, (n, c), grouped[1])
-    out = run_groups(bar_in, signals, p, grouped[0], call, mode="signals",
-                     features=tuple(features), dtype=dtype)
-    return _finish(out, bars, grouped, init, index, timing, dtype)
+
+    def run(p):
+        return run_groups(bar_in, signals, p, grouped[0], call, mode="signals",
+                          features=tuple(features), dtype=dtype)
+
+    if init_cash_mode is not None:
+        p["init_cash"] = init = auto_group_cash(run, p, grouped[0], init_cash_mode)
+    return _finish(run(p), bars, grouped, init, index, timing, dtype)
+
+
+def auto_group_cash(run, params, lay, mode):
+    """vectorbt's automatic ``init_cash`` of each cash group: ``run(params)`` with
+    infinite cash gives the orders; the lowest point of the group's cumulative cash
+    flow (its columns' flows summed per bar) is the cash (1 if it never goes below
+    0; ``mode="autoalign"``: the largest over the groups)."""
+    size = np.asarray(params["size"])
+    if np.isinf(size[~np.isnan(size)]).any():
+        raise ValueError(f"init_cash={mode!r} needs a finite size: with infinite cash, "
+                         f"size=inf buys without limit (vectorbt: 'Attempt to go in long "
+                         f"direction infinitely')")
+    out = run(dict(params, init_cash=np.full_like(params["init_cash"], np.inf)))
+    filled = out["order_size"] != 0
+    flow = np.where(filled, -out["order_size"] * np.where(filled, out["order_price"], 0.0)
+                    - out["order_fees"], 0.0)
+    flow = np.where(np.abs(flow) <= 1e-12, 0.0, flow)         # add_nb(0, flow)
+    low = np.min(np.cumsum(np.sum(flow, axis=2), axis=0), axis=0)
+    cash = np.where(low < 0, np.abs(low), 1.0)
+    if mode == "autoalign":
+        cash = np.full_like(cash, np.max(cash))
+    return cash
 
 
 # -- sweeps of whole groups ----------------------------------------------------------------

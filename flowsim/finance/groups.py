@@ -19,6 +19,7 @@ arithmetic in the same order), so the orders are vectorbt's.
 import math
 
 from ..core.lazy_tf import tf
+from .orders import accumulation, opposite_entry, stop_entry_ref, stop_exit_fill, stops_renewed
 from .simulate import drawdown_step, fill_order, resolve_signals, snap_zero, stop_fill
 
 #: vectorbt's ``SizeType`` codes.
@@ -67,7 +68,8 @@ def execute_order(state, order, process, shorts=True):
     ``state``: cash, position, val_price, value (None: no target orders) and with
     ``shorts`` debt, free (cash) ``[g]`` (without, no position is ever short);
     ``order``: size (signed: vectorbt's ShortOnly flip already applied), price,
-    size_type, direction, fees, fixed_fees, slippage, min_size, allow_partial ``[g]``.
+    size_type, direction, fees, fixed_fees, slippage, min_size, allow_partial (and
+    optionally lock_cash, bool) ``[g]``.
     Returns (filled, size, price, fees, new state).
     """
     t = tf()
@@ -76,6 +78,7 @@ def execute_order(state, order, process, shorts=True):
     value = None if state["value"] is None else snap_zero(state["value"])
     size, percent, ok = _resolve_size(order["size"], order["size_type"], order["direction"],
                                       snapped["position"], snapped["val_price"], value)
+    lock = order.get("lock_cash") if shorts else None
     ok &= ~t.math.is_nan(order["size"]) & ~t.math.is_nan(order["price"])
     has_pct = ~t.math.is_nan(percent)
     sides = (order["direction"] == LONG_ONLY, order["direction"] == SHORT_ONLY,
@@ -84,7 +87,7 @@ def execute_order(state, order, process, shorts=True):
     held = [snapped[k] for k in names] + [None] * (4 - len(names))
     filled, is_buy, pick = fill_order(
         held, size, order["price"], costs, sides,
-        fraction=_where(has_pct, percent, t.ones_like(percent)),
+        fraction=_where(has_pct, percent, t.ones_like(percent)), lock=lock,
         allow_partial=order["allow_partial"])
     fill = filled & ok & process
     new = {k: _where(fill, v, _where(process, snapped[k], state[k]))
@@ -177,44 +180,109 @@ def signal_orders(pos, signals, size, size_type, val_price):
     (signed size, size type, direction) of every column."""
     t = tf()
     le, lx, se, sx = resolve_signals(pos, *signals)
-    absp = t.abs(pos)
-    zero = t.zeros_like(pos)
-    rev = _where(size_type == VALUE, size / val_price, size)
-    amount = t.zeros_like(size_type) + AMOUNT
-    both = t.zeros_like(size_type) + BOTH
-    long_only, short_only = both - 2, both - 1
+    absp, zero, rev = t.abs(pos), t.zeros_like(pos), _reversal_size(size, size_type, val_price)
+    amount, both, long_only, short_only = _order_codes(size_type)
     long_size = _where(se, -absp - rev, _where(lx, -absp, zero))
     long_type = _where(se | lx, amount, size_type)
     long_dir = _where(se, both, long_only)
     short_size = _where(le, absp + rev, _where(sx, absp, zero))
     short_type = _where(le | sx, amount, size_type)
     short_dir = _where(le, both, short_only)
-    flat_size = _where(le, size, _where(se, -size, zero))
+    return _by_position(pos, (le, se), size, size_type, (long_size, long_type, long_dir),
+                        (short_size, short_type, short_dir))
+
+
+def accumulated_signal_orders(pos, signals, size, size_type, val_price, mode):
+    """``signals_to_size_nb`` with ``accumulate`` codes ``mode`` (0 off, 1 "both",
+    2 "addonly", 3 "removeonly") on resolved signals: (signed size, size type,
+    direction) of every column.  An add or a removal keeps the size type; a close or
+    a reversal is in shares."""
+    t = tf()
+    le, lx, se, sx = signals
+    remove = (mode == 1) | (mode == 3)
+    add = (mode == 1) | (mode == 2)
+    absp, zero, rev = t.abs(pos), t.zeros_like(pos), _reversal_size(size, size_type, val_price)
+    amount, both, long_only, short_only = _order_codes(size_type)
+    long_size = _where(se, _where(remove, -size, -absp - rev),
+                       _where(lx, _where(remove, -size, -absp), _where(le & add, size, zero)))
+    long_type = _where((se | lx) & ~remove, amount, size_type)
+    long_dir = _where(se, both, _where(lx | le, long_only, both))
+    short_size = _where(le, _where(remove, size, absp + rev),
+                        _where(sx, _where(remove, size, absp), _where(se & add, -size, zero)))
+    short_type = _where((le | sx) & ~remove, amount, size_type)
+    short_dir = _where(le, both, _where(sx | se, short_only, both))
+    return _by_position(pos, (le, se), size, size_type, (long_size, long_type, long_dir),
+                        (short_size, short_type, short_dir))
+
+
+def _reversal_size(size, size_type, val_price):
+    """The size a reversal adds beyond closing, in shares."""
+    return _where(size_type == VALUE, size / val_price, size)
+
+
+def _order_codes(size_type):
+    """The codes ``AMOUNT``, ``BOTH``, ``LONG_ONLY``, ``SHORT_ONLY`` shaped as ``size_type``."""
+    t = tf()
+    amount = t.zeros_like(size_type) + AMOUNT
+    both = t.zeros_like(size_type) + BOTH
+    return amount, both, both - 2, both - 1
+
+
+def _by_position(pos, entries, size, size_type, long_, short_):
+    """(size, size type, direction) of each column: ``long_`` where the position is long,
+    ``short_`` where short, from flat the entry's ``size`` (both directions)."""
+    t = tf()
+    le, se = entries
+    flat_size = _where(le, size, _where(se, -size, t.zeros_like(pos)))
+    both = t.zeros_like(size_type) + BOTH
     is_long, is_short = pos > 0, pos < 0
-    out_size = _where(is_long, long_size, _where(is_short, short_size, flat_size))
-    out_type = _where(is_long, long_type, _where(is_short, short_type, size_type))
-    out_dir = _where(is_long, long_dir, _where(is_short, short_dir, both))
+    out_size = _where(is_long, long_[0], _where(is_short, short_[0], flat_size))
+    out_type = _where(is_long, long_[1], _where(is_short, short_[1], size_type))
+    out_dir = _where(is_long, long_[2], _where(is_short, short_[2], both))
     return out_size, out_type, out_dir
 
 
-def _stops_after(s, new_pos, pos, fill, close, sl_ref, params, features):
-    """The stops after the bar's orders: set where a position opened or reversed, cleared
-    where it closed, else kept (the trailed reference)."""
+def _stops_after(s, new_pos, pos, fill, ref, sl_ref, params, features):
+    """The stops after the bar's orders: set where a position opened or reversed (with
+    ``accumulate``, also where it grew and the bar's stop is set), cleared where it
+    closed, else kept (the trailed reference).  ``ref``: what a new stop is measured
+    from (the close, or by ``stop_entry_price``)."""
     t = tf()
     nan = t.zeros_like(new_pos) + math.nan
     flat = fill & (new_pos == 0)
     opened = fill & ~flat & ((pos == 0) | (t.sign(new_pos) != t.sign(pos)))
+    sl_on = tp_on = opened
+    if "accumulate" in params:
+        sl_on, tp_on = stops_renewed(opened, fill, pos, new_pos, params["sl_stop"],
+                                     params["tp_stop"])
     out = {}
     if "sl" in features:
-        out["sl_ref"] = _where(flat, nan, _where(opened, close, sl_ref))
-        out["sl_stop"] = _where(flat, nan, _where(opened, params["sl_stop"], s["sl_stop"]))
+        out["sl_ref"] = _where(flat, nan, _where(sl_on, ref, sl_ref))
+        out["sl_stop"] = _where(flat, nan, _where(sl_on, params["sl_stop"], s["sl_stop"]))
     if "trail" in features:
         out["trail"] = _where(flat, t.zeros_like(s["trail"]),
-                              _where(opened, params["sl_trail"], s["trail"]))
+                              _where(sl_on, params["sl_trail"], s["trail"]))
     if "tp" in features:
-        out["tp_ref"] = _where(flat, nan, _where(opened, close, s["tp_ref"]))
-        out["tp_stop"] = _where(flat, nan, _where(opened, params["tp_stop"], s["tp_stop"]))
+        out["tp_ref"] = _where(flat, nan, _where(tp_on, ref, s["tp_ref"]))
+        out["tp_stop"] = _where(flat, nan, _where(tp_on, params["tp_stop"], s["tp_stop"]))
     return out
+
+
+#: from_signals keywords the grouped loop reads when given (absent: vectorbt's defaults).
+SIGNAL_MODES = ("accumulate", "upon_opposite_entry", "stop_entry_price", "stop_exit_price",
+                "lock_cash")
+
+
+def _mode_signals(pos, sig, p):
+    """Resolved signals after ``upon_opposite_entry`` and this bar's ``accumulate`` code
+    (None without it), as ``resolve_opposite_entry_nb`` leaves them."""
+    le, lx, se, sx = resolve_signals(pos, *sig)
+    acc = None
+    if "accumulate" in p:
+        acc = accumulation(pos, le, se, p["accumulate"], p.get("upon_opposite_entry"))
+    if "upon_opposite_entry" in p:
+        le, lx, se, sx = opposite_entry(pos, le, lx, se, sx, p["upon_opposite_entry"])
+    return (le, lx, se, sx), acc
 
 
 def _signal_bar(s, p, sig, bar, features):
@@ -225,15 +293,28 @@ def _signal_bar(s, p, sig, bar, features):
     price = bar["price"]
     slip = p["slippage"]
     stop, sl_ref = stop_fill(s, pos, bar["open"], bar["low"], bar["high"], features)
+    acc = None
+    if any(k in p for k in SIGNAL_MODES[:2]):
+        sig, acc = _mode_signals(pos, sig, p)
     le, lx, se, sx = sig
     if stop is not None:
         hit = ~t.math.is_nan(stop)
         le, se = le & ~hit, se & ~hit
         lx, sx = _where(hit, pos > 0, lx), _where(hit, pos < 0, sx)
-        price = _where(hit, stop, price)
-        slip = _where(hit, t.zeros_like(slip), slip)
-    size, size_type, direction = signal_orders(pos, (le, lx, se, sx), p["size"],
-                                               p["size_type"], s["val_price"])
+        if "stop_exit_price" in p:
+            price, slip = stop_exit_fill(hit, stop, price, bar["close"], slip,
+                                         p["stop_exit_price"])
+        else:
+            price = _where(hit, stop, price)
+            slip = _where(hit, t.zeros_like(slip), slip)
+        if acc is not None:
+            acc = _where(hit, t.zeros_like(acc), acc)
+    if acc is None:
+        size, size_type, direction = signal_orders(pos, (le, lx, se, sx), p["size"],
+                                                   p["size_type"], s["val_price"])
+    else:
+        size, size_type, direction = accumulated_signal_orders(
+            pos, (le, lx, se, sx), p["size"], p["size_type"], s["val_price"], acc)
     value = signal_order_value(size, size_type, direction, s["cash"][:, None], pos,
                                s["free"][:, None], s["val_price"])
     order = {"size": size, "size_type": size_type, "direction": direction, "price": price,
@@ -297,6 +378,8 @@ def _run_slots(s, p, order, process, value, seq, count=None, shorts=True):
     cols = t.range(k, dtype=t.int32)[None, :]
     full = dict(order, fees=p["fees"], fixed_fees=p["fixed_fees"], min_size=p["min_size"],
                 allow_partial=p["allow_partial"] != 0, process=process)
+    if "lock_cash" in p:
+        full["lock_cash"] = p["lock_cash"] != 0
     zero = t.zeros_like(s["position"])
     group_keys, col_keys = (("cash", "free"), ("position", "debt")) if shorts else (
         ("cash",), ("position",))
@@ -439,8 +522,10 @@ def simulate_groups(bars, signals, params, call_seq, auto, *, mode="signals",
             run_seq, count = seq, None
         new, rec = _run_slots(s, p, order, process, value, run_seq, count, shorts)
         if features:
-            new.update(_stops_after(s, new["position"], s["position"], rec["filled"],
-                                    bar["close"], sl_ref, p, features))
+            ref = bar["close"] if "stop_entry_price" not in p else stop_entry_ref(
+                p["stop_entry_price"], bar["close"], bar["price"], rec["price"])
+            new.update(_stops_after(s, new["position"], s["position"], rec["filled"], ref,
+                                    sl_ref, p, features))
         bar_value = group_value(new["cash"], new["position"], bar["close"])
         new.update(_sums(s, bar_value, rec, i, n))
         outs = {"order_size": rec["size"],

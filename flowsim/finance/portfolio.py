@@ -741,9 +741,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     call_seq : "default", "reversed", "auto" or an array
         The columns' order within a group on each bar: column order, reversed,
         sells before buys (vectorbt's "auto": sorted by approximate order value),
-        or each group's order per bar.  Grouped runs keep vectorbt's defaults of
-        ``upon_opposite_entry``, ``stop_entry_price``, ``stop_exit_price``,
-        ``accumulate``, ``lock_cash`` and a numeric ``init_cash``.
+        or each group's order per bar.  Grouped runs take every other keyword too
+        (``init_cash="auto"`` only with ``cash_sharing``: each cash group's).
 
     Pandas inputs are lined up as vectorbt lines them up (see
     :mod:`flowsim.finance.align`): an input whose index differs from ``close``'s is
@@ -789,12 +788,10 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
     step, assumed = bar_length(freq, index)
     ann = ann_factor(step, year_freq)
     if is_grouped(group_by, cash_sharing):
-        if cash_mode:
-            raise ValueError(f"init_cash={init_cash!r} is not implemented with group_by / "
-                             f"cash_sharing: give the cash")
         return grouped_signals(bars, signals, params, labels, columns, index,
                                group_by=group_by, cash_sharing=cash_sharing,
-                               call_seq=call_seq, timing=(ann, step, assumed), dtype=dtype)
+                               call_seq=call_seq, timing=(ann, step, assumed), dtype=dtype,
+                               init_cash_mode=cash_mode)
     if cash_mode:
         params = auto_init_cash(bars, signals, params, dtype, cash_mode)
     out = run_tensors(bars, signals, params, dtype, rates(ann, risk_free, required_return))
