@@ -31,6 +31,8 @@ from .portfolio import (
 )
 from .simulate import COLUMN_PARAMS, FEATURES, features_of
 
+#: The ``params`` column that sets ``direction`` per row (names or vectorbt's codes).
+DIRECTION_COLUMN = "direction"
 #: from_signals keywords a ``params`` column may set per row.
 ROW_KEYWORDS = ("init_cash", "size", "fees", "fixed_fees", "slippage", "sl_stop", "sl_trail",
                 "tp_stop")
@@ -299,8 +301,11 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
     params : DataFrame
         One row per combination.  Columns named like a from_signals keyword
         (``sl_stop``, ``tp_stop``, ``sl_trail``, ``fees``, ``fixed_fees``,
-        ``slippage``, ``size``, ``init_cash``) set that keyword per row; the
-        others are the strategy's parameters (its ``params`` names).
+        ``slippage``, ``size``, ``init_cash``) set that keyword per row, and so
+        does a ``direction`` column ("longonly", "shortonly", "both" or vectorbt's
+        codes; the rows of each direction run as one sweep, the table keeps the
+        grid's order); the others are the strategy's parameters (its ``params``
+        names).
     direction, freq, year_freq, risk_free, required_return, open, high, low, price :
         As in :func:`flowsim.finance.from_signals` (``volume`` reaches the
         strategy's ``data`` only): pandas bars must share one index, and
@@ -335,6 +340,14 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
     import pandas as pd
 
     from ..algorithms.sweep import run_rows
+    if hasattr(params, "columns") and DIRECTION_COLUMN in params.columns:
+        return _sweep_by_direction(
+            strategy, close, params, direction, dict(
+                open=open, high=high, low=low, volume=volume, price=price, freq=freq,
+                year_freq=year_freq, risk_free=risk_free, required_return=required_return,
+                dtype=dtype, backend=backend, block_size=block_size,
+                events_limit=events_limit, flow_kwargs=flow_kwargs,
+                cash_sharing=cash_sharing, call_seq=call_seq, **portfolio_kw))
     sim, names, assets = signal_simulation(
         strategy, close, params, direction=direction, open=open, high=high, low=low,
         volume=volume, price=price, freq=freq, year_freq=year_freq, risk_free=risk_free,
@@ -353,6 +366,34 @@ def signal_sweep(strategy, close, params, *, direction="longonly", open=None, hi
         col = sim.params[:, j]
         if np.all(col == np.round(col)) and np.all(np.isfinite(col)):
             frame[name] = frame[name].astype(np.int64)
+    return frame
+
+
+def _sweep_by_direction(strategy, close, params, direction, kw):
+    """:func:`signal_sweep` of a grid with a ``direction`` column: one sweep per direction
+    (the direction is part of the compiled loop), the rows back in the grid's order."""
+    import pandas as pd
+    if not (isinstance(direction, str) and direction == "longonly"):
+        raise ValueError(f"direction is a column of params and the keyword direction="
+                         f"{direction!r}: give one of them")
+    if len(params) == 0:
+        raise ValueError("params must have at least one row")
+    codes = direction_codes(params[DIRECTION_COLUMN].to_numpy(), len(params))
+    parts = []
+    for code in dict.fromkeys(codes.tolist()):
+        rows = np.flatnonzero(codes == code)
+        sub = params.iloc[rows].drop(columns=DIRECTION_COLUMN).reset_index(drop=True)
+        table = signal_sweep(strategy, close, sub, direction=int(code), **kw)
+        per_row = len(table) // len(sub)
+        table.insert(min(list(params.columns).index(DIRECTION_COLUMN), sub.shape[1]),
+                     DIRECTION_COLUMN, np.repeat(params[DIRECTION_COLUMN].to_numpy()[rows],
+                                                 per_row))
+        parts.append((np.repeat(rows, per_row) * per_row + np.tile(np.arange(per_row),
+                                                                   len(rows)), table))
+    order = np.concatenate([where for where, _ in parts])
+    frame = pd.concat([t for _, t in parts], ignore_index=True)
+    frame = frame.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
+    frame.attrs.update(parts[0][1].attrs)
     return frame
 
 

@@ -240,6 +240,10 @@ def sweep_cases():
                                 "signal_window": [4, 9]}, dict(fees=0.002, freq="1D")),
         ("bbands", "bbands_reversion", {"window": [10, 20, 30], "alpha": [1.5, 2.0, 2.5]},
          dict(direction="shortonly", sl_stop=0.05, sl_trail=True, fees=0.001, freq="1D")),
+        ("ma_direction", "ma_crossover",
+         {"fast": [3, 5, 10, 3, 5, 10], "slow": [20, 30, 40, 30, 40, 20],
+          "direction": ["both", "longonly", "shortonly", "longonly", "both", "shortonly"]},
+         dict(fees=0.001, sl_stop=0.05, freq="1D")),
     ]
 
 
@@ -286,6 +290,9 @@ def run_vectorbt_sweep(strategy, close, grid, kw):
     idx = pd.date_range("2021-01-01", periods=close.shape[0], freq=freq)
     per_row = {k: np.repeat(np.asarray(v, dtype=float), c) for k, v in grid.items()
                if k in ("sl_stop", "tp_stop", "fees")}
+    if "direction" in grid:
+        codes = {"longonly": 0, "shortonly": 1, "both": 2}
+        per_row["direction"] = np.repeat([codes[d] for d in grid["direction"]], c)
     pf = vbt.Portfolio.from_signals(pd.DataFrame(np.tile(close, (1, n_rows)), index=idx),
                                     pd.DataFrame(ent, index=idx), pd.DataFrame(ex, index=idx),
                                     freq=freq, **kw, **per_row)
