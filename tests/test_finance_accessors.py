@@ -188,6 +188,9 @@ def test_results_are_shaped_as_vectorbt(portfolios, name):
     for key in ("value", "cash", "returns", "asset_value", "assets", "drawdown",
                 "total_return", "sharpe_ratio", "max_drawdown"):
         check_wrapped(getattr(pf, key)(), WRAPPER, name, key, pf.index)
+    theirs = WRAPPER[f"{name}/value"].reshape(len(pf.index), -1)[-1]   # vectorbt's value
+    _assert_close(np.atleast_1d(pf.final_value()), theirs, f"{name}: final_value")
+    assert type(pf.close) is type(pf.value()) and pf.close.index.equals(pf.index)
     kinds = json.loads(str(WRAPPER["meta"]))[name]
     if "stats" in kinds:
         stats = pf.stats()

@@ -563,6 +563,23 @@ class Portfolio:
             out.attrs.update(frame.attrs)
         return out
 
+    def final_value(self):
+        """Value at the last bar per column (vectorbt's ``pf.final_value()``).
+
+        >>> pf.final_value()
+
+        Returns
+        -------
+        Series named ``final_value``, one value per column (a float when ``close``
+        was a Series).
+        """
+        return self._metric("final_value", self._out["value"][-1])
+
+    @property
+    def close(self):
+        """The close per bar and column (vectorbt's ``pf.close``), shaped as :meth:`value`."""
+        return self._wrap(np.asarray(self._close))
+
     def max_drawdown(self):
         """Deepest fall of the cumulative returns from their running peak, per column
         (<= 0; 0 without a fall), vectorbt's ``pf.max_drawdown()``.
