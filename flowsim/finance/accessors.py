@@ -307,8 +307,8 @@ def _close_trade(trade, rows, col, i, size, price, fees):
 
 def exit_trades_from_orders(orders, close):
     """vectorbt's ``get_exit_trades_nb``: exit-trade records (a dict of
-:data:`TRADE_FIELDS` arrays) from order records
-    (``col, idx, size, price, fees, side``) and the close ``[bars, columns]``."""
+    :data:`TRADE_FIELDS` arrays) from order records (``col, idx, size, price, fees,
+    side``) and the close ``[bars, columns]``."""
     o = column_orders(orders)
     rows, parent, trade, col_now = [], -1, None, -1
     for k in range(len(o["col"])):
