@@ -9,6 +9,7 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.finance import check_wrapped
 
 from flowsim.finance import from_signals
 from flowsim.finance.portfolio import PORTFOLIO_STATS
@@ -19,6 +20,9 @@ pytestmark = pytest.mark.xdist_group("tests/test_finance.py")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_accessor_cases.npz"))
+#: vectorbt's types, names, index and values of results (made by
+#: benchmarks/make_vectorbt_wrapper_reference.py)
+WRAPPER = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_wrapper_cases.npz"))
 CASES = json.loads(str(DATA["cases"]))
 TITLES = json.loads(str(DATA["titles"]))
 COLUMNS = ["a", "b", "c"]
@@ -35,14 +39,14 @@ def _assert_close(ours, ref, what, rtol=1e-9):
                                atol=rtol * 1e-12, err_msg=what, strict=True)
 
 
-def _portfolio(meta):
+def _portfolio(meta, series_name="x"):
     name = meta["name"]
     bars = {k: DATA[f"{name}/bars/{k}"] for k in ["close"] + meta["ohlc"]}
     index = pd.date_range("2021-01-01", periods=len(bars["close"]), freq=meta["freq"])
 
     def frame(a):
         if meta["layout"] == "series":
-            return pd.Series(a[:, 0], index=index, name="x")
+            return pd.Series(a[:, 0], index=index, name=series_name)
         return pd.DataFrame(a, index=index, columns=COLUMNS if meta["layout"] == "frame" else
                             ["x"])
 
@@ -126,7 +130,9 @@ def test_accessors_match_vectorbt(portfolios, meta):
     _assert_close(rf[~idle], theirs[~idle], f"{name}: sharpe_ratio(risk_free)")
     assert np.all(rf[idle] == np.inf) and np.all(np.abs(theirs[idle]) > 1e12), name
     cash = pf.cash()
-    assert list(cash.columns) == list(pf.columns) and cash.index.equals(pf.value().index)
+    if pf.ndim == 2:
+        assert list(cash.columns) == list(pf.columns)
+    assert cash.index.equals(pf.value().index)
     ref = DATA[f"{name}/cash"]
     _assert_close(cash.to_numpy().reshape(ref.shape), ref, f"{name}: cash")
     one = pf.stats(column=meta["column"])
@@ -134,6 +140,19 @@ def test_accessors_match_vectorbt(portfolios, meta):
     _check_stats(one, name, "stats_column")
     for kind in ("orders", "trades", "positions", "drawdowns"):
         _check_records(getattr(pf, kind), kind, name)
+    # vectorbt's mapped fields reduce per column (not over all the records)
+    types = json.loads(str(DATA[f"{name}/types"]))
+    fees = pf.orders.fees.sum()
+    assert type(fees).__name__ == types["orders_fees_sum"], (name, type(fees))
+    _assert_close(np.atleast_1d(fees), DATA[f"{name}/orders_fees_sum"], f"{name}: fees.sum")
+    col, pnl = DATA[f"{name}/trades/col"], DATA[f"{name}/trades/pnl"]
+    for field, theirs in (("pnl", pnl), ("returns", DATA[f"{name}/trades/return"])):
+        mapped = getattr(pf.trades, field)
+        want = [theirs[col == j] for j in range(len(pf.columns))]
+        _assert_close(np.atleast_1d(mapped.sum()), [np.sum(v) for v in want],
+                      f"{name}: {field}.sum", rtol=1e-12)
+        _assert_close(np.atleast_1d(mapped.max()), [np.max(v) if len(v) else np.nan
+                                                    for v in want], f"{name}: {field}.max")
 
 
 def test_series_inputs_reduce_as_vectorbt(portfolios):
@@ -154,6 +173,28 @@ def test_series_inputs_reduce_as_vectorbt(portfolios):
     assert series.total_return() == frame.total_return()["x"]
     assert series.stats().drop(["start", "end"]).astype(float).equals(
         frame.stats().loc["x"].drop(["start", "end"]).astype(float))
+
+
+@pytest.mark.parametrize("name", ["series_long_stops", "series_short_costs",
+                                  "one_column_frame", "long_stops_ohlc", "series_unnamed"])
+def test_results_are_shaped_as_vectorbt(portfolios, name):
+    """vectorbt's wrapper: a Series ``close`` gives time series as Series named after it
+    (None when unnamed) and scalars; DataFrames give DataFrames and Series."""
+    if name == "series_unnamed":
+        meta = next(m for m in CASES if m["name"] == "series_long_stops")
+        pf = _portfolio(meta, series_name=None)
+    else:
+        pf = portfolios[name]
+    for key in ("value", "cash", "returns", "asset_value", "assets", "drawdown",
+                "total_return", "sharpe_ratio", "max_drawdown"):
+        check_wrapped(getattr(pf, key)(), WRAPPER, name, key, pf.index)
+    theirs = WRAPPER[f"{name}/value"].reshape(len(pf.index), -1)[-1]   # vectorbt's value
+    _assert_close(np.atleast_1d(pf.final_value()), theirs, f"{name}: final_value")
+    assert type(pf.close) is type(pf.value()) and pf.close.index.equals(pf.index)
+    kinds = json.loads(str(WRAPPER["meta"]))[name]
+    if "stats" in kinds:
+        stats = pf.stats()
+        assert isinstance(stats, pd.Series) and stats.name == kinds["stats"]["name"], name
 
 
 def test_stored_cases_cover_what_they_name(portfolios):

@@ -4,11 +4,13 @@ The cases (``tests/data/vectorbt_group_cases.npz``, made by
 ``benchmarks/make_vectorbt_group_reference.py``) share one market shape, so the
 grouped loop compiles once per mode and group layout.
 """
+import json
 import os
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.finance import check_wrapped
 from helpers.vectorbt_groups import (
     C,
     N,
@@ -23,6 +25,8 @@ from flowsim.finance import from_orders, from_signals
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "vectorbt_group_cases.npz")
+#: vectorbt's types, names, index and values of the results (one group: Series, scalars)
+WRAPPER = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_wrapper_cases.npz"))
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +41,25 @@ def test_groups_match_vectorbt(stored, name):
     out = expected(data, name)
     assert_orders_match(pf.orders, out)
     np.testing.assert_array_equal(pf.call_seq().to_numpy(), out["call_seq"])
-    for key, got in (("value", pf.value()), ("cash", pf.cash()), ("returns", pf.returns())):
-        np.testing.assert_allclose(got.to_numpy(), out[key], rtol=1e-9, atol=1e-9)
+    for key in ("value", "cash", "returns"):
+        got = np.asarray(getattr(pf, key)()).reshape(N, -1)
+        np.testing.assert_allclose(got, out[key], rtol=1e-9, atol=1e-9)
     for key in ("total_return", "final_value", "max_drawdown", "sharpe_ratio"):
-        np.testing.assert_allclose(getattr(pf, key)().to_numpy(), out[key], rtol=1e-9)
+        np.testing.assert_allclose(np.atleast_1d(getattr(pf, key)()), out[key], rtol=1e-9)
+    # vectorbt's shapes: one group gives Series named after it and scalars
+    for key in ("value", "cash", "returns", "assets", "total_return", "final_value",
+                "max_drawdown", "sharpe_ratio"):
+        check_wrapped(getattr(pf, key)(), WRAPPER, name, key, pf.index)
+    check_wrapped(pf.close, WRAPPER, name, "close", pf.index)
     stats = pf.stats()
-    np.testing.assert_allclose(stats["end_value"], out["final_value"], rtol=1e-9)
-    assert stats["total_orders"].sum() == len(out["order/col"])
+    kinds = json.loads(str(WRAPPER["meta"]))[name]
+    if "stats" in kinds:
+        assert isinstance(stats, pd.Series) and stats.name == kinds["stats"]["name"], name
+    else:
+        assert isinstance(stats, pd.DataFrame), name
+    np.testing.assert_allclose(np.atleast_1d(stats["end_value"]), out["final_value"],
+                               rtol=1e-9)
+    assert np.sum(stats["total_orders"]) == len(out["order/col"])
 
 
 def test_call_seq_auto_sells_first(stored):
@@ -130,10 +146,7 @@ def test_shared_cash_sweep_matches_grouped_from_signals(stored):
     for row in (0, 3):
         pf = from_signals(close, sig["entries"].numpy()[:, row], sig["exits"].numpy()[:, row],
                           sl_stop=grid["sl_stop"][row], group_by=True, **kw)
-        np.testing.assert_allclose(table["total_return"][row], pf.total_return().iloc[0],
-                                   rtol=1e-9)
-        np.testing.assert_allclose(table["sharpe_ratio"][row], pf.sharpe_ratio().iloc[0],
-                                   rtol=1e-9)
-        np.testing.assert_allclose(table["max_drawdown"][row], pf.max_drawdown().iloc[0],
-                                   rtol=1e-9)
+        np.testing.assert_allclose(table["total_return"][row], pf.total_return(), rtol=1e-9)
+        np.testing.assert_allclose(table["sharpe_ratio"][row], pf.sharpe_ratio(), rtol=1e-9)
+        np.testing.assert_allclose(table["max_drawdown"][row], pf.max_drawdown(), rtol=1e-9)
         assert table["total_orders"][row] == len(pf.orders)

@@ -74,12 +74,29 @@ def cash_balance(order_size, order_price, order_fees, init_cash):
     vectorbt's ``cash_flow_nb`` and ``cash_nb`` compute it."""
     filled = order_size != 0
     flow = np.where(filled, -order_size * np.where(filled, order_price, 0.0) - order_fees, 0.0)
-    flow = add_tolerant(np.zeros_like(flow), flow)
-    out = np.empty_like(flow)
-    now = np.asarray(init_cash, dtype=np.float64)
-    for i in range(flow.shape[0]):
-        now = out[i] = add_tolerant(now, flow[i])
-    return out
+    return running_sum(add_tolerant(np.zeros_like(flow), flow), init_cash)
+
+
+def series_name(columns):
+    """vectorbt's name of a one-column result: the column's label, or None for the
+    label 0 (an unnamed Series)."""
+    label = columns[0]
+    return None if isinstance(label, (int, np.integer)) and label == 0 else label
+
+
+def wrap_bars(values, index, columns, ndim=2):
+    """Values ``[bars, columns]`` as vectorbt's ``ArrayWrapper.wrap`` gives them: a
+    DataFrame on ``index`` and ``columns``, or, when ``ndim`` is 1 (one column from a
+    Series ``close``, or one group), a Series named after the column.
+
+    >>> wrap_bars(np.ones((3, 1)), pd.RangeIndex(3), ["x"], ndim=1)   # Series "x"
+    """
+    import pandas as pd
+    values = np.asarray(values)
+    if ndim == 1 and len(columns) == 1:
+        return pd.Series(values.reshape(len(index), -1)[:, 0], index=index,
+                         name=series_name(columns))
+    return pd.DataFrame(values, index=index, columns=columns)
 
 
 def reduce_columns(values, columns, name, ndim=2):
@@ -148,8 +165,9 @@ def order_flows(orders, shape):
     return assets, cash
 
 
-def _running(flow, start):
-    """vectorbt's ``assets_nb`` / ``cash_nb``: running tolerant sums from ``start``."""
+def running_sum(flow, start):
+    """vectorbt's ``assets_nb`` / ``cash_nb``: running tolerant sums of ``flow``
+    ``[bars, columns]`` from ``start`` ``[columns]``."""
     out = np.empty_like(flow)
     now = np.asarray(start, dtype=np.float64)
     for i in range(flow.shape[0]):
@@ -161,12 +179,20 @@ def gross_exposure(orders, close, init_cash):
     """vectorbt's ``pf.gross_exposure()`` ``[bars, columns]`` of an ungrouped run: the
     absolute position value over itself plus the free cash (cash less what shorts owe)."""
     asset_flow, cash_flow = order_flows(orders, close.shape)
-    assets = _running(asset_flow, np.zeros(close.shape[1]))
-    cash = _running(cash_flow, init_cash)
+    assets = running_sum(asset_flow, np.zeros(close.shape[1]))
+    cash = running_sum(cash_flow, init_cash)
     value = np.abs(np.where(assets == 0, 0.0, close) * assets)
     denom = add_tolerant(value, cash)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(denom == 0, 0.0, value / np.where(denom == 0, 1.0, denom))
+
+
+def drawdown_of_returns(returns):
+    """vectorbt's ``returns.vbt.drawdown()`` of bar returns ``[bars, columns]``: the
+    cumulative returns over their running peak, less 1 (<= 0)."""
+    cum = np.cumprod(1 + np.nan_to_num(np.asarray(returns, dtype=np.float64), nan=0.0),
+                     axis=0) * 100.0
+    return cum / np.maximum.accumulate(cum, axis=0) - 1
 
 
 def trade_durations(trades, n_cols):
@@ -184,36 +210,133 @@ def trade_durations(trades, n_cols):
     return tuple(out)
 
 
+def trade_table(rows):
+    """Exit-trade records (a dict of :data:`TRADE_FIELDS` arrays) from rows ``(col, size,
+    entry_idx, entry_price, entry_fees, exit_idx, exit_price, exit_fees, direction,
+    status, parent_id)``: PnL and return from :func:`trade_stats`, ids in row order."""
+    names = ("col", "size", "entry_idx", "entry_price", "entry_fees", "exit_idx", "exit_price",
+             "exit_fees", "direction", "status", "parent_id")
+    rec = {k: np.array([r[m] for r in rows], dtype=np.int64 if k in _INT_FIELDS else
+                       np.float64) for m, k in enumerate(names)}
+    rec["pnl"], rec["return"] = trade_stats(rec["size"], rec["entry_price"], rec["entry_fees"],
+                                            rec["exit_price"], rec["exit_fees"],
+                                            rec["direction"])
+    rec["id"] = np.arange(len(rows), dtype=np.int64)
+    return {k: rec[k] for k in TRADE_FIELDS}
+
+
 def exit_trade_records(out, close):
     """vectorbt's exit-trade records (a dict of :data:`TRADE_FIELDS` arrays) from the
     outputs of :func:`~flowsim.finance.simulate.simulate_signals`: per column the
-    closed trades by exit bar, then the open one valued at the last close."""
+    closed trades by exit bar, then the open one valued at the last close.
+
+    The loop keeps each trade's fields as it fills the orders; built from the orders
+    instead (:func:`exit_trades_from_orders`, vectorbt's ``get_exit_trades_nb``), the
+    records are the same trades, their prices within a unit in the last place.
+    """
     rows = []
     n = close.shape[0]
     for j in range(close.shape[1]):
         for i in np.flatnonzero(out["trade_closed"][:, j]):
-            rows.append((j, out["trade_size"][i, j], out["trade_entry_idx"][i, j],
+            rows.append([j, out["trade_size"][i, j], out["trade_entry_idx"][i, j],
                          out["trade_entry_price"][i, j], out["trade_entry_fees"][i, j], i,
                          out["trade_exit_price"][i, j], out["trade_exit_fees"][i, j],
-                         out["trade_direction"][i, j] < 0, 1))
+                         out["trade_direction"][i, j] < 0, 1])
         if out["open_trade"][j]:
-            rows.append((j, out["open_size"][j], out["open_entry_idx"][j],
+            rows.append([j, out["open_size"][j], out["open_entry_idx"][j],
                          out["open_entry_price"][j], out["open_entry_fees"][j], n - 1,
-                         close[-1, j], 0.0, out["open_direction"][j] < 0, 0))
-    names = ("col", "size", "entry_idx", "entry_price", "entry_fees", "exit_idx",
-             "exit_price", "exit_fees", "direction", "status")
-    rec = {k: np.array([r[m] for r in rows], dtype=np.int64 if k in _INT_FIELDS else
-                       np.float64) for m, k in enumerate(names)}
-    rec["pnl"], rec["return"] = trade_stats(rec["size"], rec["entry_price"],
-                                            rec["entry_fees"], rec["exit_price"],
-                                            rec["exit_fees"], rec["direction"])
-    rec["id"] = np.arange(len(rows), dtype=np.int64)
+                         close[-1, j], 0.0, out["open_direction"][j] < 0, 0])
     # In from_signals a column fills one order per bar, so a position (and its exit
     # trades) is named by its entry bar within its column.
-    new = np.ones(len(rows), dtype=bool)
-    new[1:] = (np.diff(rec["col"]) != 0) | (np.diff(rec["entry_idx"]) != 0)
-    rec["parent_id"] = np.cumsum(new) - 1
-    return {k: rec[k] for k in TRADE_FIELDS}
+    parent, last = -1, None
+    for row in rows:
+        if (row[0], row[2]) != last:
+            parent, last = parent + 1, (row[0], row[2])
+        row.append(parent)
+    return trade_table(rows)
+
+
+def column_orders(orders):
+    """The order records (a dict of arrays) sorted by column, bar order kept."""
+    keep = np.argsort(orders["col"], kind="stable")
+    return {k: np.asarray(v)[keep] for k, v in orders.items()}
+
+
+class _OpenTrade:
+    """The running sums of one column's open position (vectorbt's trade loop)."""
+
+    def __init__(self, idx, direction, parent):
+        self.idx, self.direction, self.parent = idx, direction, parent
+        self.size = self.gross = self.fees = 0.0
+
+    def add(self, size, price, fees):
+        self.size += size
+        self.gross += size * price
+        self.fees += fees
+
+    def record(self, col, size, exit_idx, exit_price, exit_fees, status):
+        entry_fees = size / self.size * self.fees
+        return (col, size, self.idx, self.gross / self.size, entry_fees, exit_idx, exit_price,
+                exit_fees, self.direction, status, self.parent)
+
+    def shrink(self, size):
+        fraction = (self.size - size) / self.size
+        self.size *= fraction
+        self.gross *= fraction
+        self.fees *= fraction
+
+
+def _close_trade(trade, rows, col, i, size, price, fees):
+    """An order against ``trade``: ``(trade left open or None, a reversed one or None)``."""
+    if size < trade.size or is_close(np.float64(size), np.float64(trade.size)):
+        whole = bool(is_close(np.float64(size), np.float64(trade.size)))
+        rows.append(trade.record(col, trade.size if whole else size, i, price, fees, 1))
+        if whole:
+            return None, None
+        trade.shrink(size)
+        return trade, None
+    closed = trade.size
+    exit_fees = closed / size * fees
+    rows.append(trade.record(col, closed, i, price, exit_fees, 1))
+    turned = _OpenTrade(i, 1 - trade.direction, trade.parent + 1)
+    turned.size = size - closed
+    turned.gross = turned.size * price
+    turned.fees = fees - exit_fees
+    return None, turned
+
+
+def exit_trades_from_orders(orders, close):
+    """vectorbt's ``get_exit_trades_nb``: exit-trade records (a dict of
+    :data:`TRADE_FIELDS` arrays) from order records (``col, idx, size, price, fees,
+    side``) and the close ``[bars, columns]``."""
+    o = column_orders(orders)
+    rows, parent, trade, col_now = [], -1, None, -1
+    for k in range(len(o["col"])):
+        col, i = int(o["col"][k]), int(o["idx"][k])
+        if col != col_now:
+            rows, trade = _flush(rows, trade, col_now, close), None
+            col_now = col
+        side, size, price, fees = o["side"][k], o["size"][k], o["price"][k], o["fees"][k]
+        if trade is None:
+            parent += 1
+            trade = _OpenTrade(i, int(side), parent)
+        if side == trade.direction:
+            trade.add(size, price, fees)
+            continue
+        trade, turned = _close_trade(trade, rows, col, i, size, price, fees)
+        if turned is not None:
+            parent = turned.parent
+            trade = turned
+    rows = _flush(rows, trade, col_now, close)
+    return trade_table(rows)
+
+
+def _flush(rows, trade, col, close):
+    """``rows`` with the open trade of column ``col`` valued at the last close."""
+    if trade is not None and -trade.size < 0 and not is_close(np.float64(-trade.size), 0.0):
+        n = close.shape[0]
+        rows.append(trade.record(col, trade.size, n - 1, close[n - 1, col], 0.0, 0))
+    return rows
 
 
 def _sequential_sum(x):
@@ -358,9 +481,80 @@ class Records:
         return self._per_column(n, "count")
 
 
+class MappedField:
+    """One field of records per column, as vectorbt's ``MappedArray``
+    (``pf.trades.pnl``, ``pf.orders.fees``): its reductions are per column.
+
+    >>> pf.trades.pnl.sum()          # PnL per column (vectorbt's; not over all columns)
+    >>> pf.trades.returns.mean(), pf.orders.fees.sum(), pf.trades.pnl.values
+
+    Each reduction is a Series named after it, one value per column (a scalar when
+    the portfolio's ``close`` was a Series): ``sum()`` (0 without records),
+    ``mean()``, ``median()``, ``min()``, ``max()``, ``std(ddof=1)`` (NaN without
+    records), ``count()``.
+    """
+
+    def __init__(self, values, col, columns, ndim):
+        self.values = np.asarray(values)
+        self._col, self._columns, self._ndim = np.asarray(col), columns, ndim
+
+    def __len__(self):
+        return len(self.values)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.values, dtype=dtype)
+
+    def __repr__(self):
+        return f"MappedField: {len(self)} values over {len(self._columns)} columns"
+
+    def to_numpy(self):
+        """The values, in record order."""
+        return self.values.copy()
+
+    def _reduce(self, name, fn, empty=np.nan):
+        out = np.array([fn(self.values[self._col == j]) if np.any(self._col == j) else empty
+                        for j in range(len(self._columns))], dtype=np.float64)
+        return reduce_columns(out, self._columns, name, self._ndim)
+
+    def sum(self):
+        """Sum per column (0 without records)."""
+        return self._reduce("sum", _sequential_sum, 0.0)
+
+    def mean(self):
+        """Mean per column."""
+        return self._reduce("mean", lambda v: _sequential_sum(v) / len(v))
+
+    def median(self):
+        """Median per column."""
+        return self._reduce("median", np.median)
+
+    def min(self):
+        """Smallest value per column."""
+        return self._reduce("min", np.min)
+
+    def max(self):
+        """Largest value per column."""
+        return self._reduce("max", np.max)
+
+    def std(self, ddof=1):
+        """Standard deviation per column (``ddof`` 1, vectorbt's)."""
+        return self._reduce("std", lambda v: np.std(v, ddof=ddof) if len(v) > ddof else np.nan)
+
+    def count(self):
+        """Records per column."""
+        n = np.bincount(self._col, minlength=len(self._columns)).astype(np.int64)
+        return reduce_columns(n, self._columns, "count", self._ndim)
+
+
+#: vectorbt's names of the mapped fields that differ from the record fields
+MAPPED_NAMES = {"returns": "return"}
+
+
 class _FramedRecords(Records):
     """Records that also read as their earlier lower-case table (``frame``): indexing,
-    ``len`` and the DataFrame's attributes other than ``count`` go to it."""
+    ``len`` and the DataFrame's attributes other than ``count`` go to it.  The
+    records' fields as attributes (``pnl``, ``returns``, ``fees``, ``size``,
+    ``duration``, ...) are vectorbt's mapped arrays, a :class:`MappedField` each."""
 
     _frame = None
 
@@ -384,6 +578,12 @@ class _FramedRecords(Records):
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
+        field = MAPPED_NAMES.get(name, name)
+        if field in self._rec and field not in ("id", "col"):
+            return MappedField(self._rec[field], self._rec["col"], self._columns, self._ndim)
+        if name == "duration" and "exit_idx" in self._rec:
+            return MappedField(self._rec["exit_idx"] - self._rec["entry_idx"], self._rec["col"],
+                               self._columns, self._ndim)
         return getattr(self.frame, name)
 
 
@@ -397,7 +597,7 @@ class Orders(_FramedRecords):
 
     For the callers of the earlier table, ``frame`` is that table (``column``,
     ``idx``, ``size``, ``price``, ``fees``, ``side`` "buy"/"sell"), and indexing,
-    ``len`` and the DataFrame's attributes other than ``count`` read it:
+    ``len`` and the DataFrame's attributes other than ``count`` and the fields read it:
     ``pf.orders["fees"]``, ``pf.orders[pf.orders["side"] == "buy"]``.
     """
 
@@ -463,7 +663,7 @@ class Trades(_FramedRecords):
     ``size``, ``entry_idx``, ``entry_price``, ``entry_fees``, ``exit_idx``,
     ``exit_price``, ``exit_fees``, ``pnl``, ``return``, ``direction`` "long"/"short",
     ``status`` "closed"/"open"), and indexing, ``len`` and the DataFrame's
-    attributes other than ``count`` read it: ``pf.trades["pnl"]``,
+    attributes other than ``count`` and the fields read it: ``pf.trades["pnl"]``,
     ``pf.trades[pf.trades["status"] == "closed"]``.
     """
 

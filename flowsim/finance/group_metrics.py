@@ -11,104 +11,13 @@ from the orders as vectorbt's ``get_exit_trades_nb`` builds them).
 """
 import numpy as np
 
-from .accessors import TRADE_FIELDS, add_tolerant, is_close, order_flows, trade_stats
+from .accessors import (  # noqa: F401  (exit_trades_from_orders: also read from here)
+    add_tolerant,
+    column_orders,
+    exit_trades_from_orders,
+    order_flows,
+)
 from .metric_names import PORTFOLIO_STATS
-
-
-def _column_orders(orders):
-    """The order records (a dict of arrays) sorted by column, bar order kept."""
-    keep = np.argsort(orders["col"], kind="stable")
-    return {k: np.asarray(v)[keep] for k, v in orders.items()}
-
-
-class _OpenTrade:
-    """The running sums of one column's open position (vectorbt's trade loop)."""
-
-    def __init__(self, idx, direction, parent):
-        self.idx, self.direction, self.parent = idx, direction, parent
-        self.size = self.gross = self.fees = 0.0
-
-    def add(self, size, price, fees):
-        self.size += size
-        self.gross += size * price
-        self.fees += fees
-
-    def record(self, col, size, exit_idx, exit_price, exit_fees, status):
-        entry_fees = size / self.size * self.fees
-        return (col, size, self.idx, self.gross / self.size, entry_fees, exit_idx, exit_price,
-                exit_fees, self.direction, status, self.parent)
-
-    def shrink(self, size):
-        fraction = (self.size - size) / self.size
-        self.size *= fraction
-        self.gross *= fraction
-        self.fees *= fraction
-
-
-def _close_trade(trade, rows, col, i, size, price, fees):
-    """An order against ``trade``: ``(trade left open or None, a reversed one or None)``."""
-    if size < trade.size or is_close(np.float64(size), np.float64(trade.size)):
-        whole = bool(is_close(np.float64(size), np.float64(trade.size)))
-        rows.append(trade.record(col, trade.size if whole else size, i, price, fees, 1))
-        if whole:
-            return None, None
-        trade.shrink(size)
-        return trade, None
-    closed = trade.size
-    exit_fees = closed / size * fees
-    rows.append(trade.record(col, closed, i, price, exit_fees, 1))
-    turned = _OpenTrade(i, 1 - trade.direction, trade.parent + 1)
-    turned.size = size - closed
-    turned.gross = turned.size * price
-    turned.fees = fees - exit_fees
-    return None, turned
-
-
-def exit_trades_from_orders(orders, close):
-    """vectorbt's ``get_exit_trades_nb``: exit-trade records (a dict of
-    :data:`~flowsim.finance.accessors.TRADE_FIELDS` arrays) from order records
-    (``col, idx, size, price, fees, side``) and the close ``[bars, columns]``."""
-    o = _column_orders(orders)
-    rows, parent, trade, col_now = [], -1, None, -1
-    for k in range(len(o["col"])):
-        col, i = int(o["col"][k]), int(o["idx"][k])
-        if col != col_now:
-            rows, trade = _flush(rows, trade, col_now, close), None
-            col_now = col
-        side, size, price, fees = o["side"][k], o["size"][k], o["price"][k], o["fees"][k]
-        if trade is None:
-            parent += 1
-            trade = _OpenTrade(i, int(side), parent)
-        if side == trade.direction:
-            trade.add(size, price, fees)
-            continue
-        trade, turned = _close_trade(trade, rows, col, i, size, price, fees)
-        if turned is not None:
-            parent = turned.parent
-            trade = turned
-    rows = _flush(rows, trade, col_now, close)
-    return _trade_table(rows)
-
-
-def _flush(rows, trade, col, close):
-    """``rows`` with the open trade of column ``col`` valued at the last close."""
-    if trade is not None and -trade.size < 0 and not is_close(np.float64(-trade.size), 0.0):
-        n = close.shape[0]
-        rows.append(trade.record(col, trade.size, n - 1, close[n - 1, col], 0.0, 0))
-    return rows
-
-
-def _trade_table(rows):
-    names = ("col", "size", "entry_idx", "entry_price", "entry_fees", "exit_idx", "exit_price",
-             "exit_fees", "direction", "status", "parent_id")
-    ints = ("col", "entry_idx", "exit_idx", "direction", "status", "parent_id")
-    rec = {k: np.array([r[m] for r in rows], dtype=np.int64 if k in ints else np.float64)
-           for m, k in enumerate(names)}
-    rec["pnl"], rec["return"] = trade_stats(rec["size"], rec["entry_price"], rec["entry_fees"],
-                                            rec["exit_price"], rec["exit_fees"],
-                                            rec["direction"])
-    rec["id"] = np.arange(len(rows), dtype=np.int64)
-    return {k: rec[k] for k in TRADE_FIELDS}
 
 
 def _group_sum(a, group_of, n_groups):
@@ -123,7 +32,7 @@ def max_gross_exposure(orders, close, group_of, init_cash):
     """vectorbt's grouped ``gross_exposure().max()``: per group, the largest sum of the
     columns' absolute position values over that sum plus the group's free cash."""
     n_groups = len(init_cash)
-    asset_flow, cash_flow = order_flows(_column_orders(orders), close.shape)
+    asset_flow, cash_flow = order_flows(column_orders(orders), close.shape)
     assets = np.empty_like(asset_flow)
     now = np.zeros(close.shape[1])
     for i in range(close.shape[0]):
@@ -243,15 +152,16 @@ def group_stats_frame(pf, returns):
     28 metrics per group (in ``PORTFOLIO_STATS``'s order), then ``total_orders``."""
     import pandas as pd
 
-    group_of = np.asarray(pf._codes)
+    group_of = pf.column_groups()
     n_groups = len(pf.group_labels)
-    orders = {k: pf.orders[k].to_numpy() for k in ("col", "idx", "size", "price", "fees")}
-    orders["side"] = (pf.orders["side"] == "sell").to_numpy().astype(np.int64)
-    orders["id"] = np.arange(len(orders["col"]))
-    close = np.asarray(pf._close, dtype=np.float64)
-    init = np.asarray(pf.init_cash(), dtype=np.float64)
-    value = pf._values()
     n = len(pf.index)
+    table = pf.orders
+    orders = {k: table[k].to_numpy() for k in ("col", "idx", "size", "price", "fees")}
+    orders["side"] = (table["side"] == "sell").to_numpy().astype(np.int64)
+    orders["id"] = np.arange(len(orders["col"]))
+    close = np.asarray(pf.close, dtype=np.float64).reshape(n, -1)
+    init = np.asarray(pf.init_cash(), dtype=np.float64)
+    value = np.asarray(pf.value(), dtype=np.float64).reshape(n, -1)
     rows = {"start": [pf.index[0]] * n_groups, "end": [pf.index[-1]] * n_groups,
             "period": np.full(n_groups, n, dtype=np.int64), "start_value": init,
             "end_value": value[-1], "total_return": (value[-1] - init) / init,

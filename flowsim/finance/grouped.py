@@ -200,7 +200,11 @@ class GroupPortfolio:
     """
 
     def __init__(self, out, close, grouping, init_cash, index, ann, freq=None,
-                 freq_assumed=False, risk_free=0.0):
+                 freq_assumed=False, risk_free=0.0, ndim=2, grouped=True):
+        #: vectorbt's ``wrapper.ndim`` (1: every input one-dimensional) and its
+        #: ``grouped_ndim``: 1 for one group, as the results per group are shaped
+        self.ndim = ndim
+        self.grouped_ndim = (1 if len(grouping[3]) == 1 else 2) if grouped else ndim
         self._out = out
         self._close = close
         (self._lay, self._cash_codes, self._codes, self.group_labels, self.columns,
@@ -211,9 +215,10 @@ class GroupPortfolio:
         self.risk_free = risk_free
 
     def _frame(self, a, labels=None):
-        import pandas as pd
-        return pd.DataFrame(a, index=self.index,
-                            columns=self.group_labels if labels is None else labels)
+        from .accessors import wrap_bars
+        if labels is None:
+            return wrap_bars(a, self.index, self.group_labels, self.grouped_ndim)
+        return wrap_bars(a, self.index, labels, self.ndim)
 
     def _column(self, name):
         return from_slots(self._out[name], self._lay)
@@ -276,30 +281,41 @@ class GroupPortfolio:
                              "fees": by_call["order_fees"][g, i, s],
                              "side": np.where(size > 0, "buy", "sell")})
 
-    def _series(self, a):
-        import pandas as pd
-        return pd.Series(a, index=self.group_labels)
+    def _series(self, a, name):
+        from .accessors import reduce_columns
+        return reduce_columns(a, self.group_labels, name, self.grouped_ndim)
+
+    @property
+    def close(self):
+        """The close per bar and column (vectorbt's ``pf.close``), shaped as :meth:`assets`."""
+        return self._frame(np.asarray(self._close), self.columns)
+
+    def column_groups(self):
+        """Each column's group, its position in :attr:`group_labels` (vectorbt's
+        ``pf.wrapper.grouper.get_groups()``), an int64 array."""
+        return np.asarray(self._codes, dtype=np.int64).copy()
 
     def final_value(self):
-        """Value at the last bar per group."""
-        return self._series(self._values()[-1])
+        """Value at the last bar per group (a scalar for one group, as vectorbt's)."""
+        return self._series(self._values()[-1], "final_value")
 
     def total_return(self):
-        """``final_value / init_cash - 1`` per group."""
+        """``final_value / init_cash - 1`` per group (a scalar for one group)."""
         init = self.init_cash()
-        return self._series((self._values()[-1] - init) / init)
+        return self._series((self._values()[-1] - init) / init, "total_return")
 
     def max_drawdown(self):
         """Worst fall from a running peak of :meth:`value` (negative), per group."""
         cum = np.cumprod(1 + returns_of(self._values(), self.init_cash()), axis=0)
-        return self._series(np.min(cum / np.maximum.accumulate(cum, axis=0) - 1, axis=0))
+        return self._series(np.min(cum / np.maximum.accumulate(cum, axis=0) - 1, axis=0),
+                            "max_drawdown")
 
     def sharpe_ratio(self):
         """Annualised Sharpe ratio of :meth:`returns` (ddof 1, vectorbt's)."""
         r = returns_of(self._values(), self.init_cash()) - self.risk_free
         with np.errstate(divide="ignore", invalid="ignore"):
             return self._series(np.mean(r, axis=0) / np.std(r, axis=0, ddof=1)
-                                * np.sqrt(self.ann_factor))
+                                * np.sqrt(self.ann_factor), "sharpe_ratio")
 
     def stats(self):
         """vectorbt's 28 ``stats()`` metrics per group, under the names and in the order
@@ -317,6 +333,11 @@ class GroupPortfolio:
         frame = group_stats_frame(self, returns_of(self._values(), self.init_cash()))
         frame.attrs.update(freq=self.freq, freq_assumed=self.freq_assumed,
                            ann_factor=self.ann_factor)
+        if self.grouped_ndim == 1:
+            from .accessors import series_name
+            row = frame.iloc[0].rename(series_name(self.group_labels))
+            row.attrs.update(frame.attrs)
+            return row
         return frame
 
 
@@ -384,13 +405,15 @@ def _ann(freq, year_freq, index):
     return ann_factor(step, year_freq), step, assumed
 
 
-def _finish(out, bars, grouped, init, index, timing, dtype):
+def _finish(out, bars, grouped, init, index, timing, dtype, shape=(2, True)):
+    """The :class:`GroupPortfolio`; ``shape``: (vectorbt's ``ndim`` of the inputs,
+    whether ``group_by`` / ``cash_sharing`` grouped the columns)."""
     import pandas as pd
     ann, step, assumed = timing
     if index is None:
         index = pd.RangeIndex(bars["close"].shape[0])
     return GroupPortfolio(out, bars["close"].astype(dtype), grouped, init, index, ann,
-                          freq=step, freq_assumed=assumed)
+                          freq=step, freq_assumed=assumed, ndim=shape[0], grouped=shape[1])
 
 
 def from_orders(close, size=math.inf, size_type="amount", direction="both", price=None,
@@ -462,7 +485,11 @@ def from_orders(close, size=math.inf, size_type="amount", direction="both", pric
 
     if cash_mode:
         params["init_cash"] = init = auto_group_cash(run, params, grouped[0], cash_mode)
-    return _finish(run(params), bars, grouped, init, index, _ann(freq, year_freq, index), dtype)
+    from .portfolio import result_ndim
+    shape = (result_ndim([close, size, price, fees, fixed_fees, slippage, min_size]),
+             is_grouped(group_by, cash_sharing))
+    return _finish(run(params), bars, grouped, init, index, _ann(freq, year_freq, index), dtype,
+                   shape)
 
 
 def _auto_cash_mode(mode, group_by, cash_sharing):
@@ -476,7 +503,7 @@ def _auto_cash_mode(mode, group_by, cash_sharing):
 
 
 def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, cash_sharing,
-                    call_seq, timing, dtype, init_cash_mode=None):
+                    call_seq, timing, dtype, init_cash_mode=None, ndim=2):
     """The grouped run of :func:`flowsim.finance.from_signals` (checked inputs in).
 
     ``init_cash_mode`` "auto" / "autoalign" (vectorbt's ``InitCashMode``): each cash
@@ -512,7 +539,7 @@ def grouped_signals(bars, signals, params, labels, columns, index, *, group_by, 
 
     if init_cash_mode is not None:
         p["init_cash"] = init = auto_group_cash(run, p, grouped[0], init_cash_mode)
-    return _finish(run(p), bars, grouped, init, index, timing, dtype)
+    return _finish(run(p), bars, grouped, init, index, timing, dtype, (ndim, True))
 
 
 def auto_group_cash(run, params, lay, mode):

@@ -22,7 +22,7 @@ def equity(pf, column=0, axes=None, title=None):
     import matplotlib.pyplot as plt
     j = pf.columns.index(column) if column in pf.columns else int(column)
     label = pf.columns[j]
-    value = pf.value().iloc[:, j]
+    value = _value_frame(pf).iloc[:, j]
     x = np.arange(len(value)) if not hasattr(value.index, "to_pydatetime") else value.index
     if axes is None:
         fig, axes = plt.subplots(2, 1, sharex=True, figsize=(9, 5),
@@ -55,9 +55,15 @@ def equity(pf, column=0, axes=None, title=None):
 PORTFOLIO_SUBPLOTS = ("orders", "trade_pnl", "cum_returns")
 
 
+def _value_frame(pf):
+    """``pf.value()`` as a DataFrame (a Series ``close`` gives a Series)."""
+    value = pf.value()
+    return value.to_frame() if value.ndim == 1 else value
+
+
 def _one_column(pf, column):
     """The position of ``column`` in ``pf``'s columns (the only one if None)."""
-    labels = list(pf.value().columns)
+    labels = list(_value_frame(pf).columns)
     if column is None:
         if len(labels) != 1:
             raise ValueError(f"the portfolio has {len(labels)} columns: give column= one of "
@@ -94,7 +100,7 @@ def _trade_pnl(ax, x, pf, j):
 
 
 def _cum_returns(ax, x, pf, j):
-    value = pf.value().iloc[:, j].to_numpy()
+    value = _value_frame(pf).iloc[:, j].to_numpy()
     init = np.broadcast_to(pf._params["init_cash"], (len(pf.columns),))[j]
     bench = pf._close[:, j] / pf._close[0, j]
     ax.plot(x, bench, color="tab:gray", lw=1.0, label="Benchmark")

@@ -365,8 +365,8 @@ class Portfolio:
     def name(self):
         """vectorbt's ``wrapper.name``: the one column's label when :attr:`ndim` is 1
         (None for the label 0 of an unnamed Series), else None."""
-        label = self._labels()[0] if self.ndim == 1 else None
-        return None if isinstance(label, numbers.Integral) and label == 0 else label
+        from .accessors import series_name
+        return series_name(self._labels()) if self.ndim == 1 else None
 
     def _labels(self):
         import pandas as pd
@@ -375,18 +375,69 @@ class Portfolio:
         return pd.Index(self.columns, tupleize_cols=False)
 
     def _wrap(self, a):
-        import pandas as pd
-        return pd.DataFrame(a, index=self.index, columns=self._labels())
+        """``a`` ``[bars, columns]`` as vectorbt wraps it: a DataFrame, or a Series named
+        :attr:`name` when :attr:`ndim` is 1."""
+        from .accessors import wrap_bars
+        return wrap_bars(a, self.index, self._labels(), self.ndim)
 
     def value(self):
-        """Equity curve ``[bars, columns]`` (cash + position x close), a DataFrame."""
+        """Equity curve (cash + position x close) per bar and column.
+
+        >>> pf.value()
+
+        Returns
+        -------
+        DataFrame ``[bars, columns]`` on the portfolio's index and columns; a Series
+        named :attr:`name` when ``close`` was a Series (:attr:`ndim` 1), as vectorbt's.
+        """
         return self._wrap(self._out["value"])
 
     def returns(self):
-        """Bar returns of :meth:`value` (the first against ``init_cash``)."""
+        """Bar returns of :meth:`value` (the first against ``init_cash``), shaped as
+        :meth:`value`.
+
+        >>> pf.returns()
+        """
         t = tf()
         v = t.constant(self._out["value"])
         return self._wrap(_returns(v, t.constant(self._params["init_cash"])).numpy())
+
+    def _assets(self):
+        from .accessors import order_flows, order_records, running_sum
+        o = self._out
+        orders = order_records(o["order_size"], o["order_price"], o["order_fees"])
+        flow, _ = order_flows(orders, o["order_size"].shape)
+        return running_sum(flow, np.zeros(flow.shape[1]))
+
+    def assets(self):
+        """Position per bar and column after the bar's order (shares; negative when
+        short), shaped as :meth:`value` (vectorbt's ``pf.assets()``).
+
+        >>> pf.assets()
+        """
+        return self._wrap(self._assets())
+
+    def asset_value(self):
+        """Value of the position per bar and column, ``close x assets`` (negative when
+        short), shaped as :meth:`value` (vectorbt's ``pf.asset_value()``).
+
+        >>> pf.asset_value()
+        """
+        assets = self._assets()
+        close = np.asarray(self._close, dtype=np.float64)
+        return self._wrap(np.where(assets == 0, 0.0, close) * assets)
+
+    def drawdown(self):
+        """Fall of the cumulative returns below their running peak per bar and column
+        (<= 0), shaped as :meth:`value` (vectorbt's ``pf.drawdown()``).
+
+        >>> pf.drawdown()
+        """
+        from .accessors import drawdown_of_returns
+        t = tf()
+        v = t.constant(self._out["value"])
+        returns = _returns(v, t.constant(self._params["init_cash"])).numpy()
+        return self._wrap(drawdown_of_returns(returns))
 
     def _stats(self, risk_free=None):
         """:meth:`stats` as a DataFrame, with another per-bar ``risk_free`` if given."""
@@ -512,6 +563,23 @@ class Portfolio:
             out.attrs.update(frame.attrs)
         return out
 
+    def final_value(self):
+        """Value at the last bar per column (vectorbt's ``pf.final_value()``).
+
+        >>> pf.final_value()
+
+        Returns
+        -------
+        Series named ``final_value``, one value per column (a float when ``close``
+        was a Series).
+        """
+        return self._metric("final_value", self._out["value"][-1])
+
+    @property
+    def close(self):
+        """The close per bar and column (vectorbt's ``pf.close``), shaped as :meth:`value`."""
+        return self._wrap(np.asarray(self._close))
+
     def max_drawdown(self):
         """Deepest fall of the cumulative returns from their running peak, per column
         (<= 0; 0 without a fall), vectorbt's ``pf.max_drawdown()``.
@@ -528,14 +596,15 @@ class Portfolio:
         return self._metric("max_drawdown", self._out["acc_cum_dd"])
 
     def cash(self):
-        """Cash balance per bar and column, a DataFrame (vectorbt's ``pf.cash()``:
-        a short sale adds its proceeds).
+        """Cash balance per bar and column (vectorbt's ``pf.cash()``: a short sale adds
+        its proceeds).
 
         >>> pf.cash()
 
         Returns
         -------
-        DataFrame ``[bars, columns]`` on the portfolio's index and columns.
+        DataFrame ``[bars, columns]`` on the portfolio's index and columns; a Series
+        named :attr:`name` when ``close`` was a Series (:attr:`ndim` 1), as vectorbt's.
         """
         from .accessors import cash_balance
         o = self._out
@@ -791,7 +860,8 @@ def from_signals(close, entries=None, exits=None, *, short_entries=None, short_e
         return grouped_signals(bars, signals, params, labels, columns, index,
                                group_by=group_by, cash_sharing=cash_sharing,
                                call_seq=call_seq, timing=(ann, step, assumed), dtype=dtype,
-                               init_cash_mode=cash_mode)
+                               init_cash_mode=cash_mode,
+                               ndim=result_ndim(list(given.values()) + list(keywords.values())))
     if cash_mode:
         params = auto_init_cash(bars, signals, params, dtype, cash_mode)
     out = run_tensors(bars, signals, params, dtype, rates(ann, risk_free, required_return))
