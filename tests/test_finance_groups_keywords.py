@@ -25,10 +25,12 @@ def test_grouped_keywords_match_vectorbt(stored, name):
     pf = vg.run_case(cases[name], data)
     out = vg.expected(data, name)
     vg.assert_orders_match(pf.orders, out)
-    np.testing.assert_allclose(pf.init_cash(), out["init_cash"], rtol=1e-9)
-    for key, got in (("value", pf.value()), ("cash", pf.cash())):
-        np.testing.assert_allclose(got.to_numpy(), out[key], rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(pf.total_return().to_numpy(), out["total_return"], rtol=1e-9)
+    np.testing.assert_allclose(np.atleast_1d(pf.init_cash()), out["init_cash"], rtol=1e-9)
+    for key, got in (("value", pf.value()), ("cash", pf.cash())):       # one group: Series
+        np.testing.assert_allclose(np.asarray(got).reshape(len(got), -1), out[key], rtol=1e-9,
+                                   atol=1e-9)
+    np.testing.assert_allclose(np.atleast_1d(pf.total_return()), out["total_return"],
+                               rtol=1e-9)
 
 
 @pytest.mark.parametrize("kwargs, message", [
