@@ -16,9 +16,24 @@ the columns of :func:`flowsim.markets.stats.several_market_names`) and their
   40 units 4 % below the price) in the second market;
 * ``combo_halt_mistake``: the same markets and groups with both events;
 * ``combo_one_market``: the first market alone, its group, both events (in it), two
-  agents' orders a step.
+  agents' orders a step;
+* ``combo_arbitrage_halt_mistake``: ``combo_limit``'s markets and groups with a
+  TradingHaltRule on the three markets and an OrderMistakeShock in the second spot
+  market (no shock, no limit);
+* ``combo_market_maker_halt_mistake``: the first market alone, its FCN group, a
+  MarketMakerAgent (one high-frequency order a phase), a TradingHaltRule and an
+  OrderMistakeShock;
+* ``combo_mistakes``: ``combo_mistake``'s markets and groups with three
+  OrderMistakeShocks, two of them resting at once in the second market;
+* ``combo_two_hifreq``: ``combo_limit`` with a MarketMakerAgent in the first market
+  beside the ArbitrageAgents (two high-frequency groups), the shock only.
 
-All: 200 seeds from 5000.  pams runs in its own virtual environment (numpy < 2)::
+All: 200 seeds; the first five from 5000, the others from 6000::
+
+    PYTHONPATH=. .venv-pams/bin/python benchmarks/make_pams_combinations_reference.py \\
+        --seeds 200 --first-seed 6000 --configs combo_arbitrage_halt_mistake,...
+
+pams runs in its own virtual environment (numpy < 2); the first five::
 
     PYTHONPATH=. .venv-pams/bin/python benchmarks/make_pams_combinations_reference.py \\
         --seeds 200 --first-seed 5000
@@ -32,7 +47,8 @@ import make_pams_reference  # noqa: E402
 
 #: The combinations, each a config in tests/data.
 COMBINATIONS = ("combo_limit", "combo_halt", "combo_mistake", "combo_halt_mistake",
-                "combo_one_market")
+                "combo_one_market", "combo_arbitrage_halt_mistake",
+                "combo_market_maker_halt_mistake", "combo_mistakes", "combo_two_hifreq")
 
 
 def config_file(name):

@@ -62,6 +62,17 @@ def _event(cfg, settings):
     cfg["simulation"]["sessions"][1]["events"] = ["Ev"]
 
 
+def _index_mistake_and_halt(cfg):
+    """A sample with ArbitrageAgents given a mistaken order in their IndexMarket and a
+    halt (refused: flowsim does not match pams there)."""
+    cfg["Halt"] = {"class": "TradingHaltRule", "targetMarkets": ["IndexMarket-I"],
+                   "triggerChangeRate": 0.05, "haltingTimeLength": 3}
+    cfg["Mistake"] = {"class": "OrderMistakeShock", "target": "IndexMarket-I",
+                      "triggerTime": 10, "priceChangeRate": -0.04, "orderVolume": 40,
+                      "orderTimeLength": 60}
+    cfg["simulation"]["sessions"][1]["events"] = ["Halt", "Mistake"]
+
+
 def _refused(mutate, *words):
     cfg = ci2002()
     mutate(cfg)
@@ -94,9 +105,9 @@ def _refused(mutate, *words):
      ["one high-frequency group", "Maker, Maker2", "keep one"]),
     (lambda c: _maker(c) or c["simulation"].update({"agents": ["Maker"]}),
      ["Maker trades only after normal agents", "add a normal agent group"]),
-    (lambda c: _maker(c) or _event(c, {"class": "TradingHaltRule", "targetMarkets": ["Market"],
-                                       "triggerChangeRate": 0.05, "haltingTimeLength": 3}),
-     ["TradingHaltRule with high-frequency agents (Maker)", "drop the event"]),
+    (lambda c: _sample(c, "shock_transfer", _index_mistake_and_halt),
+     ["OrderMistakeShock in the IndexMarket of ArbitrageAgents", "TradingHaltRule",
+      "does not match pams", "target a component market"]),
     (lambda c: _sample(c, "shock_transfer", lambda t: t["ArbitrageAgents"].pop("orderVolume")),
      ["ArbitrageAgents.orderVolume is required (ArbitrageAgent)"]),
     (lambda c: _sample(c, "shock_transfer", lambda t: t["ArbitrageAgents"].update(

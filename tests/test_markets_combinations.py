@@ -14,6 +14,9 @@ pytestmark = pytest.mark.costly
 
 #: Markets per combination (one block: one compilation each).
 MARKETS = 256
+#: Markets of the high-frequency combinations with halts and mistakes (fewer: their
+#: per-order events cost more a step; flowsim's standard errors are in the z-scores).
+FEW_MARKETS = 64
 
 
 def config_file(name):
@@ -29,12 +32,12 @@ def pams_table(name):
     return [str(c) for c in table["statistic"]], table["mean"], table["standard_error"]
 
 
-def z_against_pams(name, result=None, **kw):
+def z_against_pams(name, result=None, markets=MARKETS, **kw):
     """flowsim's ensemble of combination ``name`` (``result``: one already run) and each
     market statistic's z against pams's (balance statistics, if kept, follow them)."""
     columns, mean, err = pams_table(name)
     if result is None:
-        result = fm.ensemble(config_file(name), MARKETS, seed=2026, block_markets=MARKETS,
+        result = fm.ensemble(config_file(name), markets, seed=2026, block_markets=markets,
                              **kw)
     k = len(columns)
     assert columns == result.names[:k]
@@ -182,3 +185,22 @@ def test_balance_pulls_over_batches_have_unit_variance(combo_limit):
     assert LOWER < pull_t(z) < UPPER, np.nanmean(z * z, axis=1)
     assert abs(np.nanmean(z)) < 0.5
     assert pull_t(z * 1.5) > UPPER and pull_t(z / 1.5) < LOWER
+
+
+def test_arbitrage_with_halt_and_mistake_agrees_with_pams():
+    """combo_limit's markets and groups (ArbitrageAgents in the high-frequency phase)
+    with a TradingHaltRule on the three markets and an OrderMistakeShock in the second
+    spot market (61 statistics): a halt is checked after each of the arbitrageurs'
+    orders (index first, then each component), their orders wait while any of their
+    markets is halted, and the mistake replaces the step's first order in its market,
+    an arbitrageur's as well as an FCN agent's."""
+    assert_agrees(*z_against_pams("combo_arbitrage_halt_mistake", markets=FEW_MARKETS))
+
+
+def test_market_maker_with_halt_and_mistake_agrees_with_pams():
+    """One market, an FCN group and a MarketMakerAgent (one high-frequency order a
+    phase), a TradingHaltRule and an OrderMistakeShock (19 statistics): the market
+    maker quotes while the market is halted (its orders rest), sees the mistaken
+    order among the book's best prices, and a halt is checked after each of its
+    orders."""
+    assert_agrees(*z_against_pams("combo_market_maker_halt_mistake", markets=FEW_MARKETS))

@@ -296,6 +296,7 @@ def parse(config, classes=None):
     groups, hf = hifreq.split(_groups(settings, sim, market_groups, classes))
     hf = tuple(g.resolve(specs) for g in hf)
     sessions, evs = _sessions(settings, sim, names)
+    hf = hifreq.with_events(hf, evs)
     correlations = ()
     if "fundamentalCorrelations" in sim:
         correlations = parse_correlations(sim["fundamentalCorrelations"], specs)

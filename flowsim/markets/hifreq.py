@@ -11,6 +11,13 @@ warm-up) the phase runs too: the orders rest in the book.  pams's order hooks ru
 these orders too: a ``PriceLimitRule`` moves their prices
 (:func:`flowsim.markets.kernel.limit_at`).
 
+Events run as pams runs them on these orders too: a ``TradingHaltRule`` is checked
+after each order's executions (an ArbitrageAgent's orders then go one market after the
+other, index first, :meth:`flowsim.markets.agents.arbitrage.ArbitrageGroup.with_halts`),
+an ``OrderMistakeShock`` replaces the step's first order in its target market whoever
+placed it.  One combination is refused: a mistaken order in an ArbitrageAgent's
+IndexMarket together with a halt (its statistics differ from pams's).
+
 flowsim runs one high-frequency group per config (``MarketMakerAgent``,
 :mod:`flowsim.markets.agents.market_maker`, or ``ArbitrageAgent``,
 :mod:`flowsim.markets.agents.arbitrage`) whose agents are identical, so the shuffle
@@ -33,16 +40,34 @@ from ..core.lazy_tf import tf
 #: :func:`flowsim.markets.kernel.step` and ``process``, :func:`phase` and :func:`_turn_loop`:
 #: ``traded`` / ``cleared`` (markets that traded / cleared their first book),
 #: ``running`` (markets executing this step), ``events`` (the events' state or None),
-#: ``nb`` / ``na`` (the book's depths after the last pass).
-Carry = namedtuple("Carry", "traded cleared running events nb na")
-#: The fields of :class:`Carry` a turn changes (the others stay the step's).
+#: ``nb`` / ``na`` (the book's depths after the last pass), ``mistaken`` (markets
+#: where a mistaken order replaced one this step, or None without such events).
+Carry = namedtuple("Carry", "traded cleared running events nb na mistaken", defaults=(None,))
+#: The fields of :class:`Carry` a turn changes (the others stay the step's), besides
+#: ``events`` and ``mistaken`` where the config's events change them (:func:`turn_fields`).
 TURN_FIELDS = ("traded", "cleared", "nb", "na")
+
+
+def turn_fields(carry, halts):
+    """The fields of ``carry`` a turn changes: :data:`TURN_FIELDS`, the events' states
+    where a halt may fire (``halts``), the mistaken markets where a mistake may."""
+    return (TURN_FIELDS + (("events",) if halts else ())
+            + (("mistaken",) if carry.mistaken is not None else ()))
 
 
 def split(groups):
     """``(normal groups, high-frequency groups)`` of parsed agent groups."""
     normal = tuple(g for g in groups if not getattr(g, "high_frequency", False))
     return normal, tuple(g for g in groups if getattr(g, "high_frequency", False))
+
+
+def with_events(groups, events):
+    """The high-frequency ``groups`` as the config's ``events`` run them: where a
+    halt may fire, each group's ``with_halts()`` (its orders processed one market
+    after the other, a halt checked after each)."""
+    if not any(e.halts for e in events):
+        return groups
+    return tuple(g.with_halts() if hasattr(g, "with_halts") else g for g in groups)
 
 
 def check(cfg):
@@ -53,11 +78,15 @@ def check(cfg):
     if len(hf) > 1:
         raise ValueError(f"simulation.agents: flowsim.markets runs one high-frequency group "
                          f"per config, this one has {', '.join(g.name for g in hf)}: keep one")
+    halts = any(e.halts for e in cfg.events)
+    index = getattr(hf[0], "index", None)
     for e in cfg.events:
-        if e.halts or e.extra_order:
-            raise ValueError(f"events: {type(e).__name__} with high-frequency agents "
-                             f"({hf[0].name}) is not implemented by flowsim.markets: drop "
-                             f"the event or run the config in pams")
+        if halts and e.extra_order and index is not None and index in e.targets:
+            raise ValueError(f"events: an OrderMistakeShock in the IndexMarket of "
+                             f"{hf[0].name} (ArbitrageAgent) together with a TradingHaltRule "
+                             f"does not match pams in flowsim.markets yet: target a "
+                             f"component market, drop one of the events, or run the "
+                             f"config in pams")
     if not cfg.groups:
         raise ValueError(f"simulation.agents: {hf[0].name} trades only after normal agents' "
                          f"orders (pams's high-frequency phase); add a normal agent group")
@@ -136,24 +165,25 @@ def _turn_loop(S, ctx, t, q, go, book, price, fund, carry):
     t_ = tf()
     g = S.hifreq[0]
     n = S.hifreq_turns
+    fields = turn_fields(carry, S.halts)
 
     def more(turn, go, *_):
         return (turn < n) & t_.reduce_any(go & (turn < ctx.max_hifreq_at[t]))
 
     def body(turn, go, book, price, state, volume, over):
         go = go & (turn < ctx.max_hifreq_at[t])
-        full = carry._replace(**dict(zip(TURN_FIELDS, state)))
+        full = carry._replace(**dict(zip(fields, state)))
         book, price, full, vol, bad, go = g.turn(ctx, t, q + turn * g.orders_per_turn, go,
                                                  book, price, fund, full)
-        return (turn + 1, go, book, price, tuple(getattr(full, k) for k in TURN_FIELDS),
+        return (turn + 1, go, book, price, tuple(getattr(full, k) for k in fields),
                 volume + vol, over | bad)
 
-    state = tuple(getattr(carry, k) for k in TURN_FIELDS)
+    state = tuple(getattr(carry, k) for k in fields)
     out = t_.while_loop(more, body,
                         [t_.constant(0, t_.int64), go, book, price, state,
                          t_.zeros([ctx.L], t_.int64), t_.zeros([ctx.L], t_.bool)])
     turn, _, book, price, state, volume, over = out
-    carry = carry._replace(**dict(zip(TURN_FIELDS, state)))
+    carry = carry._replace(**dict(zip(fields, state)))
     _, _, nb, na = ctx.bests(t, book)
     ended = turn < n
     carry = carry._replace(nb=t_.where(ended, nb, carry.nb), na=t_.where(ended, na, carry.na))

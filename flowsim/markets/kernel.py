@@ -836,6 +836,26 @@ def place_mistakes(ctx, t, q, o, price, place, book, done):
     return o._replace(side=side), book, fired, done
 
 
+def _mistaken(ctx, t, q, o, price, place, book, carry):
+    """:func:`place_mistakes` with the step's mistaken markets in ``carry.mistaken``:
+    ``(o, book, fired, carry)``; with several markets the clearing loop of
+    :func:`match` runs where one fired."""
+    o, book, fired, done = place_mistakes(ctx, t, q, o, price, place, book, carry.mistaken)
+    carry = carry._replace(mistaken=done)
+    if ctx.K > 1:
+        carry = carry._replace(cleared=carry.cleared & ~fired)
+    return o, book, fired, carry
+
+
+def process_hifreq(ctx, t, q, order, book, price, carry, clear, settle=None):
+    """:func:`process` of a high-frequency order, the events' mistaken order replacing
+    it where one fires (pams's ``hooked_before_order`` sees every order)."""
+    need = None
+    if ctx.S.extra_order:
+        order, book, need, carry = _mistaken(ctx, t, q, order, price, True, book, carry)
+    return process(ctx, t, q, order, book, price, carry, clear, need, settle=settle)
+
+
 def place(ctx, t, q, order, book):
     """``book`` with ``order`` in slot ``slot(q)`` of the ring (``q`` its placement
     number; no order where its side is 0)."""
@@ -921,9 +941,10 @@ def match(ctx, t, book, side, carry, clear, need):
     cleared their first book (several markets per member; else ``carry.cleared``)."""
     t_ = tf()
     if ctx.K > 1:
-        active = carry.running & (side != 0)
+        arrived = side != 0 if need is None else (side != 0) | need
+        active = carry.running & arrived
         if ctx.S.halts:         # a halt's end: cleared is reset (:func:`step`)
-            active = _halted_markets(ctx, carry, None)[0] & (side != 0)
+            active = _halted_markets(ctx, carry, None)[0] & arrived
         # one pairing for every market, then (no cond around the book: XLA copied
         # it out of the branches at every pass) the loop of :func:`clearing` goes
         # on from there, zero trips unless a market clears its first book and the
@@ -1023,18 +1044,19 @@ def after_matches(ctx, t, active, did, price, carry):
     return carry._replace(events=states)
 
 
-def process_by_market(ctx, t, q, order, book, price, carry, clear):
+def process_by_market(ctx, t, q, order, book, price, carry, clear, need=None):
     """:func:`process` of an agent's orders market by market in the config's order, as
     pams processes an agent's list, each followed by the events' ``after_match``: a
     halt its order in one market triggers holds its order in the next.  Several
-    markets per member."""
+    markets per member; ``need``: markets where a mistaken order replaced the order."""
     t_ = tf()
     book = place(ctx, t, q, order, book)
     column = ctx.markets % ctx.K
     did = vol = active = None
     for k in range(ctx.K):
         side = t_.where(column == k, order.side, 0)
-        book, price, carry, d, v, a = execute(ctx, t, side, book, price, carry, clear)
+        here = None if need is None else need & (column == k)
+        book, price, carry, d, v, a = execute(ctx, t, side, book, price, carry, clear, here)
         carry = after_matches(ctx, t, a, d, price, carry)
         did = d if did is None else did | d
         vol = v if vol is None else vol + v
@@ -1095,20 +1117,18 @@ def step(ctx, loop):
     orders, over = collect(ctx, t, u, MarketView(price, fund, hist, seen), place_now, vols)
     carry = _reopened(ctx, hifreq.Carry(loop.traded, acc.get("cleared"), running, est,
                                         None, None))
-    vol = done = None       # done: markets where a mistaken order replaced one
+    vol = None
     for j, o in enumerate(orders):
         # the step's first writes wait for fresh()'s reads (book_chunks.Whole.after_fresh)
         q = S.layout.normal(t, j) + after_fresh if j == 0 else S.layout.normal(t, j)
         need = None         # markets whose book may cross more than once at this order
         if S.extra_order:
-            o, book, need, done = place_mistakes(ctx, t, S.layout.normal(t, j), o, price,
-                                                 place_now, book, done)
-            if ctx.K > 1:   # the clearing loop of :func:`match` runs where one fired
-                carry = carry._replace(cleared=carry.cleared & ~need)
+            o, book, need, carry = _mistaken(ctx, t, S.layout.normal(t, j), o, price,
+                                             place_now, book, carry)
         first = clear if j == 0 else t_.constant(False)
         if ctx.K > 1 and S.halts:
             book, price, carry, did, v, active = process_by_market(ctx, t, q, o, book,
-                                                                   price, carry, first)
+                                                                   price, carry, first, need)
         else:
             book, price, carry, did, v, active = process(ctx, t, q, o, book, price, carry,
                                                          first, need)
@@ -1166,10 +1186,11 @@ def run(S, key, M, state, dtype="float64"):
     start = Loop(t_.constant(0, i64), zero + ctx.p0, t_.zeros([L], t_.bool), zero + ctx.f0,
                  book, hist, fhist if S.paths else t_.zeros([0], real), acc)
     if S.hifreq:
-        ctx.hf = hifreq_context(S, M, ctx.tick, ctx.spread, ctx.chunks.bests,
-                                functools.partial(process, ctx), ctx.level_cap, ctx.tb,
-                                real, functools.partial(limit_at, ctx),
-                                hifreq_owners(ctx) if S.balances else None)
+        ctx.hf = hifreq_context(S, M, ctx.tick, ctx.spread, _hifreq_bests(ctx),
+                                functools.partial(process_hifreq, ctx), ctx.level_cap,
+                                ctx.tb, real, functools.partial(limit_at, ctx),
+                                owners=hifreq_owners(ctx) if S.balances else None,
+                                events=_hifreq_events(ctx))
     (_, price, _, fund, book, hist, fhist, acc), = t_.while_loop(
         lambda loop: loop.t < T, lambda loop: (step(ctx, loop),), (start,))
     hist = t_.tensor_scatter_nd_update(hist, [[T]], price[None])
@@ -1434,8 +1455,33 @@ def hifreq_owners(ctx):
     return owners
 
 
+def _hifreq_bests(ctx):
+    """``bests(t, book)`` as a high-frequency agent sees the book: with the order kept
+    outside the ring (pams's book holds it)."""
+    if not ctx.S.extra_order:
+        return ctx.chunks.bests
+    return lambda t, book: ctx.chunks.bests(t, book, extra_keys(ctx, t, book))
+
+
+def _hifreq_events(ctx):
+    """What a high-frequency turn does with halts (None without): ``after(t, did,
+    price, carry)`` after one order's executions (the events' ``after_match``; an order
+    trades only where it is active) and ``halted(carry)``, the halted markets
+    ``[L]``."""
+    if not ctx.S.halts:
+        return None
+
+    def after(t, did, price, carry):
+        return after_matches(ctx, t, did, did, price, carry)
+
+    def halted(carry):
+        return ~_halted_markets(ctx, carry, None)[0]
+
+    return SimpleNamespace(after=after, halted=halted)
+
+
 def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype, limit=None,
-                   owners=None):
+                   owners=None, events=None):
     """What a high-frequency agent's turn uses of the compiled step (:mod:`.hifreq`):
     sizes, the markets' ticks, ``bests(t, book)``, ``process(t, q, side, level, ttl,
     book, price, carry)`` (``carry``: a :class:`flowsim.markets.hifreq.Carry`; an order
@@ -1446,7 +1492,9 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype, lim
     ``limit(value [M], k)``: an order's price in market ``k`` after the events' price
     limits (:func:`limit_at`; default: none); ``owners(t, q)``: the agent ``[M]``
     placing high-frequency placement number ``q`` and the markets ``[M K]`` where the
-    balance sheets settle after it (:func:`hifreq_owners`; None: no balance sheets)."""
+    balance sheets settle after it (:func:`hifreq_owners`; None: no balance sheets);
+    ``events``: ``after`` and ``halted`` (:func:`_hifreq_events`) where a halt may
+    fire, else None."""
     t_ = tf()
     K = S.n_venues
     i64 = t_.int64
@@ -1470,4 +1518,4 @@ def hifreq_context(S, M, tick, spread, bests, process, level_cap, tb, dtype, lim
         M=M, K=K, L=M * K, tick=tick, tb=tb, dtype=dtype, level_cap=level_cap, IMIN=_IMIN,
         IMAX=_IMAX, spread=spread, tick_level=tick_level, process=hf_process, go=go,
         bests=bests, limit=limit or (lambda value, k: value),
-        max_hifreq_at=t_.cast(max_at, i64))
+        max_hifreq_at=t_.cast(max_at, i64), events=events)

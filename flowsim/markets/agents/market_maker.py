@@ -15,7 +15,10 @@ somewhere), else the target market's price; ``margin = fundamental price of the 
 * netInterestSpread * 0.5``; a buy at ``base - margin`` and a sell at ``base + margin``
 in the target market, volume 1, time-to-live ``orderTimeLength``, both decided before
 either is processed (buy first).  Prices snap to the tick grid as every order's do
-(buys down, sells up).
+(buys down, sells up).  It quotes while its market is halted (its orders rest); a
+``TradingHaltRule`` is checked after each of its orders' executions, and an
+``OrderMistakeShock`` replaces its order where that is the first of the trigger step in
+the target market, as pams's hooks do.
 """
 from dataclasses import dataclass, replace
 
@@ -101,6 +104,8 @@ class MarketMakerGroup:
             book, price, carry, vol = ctx.process(t, q + h, side, flat,
                                                   t_.fill([ctx.L], t_.constant(self.ttl, t_.int64)),
                                                   book, price, carry)
+            if ctx.events is not None:        # a halt checked after each order
+                carry = ctx.events.after(t, vol > 0, price, carry)
             bad = (side != 0) & (ctx.spread(raw) > ctx.level_cap)
             volume = vol if volume is None else volume + vol
             over = bad if over is None else over | bad
