@@ -102,6 +102,16 @@ def test_balances_are_refused_where_the_kernel_keeps_none():
                      learned=[fm.LearnedAgents(policy, 5, lags=2)])
 
 
+def test_balances_with_high_frequency_agents_and_halts_or_mistakes_are_refused():
+    """Those runs match pams's market statistics; their balance sheets are not checked
+    against pams yet, so they are refused, naming why."""
+    path = os.path.join(ROOT, "tests", "data",
+                        "pams_markets_combo_market_maker_halt_mistake.json")
+    with pytest.raises(ValueError, match="high-frequency agents with a TradingHaltRule or an "
+                                         "OrderMistakeShock"):
+        fm.from_pams(path, balances=True)
+
+
 def test_balance_names_of_several_markets_and_high_frequency_agents():
     """Several markets: each group's units by market (those it reaches, config order),
     high-frequency groups after the normal ones."""
