@@ -100,3 +100,16 @@ def test_importing_fastmath_loads_no_tensorflow(python):
     r = python("import sys, flowsim.core.fastmath; print('tensorflow' in sys.modules)")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_is_finite_gives_tf_is_finite_booleans_with_and_without_xla(dtype):
+    t = tf()
+    info = np.finfo(dtype)
+    x = np.array([0.0, -0.0, 1.0, -1.0, info.max, -info.max, info.tiny, info.smallest_subnormal,
+                  np.inf, -np.inf, np.nan, -np.nan], dtype=dtype)
+    want = t.math.is_finite(t.constant(x)).numpy()
+    assert want.tolist() == [True] * 8 + [False] * 4
+    for fn in (fm.is_finite, t.function(fm.is_finite, jit_compile=True)):
+        got = fn(t.constant(x)).numpy()
+        assert got.dtype == np.bool_ and np.array_equal(got, want)

@@ -56,7 +56,8 @@ class Histogram:
         lo, hi = self.range
         scaled = (obs - lo) / (hi - lo) * self.bins
         inside = (scaled >= 0) & (scaled < self.bins)
-        ids = t.where(inside, t.cast(t.floor(t.where(inside, scaled, 0.0)), t.int32), self.bins)
+        # truncation is the floor of the values inside (>= 0)
+        ids = t.where(inside, t.cast(t.where(inside, scaled, 0.0), t.int32), self.bins)
         w = t.where(inside, weights, 0.0)
         s = segment_block_sum(w, ids, self.bins + 1)[: self.bins]
         s2 = segment_block_sum(w * w, ids, self.bins + 1)[: self.bins]

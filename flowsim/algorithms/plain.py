@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..core.blocks import reduce_rows
+from ..core.fastmath import is_finite
 from ..core.integrand import Domain, evaluate, probe_components
 from ..core.kernel import columns
 from ..core.lazy_tf import tf
@@ -49,14 +50,14 @@ def moments_of_values(f, valid):
 def _finite_values(f, valid):
     """``f [n, 1]`` with non-finite and invalid events 0, the finite mask, the moments."""
     t = tf()
-    finite = t.math.is_finite(f[:, 0])
+    finite = is_finite(f[:, 0])
     flat = t.where(finite & valid, f[:, 0], t.zeros_like(f[:, 0]))
     return flat[:, None], finite, moments_of_values(flat, valid)
 
 
 def _finite_columns(f, valid):
     t = tf()
-    finite = t.reduce_all(t.math.is_finite(f), axis=1)
+    finite = t.reduce_all(is_finite(f), axis=1)
     f = t.where((finite & valid)[:, None], f, t.zeros_like(f))
     return f, finite, moments(f, valid)
 
@@ -177,7 +178,7 @@ class Plain(Simulation):
         t = tf()
         x = self.domain.map(y)
         w = self._values(x)
-        finite = t.reduce_all(t.math.is_finite(w), axis=1)
+        finite = t.reduce_all(is_finite(w), axis=1)
         keep = finite & valid
         return x, t.where(keep[:, None], w, t.zeros_like(w)), keep, valid & ~finite
 

@@ -18,6 +18,7 @@ import os
 import numpy as np
 
 from ..core.blocks import check_count
+from ..core.fastmath import is_finite
 from ..core.integrand import evaluate
 from ..core.kernel import columns
 from ..core.lazy_tf import tf
@@ -465,7 +466,7 @@ class Vegas(Plain):
         x = self.domain.map(x01)
         f = evaluate(self.integrand, x, self.components)
         v = t.cast(f, t.float64) * jac[:, None]
-        finite = t.reduce_all(t.math.is_finite(v), axis=1)
+        finite = t.reduce_all(is_finite(v), axis=1)
         keep = finite & valid
         v = t.where(keep[:, None], v, t.zeros_like(v))
         return x, v, keep, valid & ~finite

@@ -108,11 +108,14 @@ def _cumsum(x, group=64):
 
 
 def _ends_at_or_below(ends, first, h):
-    """How many of the increasing ``ends`` ``[h]`` are ``<= first``: a binary search of
-    at most ``ceil(log2(h + 1))`` steps in a loop (an int32 scalar; the same integer as
-    counting them all, which costs ``O(h)`` per block; a loop, not unrolled steps,
-    keeps the traced graph small)."""
+    """How many of the increasing ``ends`` ``[h]`` are ``<= first`` (an int32 scalar):
+    counted, up to :data:`HCUBE_WINDOW` hypercubes (a block already spends ``O(h)``
+    on their sums); beyond, a binary search of at most ``ceil(log2(h + 1))`` steps in
+    a loop (the same integer; a loop, not unrolled steps, keeps the traced graph
+    small)."""
     t = tf()
+    if h <= HCUBE_WINDOW:
+        return t.reduce_sum(t.cast(ends <= first, t.int32))
 
     def halve(lo, hi):
         mid = (lo + hi) // 2

@@ -17,6 +17,10 @@ read from the IEEE-754 bits, then a polynomial.
     The path kernels' logarithm: positive normal doubles only, a little cheaper.
 :func:`inverse_normal`
     The standard normal quantile (Acklam), on :func:`log_positive`.
+:func:`is_finite`
+    ``tf.math.is_finite``'s booleans from two comparisons, which XLA converts
+    with the rest of the graph (``is_finite`` takes a separate, slower
+    conversion at each compile).
 
 Each keeps the bits it had under its former path (``flowsim.core.fastmath.log``,
 ``flowsim.finance.fastmath.log``, ``flowsim.finance.pricing.inverse_normal``).
@@ -25,7 +29,7 @@ import math
 
 from .lazy_tf import tf
 
-__all__ = ["inverse_normal", "log", "log_positive"]
+__all__ = ["inverse_normal", "is_finite", "log", "log_positive"]
 
 # fdlibm's e_log.c: ln 2 split so that k * _LN2_HI is exact for |k| < 2**11, and the
 # minimax coefficients of R(z) ~ (log((1+s)/(1-s)) - 2s)/s in z = s*s, error below
@@ -38,6 +42,22 @@ _LN2_LO = 1.90821492927058770002e-10
 _LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
        2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
        1.479819860511658591e-01)
+
+
+def is_finite(x):
+    """Whether each element of the float tensor ``x`` is finite: the booleans of
+    ``tf.math.is_finite(x)`` (NaN and +-inf are not), as ``-inf < x < inf``.
+
+        finite = fastmath.is_finite(values)      # [n] bools for values [n]
+
+    Under XLA, TensorFlow converts ``IsFinite`` alone through MLIR, a few
+    milliseconds of every new process's first call of a kernel; comparisons are
+    converted with the rest of the graph.
+    """
+    t = tf()
+    x = t.convert_to_tensor(x)
+    inf = t.constant(math.inf, x.dtype)
+    return t.logical_and(x > -inf, x < inf)
 
 
 def log(x):
