@@ -24,6 +24,7 @@ import numpy as np
 
 from ..algorithms.plain import Plain
 from ..core import covariance as cov
+from ..core.fastmath import is_finite
 from ..core.integrand import current_block_state
 from ..core.kernel import columns
 from ..core.lazy_tf import tf
@@ -45,7 +46,7 @@ class CovariantPlain(Plain):
     def reduce(self, f, valid, state, x=None):
         t = tf()
         out = super().reduce(f, valid, state, x)
-        keep = t.reduce_all(t.math.is_finite(f), axis=1) & valid
+        keep = t.reduce_all(is_finite(f), axis=1) & valid
         out["cross"] = cov.block_cross(t.where(keep[:, None], f, t.zeros_like(f)), valid)
         return out
 

@@ -38,6 +38,7 @@ learns where in ``x`` the integrand lives.
 """
 import numpy as np
 
+from ..core.fastmath import is_finite
 from ..core.integrand import limits_array
 from ..core.lazy_tf import tf
 
@@ -109,7 +110,7 @@ class Unbounded:
     def __call__(self, t_points, *args, **kwargs):
         t = tf()
         x, jacobian = self.x_and_jacobian(t_points)
-        ok = t.math.is_finite(jacobian) & t.reduce_all(t.math.is_finite(x), axis=1)
+        ok = is_finite(jacobian) & t.reduce_all(is_finite(x), axis=1)
         safe_x = t.where(ok[:, None], x, t.zeros_like(x))
         out = t.convert_to_tensor(self.f(safe_x, *args, **kwargs))
         weight = t.where(ok, jacobian, t.zeros_like(jacobian))
