@@ -27,11 +27,41 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "vectorbt_group_cases.npz")
 #: vectorbt's types, names, index and values of the results (one group: Series, scalars)
 WRAPPER = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_wrapper_cases.npz"))
+#: vectorbt's ``pf.orders`` of three cases: counts and fee sums per group, records_readable
+#: (``benchmarks/make_vectorbt_group_orders_reference.py``)
+ORDERS = np.load(os.path.join(ROOT, "tests", "data", "vectorbt_group_orders.npz"))
 
 
 @pytest.fixture(scope="module")
 def stored():
     return load_cases(DATA)
+
+
+def check_order_records(orders, name):
+    """``pf.orders`` reduces per group as vectorbt's grouped portfolio does (a scalar for
+    one group) and ``records_readable`` is vectorbt's table, row for row."""
+    meta = json.loads(str(ORDERS["meta"]))[name]
+    for key, got in (("count", orders.count()), ("buy_count", orders.buy.count()),
+                     ("sell_count", orders.sell.count()), ("fees_sum", orders.fees.sum())):
+        if meta[key] is None:
+            assert np.ndim(got) == 0, (name, key)
+        else:
+            assert isinstance(got, pd.Series) and got.name == meta[f"{key}_name"], (name, key)
+            assert [str(v) for v in got.index] == meta[key], (name, key)
+        np.testing.assert_allclose(np.atleast_1d(got), ORDERS[f"{name}/{key}"], rtol=1e-9,
+                                   atol=1e-12)
+    assert np.issubdtype(np.asarray(orders.count()).dtype, np.integer)
+    table = orders.records_readable
+    assert list(table.columns) == meta["titles"]
+    for title in meta["titles"]:
+        want = ORDERS[f"{name}/readable/{title}"]
+        got = table[title]
+        if title == "Timestamp":
+            assert [t.isoformat() for t in got] == want.tolist()
+        elif want.dtype.kind == "U":
+            assert [str(v) for v in got] == want.tolist(), title
+        else:
+            np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", case_names(DATA))
@@ -40,6 +70,8 @@ def test_groups_match_vectorbt(stored, name):
     pf = run_case(cases[name], data)
     out = expected(data, name)
     assert_orders_match(pf.orders, out)
+    if f"{name}/count" in ORDERS:
+        check_order_records(pf.orders, name)
     np.testing.assert_array_equal(pf.call_seq().to_numpy(), out["call_seq"])
     for key in ("value", "cash", "returns"):
         got = np.asarray(getattr(pf, key)()).reshape(N, -1)
@@ -84,6 +116,8 @@ def test_group_labels_and_levels():
                      freq="1D")
     assert list(pf.value().columns) == ["x", "y"]
     np.testing.assert_allclose(pf.cash().to_numpy()[0], [100 - 1 - 2, 100 - 3])
+    assert pf.orders.count().to_dict() == {"x": 2, "y": 1}
+    assert pf.orders.records_readable["Column"].tolist() == list(levels)
     pf = from_orders(close, size, group_by=["p", "p", "q"], freq="1D")
     np.testing.assert_allclose(pf.init_cash(), [200.0, 100.0])
     np.testing.assert_allclose(pf.value().to_numpy()[-1], [200 + 1 + 2, 100 + 3])

@@ -17,6 +17,7 @@ import numbers
 import numpy as np
 
 from ..core.lazy_tf import tf
+from .accessors import MappedField, Orders, reduce_columns
 from .groups import SIGNAL_MODES, simulate_groups
 
 #: vectorbt's ``SizeType`` names from_orders takes.
@@ -191,12 +192,62 @@ def _group_sum(a, codes):
     return np.add.reduceat(a, starts, axis=-1)
 
 
+class GroupOrders(Orders):
+    """vectorbt's order records of a grouped portfolio (``pf.orders`` of
+    :class:`GroupPortfolio`): the records of :class:`~flowsim.finance.accessors.Orders`
+    in vectorbt's record order (group, bar, call order), reduced per group.
+
+    >>> pf.orders.count()                 # orders per group (a scalar for one group)
+    >>> pf.orders.buy.count(), pf.orders.fees.sum(), pf.orders.fees_paid()
+    >>> pf.orders.records_readable        # Order Id, Column, Timestamp, Size, ...
+    >>> pf.orders["col"], pf.orders["side"], len(pf.orders)   # the table, ``frame``
+
+    ``frame`` holds ``id, column, col, idx, size, price, fees, side`` ("buy" / "sell").
+    """
+
+    def __init__(self, records, columns, index, ndim, groups):
+        super().__init__(records, columns, index, ndim)
+        #: (group of each column, group labels, vectorbt's ``grouped_ndim``)
+        self._groups = groups
+
+    def _readable(self, field):
+        if field != "col":
+            return super()._readable(field)
+        labels = np.empty(len(self._columns), dtype=object)
+        labels[:] = list(self._columns)          # tuples of a column MultiIndex stay whole
+        return labels[self._rec["col"]]
+
+    def _table(self):
+        frame = super()._table()
+        frame.insert(0, "id", self._rec["id"])
+        frame.insert(2, "col", self._rec["col"])
+        return frame
+
+    def _select(self, keep):
+        return type(self)({k: v[keep] for k, v in self._rec.items()}, self._columns,
+                          self._index, self._ndim, self._groups)
+
+    def _per_column(self, values, name):
+        codes, labels, ndim = self._groups
+        per_group = np.zeros(len(labels), dtype=np.asarray(values).dtype)
+        np.add.at(per_group, codes, values)
+        return reduce_columns(per_group, labels, name, ndim)
+
+    def __getattr__(self, name):
+        field = super().__getattr__(name)
+        if isinstance(field, MappedField):
+            codes, labels, ndim = self._groups
+            return MappedField(field.values, codes[self._rec["col"]], labels, ndim)
+        return field
+
+
 class GroupPortfolio:
     """Result of a grouped :func:`from_signals` or of :func:`from_orders`.
 
     ``value()``, ``returns()``, ``cash()`` and the metrics are per group (per column
-    when ungrouped), as vectorbt's grouped ``Portfolio`` reports them; ``orders`` and
-    ``call_seq()`` are per column.
+    when ungrouped), as vectorbt's grouped ``Portfolio`` reports them; ``orders``
+    (:class:`GroupOrders`) counts and sums per group and lists its records per column;
+    ``call_seq()`` is per column.
     """
 
     def __init__(self, out, close, grouping, init_cash, index, ann, freq=None,
@@ -263,9 +314,13 @@ class GroupPortfolio:
 
     @property
     def orders(self):
-        """Filled orders in vectorbt's record order (group, bar, call order): ``id, column,
-        idx, size (> 0), price, fees, side`` ("buy" / "sell")."""
-        import pandas as pd
+        """Filled orders (vectorbt's ``pf.orders``) in vectorbt's record order (group, bar,
+        call order), a :class:`GroupOrders`: ``count()`` and the fields' reductions per
+        group, as vectorbt's grouped portfolio gives them.
+
+        >>> pf.orders.count(), pf.orders.buy.count(), pf.orders.records_readable
+        >>> pf.orders["col"], pf.orders["side"]     # the table: "buy" / "sell"
+        """
         seq = self._out["call_seq"].astype(np.int64)
         by_call = {k: np.take_along_axis(self._out[k], seq, axis=2).transpose(1, 0, 2)
                    for k in ("order_size", "order_price", "order_fees")}
@@ -273,13 +328,14 @@ class GroupPortfolio:
         slot = seq.transpose(1, 0, 2)[g, i, s]
         col_of = np.full(self._lay[:2], -1)
         col_of[self._lay[2], self._lay[3]] = np.arange(len(self.columns))
-        cols = col_of[g, slot]
         size = by_call["order_size"][g, i, s]
-        return pd.DataFrame({"id": np.arange(size.size), "column": [self.columns[c] for c in cols],
-                             "col": cols, "idx": i, "size": np.abs(size),
-                             "price": by_call["order_price"][g, i, s],
-                             "fees": by_call["order_fees"][g, i, s],
-                             "side": np.where(size > 0, "buy", "sell")})
+        records = {"id": np.arange(size.size, dtype=np.int64),
+                   "col": col_of[g, slot].astype(np.int64), "idx": i.astype(np.int64),
+                   "size": np.abs(size), "price": by_call["order_price"][g, i, s],
+                   "fees": by_call["order_fees"][g, i, s], "side": (size < 0).astype(np.int64)}
+        groups = (np.asarray(self._codes, dtype=np.int64), self.group_labels,
+                  self.grouped_ndim)
+        return GroupOrders(records, self.columns, self.index, self.ndim, groups)
 
     def _series(self, a, name):
         from .accessors import reduce_columns
