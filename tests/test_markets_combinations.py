@@ -94,6 +94,15 @@ def test_halt_and_mistake_with_two_markets_and_two_orders_agree_with_pams():
     assert (spread > 5).mean() > 0.9
 
 
+def test_several_mistakes_agree_with_pams():
+    """Three OrderMistakeShocks on two correlated markets, two agents' orders a step
+    (39 statistics): a sell of 40 units and, 30 steps later while it may still rest, a
+    buy of 30 in the second market, a buy of 20 in the first at the first one's step.
+    Each mistaken order keeps its own place outside the ring book, so they coexist and
+    may trade with each other."""
+    assert_agrees(*z_against_pams("combo_mistakes", markets=FEW_MARKETS))
+
+
 def test_halt_and_mistake_with_two_orders_in_one_market_agree_with_pams():
     """One market, two agents' orders a step, a TradingHaltRule and an
     OrderMistakeShock (19 statistics): the halt is checked after each order's

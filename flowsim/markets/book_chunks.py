@@ -41,9 +41,10 @@ _IMAX = np.iinfo(np.int64).max
 
 
 class Extra(NamedTuple):
-    """The one order kept outside the ring (an event's order of volume > 1, which may
+    """The order kept outside the ring (an event's order of volume > 1, which may
     outlive the ring's rows): its bid key (``IMIN``: none), ask key (``IMAX``: none),
-    volume left and last step ``[L]``."""
+    volume left and last step ``[L]``; or ``X`` such orders, ``[X, L]`` (one slot per
+    OrderMistakeShock of the config)."""
     bid: object
     ask: object
     volume: object
@@ -181,9 +182,12 @@ class Whole:
                                self.counted, 0)
         if xtra is not None:
             xb, xa = xtra
+            nxb, nxa = t.cast(xb != _IMIN, t.int64), t.cast(xa != _IMAX, t.int64)
+            if xb.shape.rank == 2:          # several slots outside the ring [X, L]
+                xb, xa = t.reduce_max(xb, 0), t.reduce_min(xa, 0)
+                nxb, nxa = t.reduce_sum(nxb, 0), t.reduce_sum(nxa, 0)
             bk, ak = t.maximum(bk, xb), t.minimum(ak, xa)
-            nb = nb + t.cast(xb != _IMIN, t.int64)
-            na = na + t.cast(xa != _IMAX, t.int64)
+            nb, na = nb + nxb, na + nxa
         return bk, ak, nb, na
 
 

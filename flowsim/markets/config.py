@@ -142,9 +142,6 @@ class MarketConfig:
         if t0 is None or t0 > self.n_steps - 3:
             raise ValueError("sessions: the statistics need at least 3 steps with "
                              "withOrderExecution true")
-        if sum(e.extra_order for e in self.events) > 1:
-            raise ValueError("events: flowsim.markets runs one OrderMistakeShock per config; "
-                             "keep one")
         hifreq.check(self)
         for v in self.venues or (self,):
             self._check_price_room(v)

@@ -114,7 +114,7 @@ class MarketEnsemble(Simulation):
         book = book_chunks.column_bytes(S) * K        # normal and high-frequency rows
         history = (S.n_steps + 1) * real * (2 if S.paths else 1) * K
         agents = S.n_agents * (len(_config.FCN_PARAMS) + 1) * real
-        extra = 4 * 8 if S.extra_order else 0            # the order outside the ring
+        extra = 4 * 8 * S.extra_slots if S.extra_order else 0   # orders outside the ring
         events = 4 * 8 * sum(e.halts for e in S.events)  # a halt's state
         events += (S.n_steps + 2) * 8 * K if S.by_volume else 0   # volume history
         hf = sum(g.n_agents for g in S.hifreq)

@@ -156,6 +156,8 @@ class Structure:
         self.events = tuple(getattr(cfg, "events", ()))
         self.halts = any(e.halts for e in self.events)
         self.extra_order = any(e.extra_order for e in self.events)
+        # one slot outside the ring per OrderMistakeShock: their orders may coexist
+        self.extra_slots = sum(e.extra_order for e in self.events)
         # markets of a block that clear such a book at once, in a sub-book of this many
         # columns (0: the whole block clears; the same bits)
         self.sweep_markets = SWEEP_MARKETS
@@ -478,11 +480,27 @@ class StepContext:
 
 
 def extra_keys(ctx, t, book):
-    """Live keys ``(bid, ask)`` of the order kept outside the ring (``book.extra``)."""
+    """Live keys ``(bid, ask)`` of the orders kept outside the ring (``book.extra``):
+    ``[L]`` for one slot, ``[X, L]`` for ``X`` (one per OrderMistakeShock)."""
     t_ = tf()
     extra = book.extra
     live = (extra.expiry >= t) & (extra.volume > 0)
     return t_.where(live, extra.bid, _IMIN), t_.where(live, extra.ask, _IMAX)
+
+
+def any_slot(x):
+    """``x`` ``[L]`` of one slot outside the ring, or reduced over the slots of
+    ``[X, L]``: where any slot holds."""
+    return tf().reduce_any(x, axis=0) if x.shape.rank == 2 else x
+
+
+def slot_owner(from_side, owner):
+    """The owner ``[L]`` of the slot outside the ring that ``from_side`` marks (one
+    slot: ``owner`` itself)."""
+    t_ = tf()
+    if from_side.shape.rank != 2:
+        return owner
+    return t_.reduce_max(t_.where(from_side, owner, -1), axis=0)
 
 
 def pair(ctx, t, book, bk, ak, active=None, xtra=None):
@@ -503,7 +521,12 @@ def pair(ctx, t, book, bk, ak, active=None, xtra=None):
     slots = ctx.chunks.at(t_.concat([slot(b_time), slot(a_time)], 0),
                           t_.concat([cols, cols], 0))
     if book.balance:
-        outside = None if xtra is None else ((bk == xtra[0]) & has_b, (ak == xtra[1]) & has_a)
+        outside = None
+        if xtra is not None:
+            in_b, in_a = (xtra[0] == bk) & has_b, (xtra[1] == ak) & has_a
+            owner = book.balance.extra_owner
+            outside = (any_slot(in_b), any_slot(in_a), slot_owner(in_b, owner),
+                       slot_owner(in_a, owner))
         book = book._replace(balance=traded(book.balance, slots, crossed,
                                             ctx.chunks.col_axis, outside))
     if xtra is None:
@@ -514,9 +537,9 @@ def pair(ctx, t, book, bk, ak, active=None, xtra=None):
         return book, crossed, level
     # the order outside the ring has no slot: its time mod C may be the slot of the
     # order it pairs with, so remove with a min (duplicate indices stay exact)
-    from_b = (bk == xtra[0]) & has_b
-    from_a = (ak == xtra[1]) & has_a
-    ring = t_.concat([crossed & ~from_b, crossed & ~from_a], 0)
+    from_b = (xtra[0] == bk) & has_b
+    from_a = (xtra[1] == ak) & has_a
+    ring = t_.concat([crossed & ~any_slot(from_b), crossed & ~any_slot(from_a)], 0)
     gone = t_.where(ring, t_.constant(-1, i64), t_.constant(_IMAX, i64))
     expiry = t_.tensor_scatter_nd_min(book.expiry, slots, gone)
     used = t_.cast(crossed & (from_b | from_a), i64)
@@ -693,10 +716,10 @@ def masked_pass(ctx, t, book, active):
     book2, crossed, lvl = pair(ctx, t, book, bk, ak, active, xtra)
     vol = t_.cast(crossed, i64)
     gone_b = gone_a = vol
-    if xtra is not None:         # the order outside the ring stays while it has volume
+    if xtra is not None:         # an order outside the ring stays while it has volume
         stays = book2.extra.volume > 0
-        gone_b = t_.cast(crossed & ~((bk == xtra[0]) & (bk != _IMIN) & stays), i64)
-        gone_a = t_.cast(crossed & ~((ak == xtra[1]) & (ak != _IMAX) & stays), i64)
+        gone_b = t_.cast(crossed & ~any_slot((xtra[0] == bk) & (bk != _IMIN) & stays), i64)
+        gone_a = t_.cast(crossed & ~any_slot((xtra[1] == ak) & (ak != _IMAX) & stays), i64)
     return book2, bk, ak, nb - gone_b, na - gone_a, vol, t_.where(crossed, lvl, 0)
 
 
@@ -807,33 +830,67 @@ def place_mistakes(ctx, t, q, o, price, place, book, done):
     done)``, ``fired`` the markets where one fired (their book may cross more than
     once)."""
     t_ = tf()
-    i64, tb, tmax = t_.int64, ctx.tb, ctx.tmax
-    side, fired = o.side, None
+    slots = _extra_slots(book.extra)
+    fired, earlier = None, []
     for i, e in enumerate(ctx.S.events):
-        mistake = e.mistake_order(t, side, price, ctx.tick)
+        mistake = e.mistake_order(t, o.side, price, ctx.tick)
         if mistake is None:
             continue
-        fire, m_side, m_level, m_ttl, m_vol = mistake
-        m_packed = t_.bitwise.left_shift(t_.clip_by_value(m_level, 1, ctx.level_cap), tb)
-        fire = fire & place
+        fire = mistake[0] & place
         if ctx.K > 1:
             fire = fire & ctx.masks[i]
         if done is not None:
             fire = fire & ~done
-        x = book.extra
-        book = book._replace(extra=Extra(
-            t_.where(fire & (m_side > 0), t_.bitwise.bitwise_or(m_packed, tmax - q), x.bid),
-            t_.where(fire & (m_side < 0), t_.bitwise.bitwise_or(m_packed, q), x.ask),
-            t_.where(fire, t_.constant(m_vol, i64), x.volume),
-            t_.where(fire, t + m_ttl, x.expiry)))
+        # several shocks on one order (same market and step): pams's later hook
+        # overrides the order the earlier one made
+        for x, before in enumerate(earlier):
+            slots[x] = slots[x]._replace(volume=t_.where(fire & before, t_.zeros_like(
+                slots[x].volume), slots[x].volume))
+        x = len(earlier)
+        slots[x] = _mistaken_slot(ctx, t, q, slots[x], fire, mistake[1:])
+        earlier.append(fire)
         if book.balance:
             b = book.balance
-            book = book._replace(balance=b._replace(extra_owner=t_.where(
-                fire, ctx.spread(o.agent), b.extra_owner)))
-        side = t_.where(fire, t_.zeros_like(side), side)
+            owners = _extra_slots(b.extra_owner)
+            owners[x] = t_.where(fire, ctx.spread(o.agent), owners[x])
+            book = book._replace(balance=b._replace(extra_owner=_stacked(owners)))
         fired = fire if fired is None else fired | fire
+    book = book._replace(extra=_stacked(slots))
+    side = o.side if fired is None else t_.where(fired, t_.zeros_like(o.side), o.side)
     done = fired if done is None else done | fired
     return o._replace(side=side), book, fired, done
+
+
+def _extra_slots(extra):
+    """The slots outside the ring as a list (one for ``[L]`` arrays, ``X`` for
+    ``[X, L]``): an :class:`Extra` or the owners' array."""
+    if isinstance(extra, Extra):
+        if extra.bid.shape.rank != 2:
+            return [extra]
+        return [Extra(*parts) for parts in zip(*(tf().unstack(a) for a in extra))]
+    return [extra] if extra.shape.rank != 2 else list(tf().unstack(extra))
+
+
+def _stacked(slots):
+    """:func:`_extra_slots` back as one value."""
+    if len(slots) == 1:
+        return slots[0]
+    if isinstance(slots[0], Extra):
+        return Extra(*(tf().stack(parts) for parts in zip(*slots)))
+    return tf().stack(slots)
+
+
+def _mistaken_slot(ctx, t, q, slot, fire, mistake):
+    """``slot`` (an :class:`Extra` ``[L]``) holding the mistaken order ``(side, level,
+    ttl, volume)`` of placement number ``q`` where ``fire``."""
+    t_ = tf()
+    m_side, m_level, m_ttl, m_vol = mistake
+    m_packed = t_.bitwise.left_shift(t_.clip_by_value(m_level, 1, ctx.level_cap), ctx.tb)
+    return Extra(
+        t_.where(fire & (m_side > 0), t_.bitwise.bitwise_or(m_packed, ctx.tmax - q), slot.bid),
+        t_.where(fire & (m_side < 0), t_.bitwise.bitwise_or(m_packed, q), slot.ask),
+        t_.where(fire, t_.constant(m_vol, t_.int64), slot.volume),
+        t_.where(fire, t + m_ttl, slot.expiry))
 
 
 def _mistaken(ctx, t, q, o, price, place, book, carry):
@@ -880,14 +937,15 @@ def traded(balance, slots, crossed, col_axis=1, outside=None):
     """``balance`` after a pairing: where ``crossed`` (``[n]``), one unit bought by the
     owner of the bid in ``slots[:n]`` and sold by the owner of the ask in ``slots[n:]``
     (indices into the book's arrays, the market column at ``col_axis``).
-    ``outside``: ``(bid, ask)`` ``[n]``, where that side's order is the one kept
-    outside the ring (an event's mistaken order), owned by ``balance.extra_owner``."""
+    ``outside``: ``(bid, ask)`` ``[n]``, where that side's order is one kept outside
+    the ring (an event's mistaken order), owned by ``balance.extra_owner`` (or by
+    ``(bid owner, ask owner)`` ``[n]`` following them)."""
     t_ = tf()
     i64 = t_.int64
     owner = t_.gather_nd(balance.owner, slots)                       # [2 n]
     if outside is not None:
-        owner = t_.where(t_.concat(outside, 0),
-                         t_.concat([balance.extra_owner, balance.extra_owner], 0), owner)
+        owner = t_.where(t_.concat(outside[:2], 0),
+                         t_.concat(outside[2:] or [balance.extra_owner] * 2, 0), owner)
     one = t_.ones_like(crossed, i64)
     delta = t_.where(t_.concat([crossed, crossed], 0) & (owner >= 0),
                      t_.concat([one, -one], 0), 0)
@@ -1173,16 +1231,17 @@ def run(S, key, M, state, dtype="float64"):
     acc.update(ctx.volume_acc)
     if S.events:
         acc["events"] = tuple(e.init_state(L) for e in S.events)
+    X = [L] if S.extra_slots == 1 else [S.extra_slots, L]    # the slots outside the ring
     if S.extra_order:
         book = book._replace(extra=Extra(
-            t_.fill([L], t_.constant(_IMIN, i64)), t_.fill([L], t_.constant(_IMAX, i64)),
-            t_.zeros([L], i64), t_.fill([L], t_.constant(-1, i64))))
+            t_.fill(X, t_.constant(_IMIN, i64)), t_.fill(X, t_.constant(_IMAX, i64)),
+            t_.zeros(X, i64), t_.fill(X, t_.constant(-1, i64))))
     sheets = start_balance(S, key, M, state, balance_gid(S, ctx.gid)) if S.balances else None
     if sheets is not None:
         owner = t_.fill(book.expiry.shape, t_.constant(-1, i64))
         book = book._replace(balance=Balance(
             owner, t_.zeros_like(sheets[1]), *sheets,
-            t_.fill([L], t_.constant(-1, i64)) if S.extra_order else ()))
+            t_.fill(X, t_.constant(-1, i64)) if S.extra_order else ()))
     start = Loop(t_.constant(0, i64), zero + ctx.p0, t_.zeros([L], t_.bool), zero + ctx.f0,
                  book, hist, fhist if S.paths else t_.zeros([0], real), acc)
     if S.hifreq:
