@@ -99,6 +99,12 @@ def wrap_bars(values, index, columns, ndim=2):
     return pd.DataFrame(values, index=index, columns=columns)
 
 
+def result_ndim(inputs):
+    """vectorbt's ``ndim`` of a broadcast result: 2 when any input is two-dimensional,
+    else 1 (a Series or a 1-d array for ``close`` and every other array)."""
+    return 2 if any(np.ndim(x) >= 2 for x in inputs if not isinstance(x, str)) else 1
+
+
 def reduce_columns(values, columns, name, ndim=2):
     """One value per column as vectorbt's ``wrap_reduced`` gives it: a Series named
     ``name`` on ``columns``, or the value alone (a numpy scalar) when ``ndim`` is 1

@@ -520,7 +520,7 @@ def from_orders(close, size=math.inf, size_type="amount", direction="both", pric
         labels if labels is not None and len(labels) == c else list(range(c)))
     grouped = grouping(labels, columns if columns is not None and len(columns) == c else None,
                        group_by, cash_sharing)
-    from .portfolio import init_cash_mode
+    from .inputs import init_cash_mode
     cash_mode = _auto_cash_mode(init_cash_mode(init_cash), group_by, cash_sharing)
     init = group_init_cash(1.0 if cash_mode else init_cash, grouped[0][0])
     params = {"size": _order_keyword(given["size"], "size", n, c, close_1d, allow_nan=True),
@@ -541,7 +541,7 @@ def from_orders(close, size=math.inf, size_type="amount", direction="both", pric
 
     if cash_mode:
         params["init_cash"] = init = auto_group_cash(run, params, grouped[0], cash_mode)
-    from .portfolio import result_ndim
+    from .accessors import result_ndim
     shape = (result_ndim([close, size, price, fees, fixed_fees, slippage, min_size]),
              is_grouped(group_by, cash_sharing))
     return _finish(run(params), bars, grouped, init, index, _ann(freq, year_freq, index), dtype,

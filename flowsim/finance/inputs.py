@@ -108,3 +108,20 @@ def direction_code(value):
 def direction_codes(direction, n_cols):
     """Directions (scalar or per column, names or codes) -> int codes [n_cols]."""
     return enum_codes(direction, "direction", n_cols, direction_code).astype(np.int64)
+
+
+INIT_CASH_MODES = ("auto", "autoalign")
+
+
+def init_cash_mode(init_cash):
+    """vectorbt's ``InitCashMode`` named by ``init_cash`` ("auto", "autoalign"), else None.
+    As in vectorbt, a Python ``int`` 0 or 1 is the mode's code (``InitCashMode.Auto``,
+    ``AutoAlign``), not an amount of cash: pass ``1.0`` for one unit of cash."""
+    if isinstance(init_cash, int) and init_cash in (0, 1):
+        return INIT_CASH_MODES[init_cash]
+    if not isinstance(init_cash, str):
+        return None
+    mode = init_cash.lower().replace("_", "")
+    if mode not in INIT_CASH_MODES:
+        raise ValueError(f"init_cash must be a number, 'auto' or 'autoalign', got {init_cash!r}")
+    return mode

@@ -16,15 +16,18 @@ import numbers
 import numpy as np
 
 from ..core.lazy_tf import tf
+from .accessors import result_ndim  # noqa: F401  (also read as portfolio.result_ndim)
 from .align import bar_length, check_column_keywords, conform
 from .grouped import grouped_signals, is_grouped
 from .inputs import (  # noqa: F401  (their old home: portfolio.ann_factor ...)
     DIRECTIONS,
+    INIT_CASH_MODES,
     ann_factor,
     bar_arrays,
     direction_code,
     direction_codes,
     frame_of,
+    init_cash_mode,
 )
 from .metric_names import PORTFOLIO_STATS, STATS  # noqa: F401  (also read as portfolio.STATS)
 from .orders import (
@@ -255,23 +258,6 @@ def column_params(n_cols, init_cash=100.0, size=math.inf, fees=0.0, fixed_fees=0
                          stop_entry_price=stop_entry_price, stop_exit_price=stop_exit_price,
                          accumulate=accumulate))
     return p
-
-
-INIT_CASH_MODES = ("auto", "autoalign")
-
-
-def init_cash_mode(init_cash):
-    """vectorbt's ``InitCashMode`` named by ``init_cash`` ("auto", "autoalign"), else None.
-    As in vectorbt, a Python ``int`` 0 or 1 is the mode's code (``InitCashMode.Auto``,
-    ``AutoAlign``), not an amount of cash: pass ``1.0`` for one unit of cash."""
-    if isinstance(init_cash, int) and init_cash in (0, 1):
-        return INIT_CASH_MODES[init_cash]
-    if not isinstance(init_cash, str):
-        return None
-    mode = init_cash.lower().replace("_", "")
-    if mode not in INIT_CASH_MODES:
-        raise ValueError(f"init_cash must be a number, 'auto' or 'autoalign', got {init_cash!r}")
-    return mode
 
 
 def auto_init_cash(bars, signals, params, dtype, mode):
@@ -695,12 +681,6 @@ class Portfolio:
         """
         from .plots import portfolio
         return portfolio(self, column=column, subplots=subplots, **kwargs)
-
-
-def result_ndim(inputs):
-    """vectorbt's ``ndim`` of a broadcast result: 2 when any input is two-dimensional,
-    else 1 (a Series or a 1-d array for ``close`` and every other array)."""
-    return 2 if any(np.ndim(x) >= 2 for x in inputs if not isinstance(x, str)) else 1
 
 
 def from_signals(close, entries=None, exits=None, *, short_entries=None, short_exits=None,

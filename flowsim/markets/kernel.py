@@ -151,13 +151,7 @@ class Structure:
         self.may_abstain = bool(learned) or any(_noiseless(g) for g in cfg.groups)
         self.block_markets = block_markets
         self.paths = paths
-        # events (flowsim.markets.events): their hooks join the step; where a halt ends
-        # or an order of volume > 1 arrives, the market's crossed book clears at once
-        self.events = tuple(getattr(cfg, "events", ()))
-        self.halts = any(e.halts for e in self.events)
-        self.extra_order = any(e.extra_order for e in self.events)
-        # one slot outside the ring per OrderMistakeShock: their orders may coexist
-        self.extra_slots = sum(e.extra_order for e in self.events)
+        self._events(cfg)
         # markets of a block that clear such a book at once, in a sub-book of this many
         # columns (0: the whole block clears; the same bits)
         self.sweep_markets = SWEEP_MARKETS
@@ -168,6 +162,16 @@ class Structure:
         # the agents' balance sheets (MarketEnsemble(balances=True) sets it)
         self.balances = False
         self._venues(cfg)
+
+    def _events(self, cfg):
+        """Events (:mod:`flowsim.markets.events`): their hooks join the step; where a
+        halt ends or an order of volume > 1 arrives, the market's crossed book clears at
+        once; one slot outside the ring per OrderMistakeShock (their orders may
+        coexist)."""
+        self.events = tuple(getattr(cfg, "events", ()))
+        self.halts = any(e.halts for e in self.events)
+        self.extra_order = any(e.extra_order for e in self.events)
+        self.extra_slots = sum(e.extra_order for e in self.events)
 
     def _venues(self, cfg):
         """Several markets (venues) per ensemble member, several agents' orders per step."""
@@ -1220,8 +1224,7 @@ def run(S, key, M, state, dtype="float64"):
     T, L = S.n_steps, ctx.L
     i64 = t_.int64
     zero = t_.zeros([L], real)
-    # ring slots (R orders a step, C steps of life, padded): [C, L], or [L, C] with chunks
-    book = ctx.chunks.new_book(L)
+    book, sheets = _start_book(ctx, S, key, M, state)
     hist = t_.zeros([T + 1, L], real)
     fhist = t_.zeros([T + 1, L], real) if S.paths else None
     acc = {k: zero for k in ("mispricing", "trades", "clearing", "depth_bid", "depth_ask")}
@@ -1231,17 +1234,6 @@ def run(S, key, M, state, dtype="float64"):
     acc.update(ctx.volume_acc)
     if S.events:
         acc["events"] = tuple(e.init_state(L) for e in S.events)
-    X = [L] if S.extra_slots == 1 else [S.extra_slots, L]    # the slots outside the ring
-    if S.extra_order:
-        book = book._replace(extra=Extra(
-            t_.fill(X, t_.constant(_IMIN, i64)), t_.fill(X, t_.constant(_IMAX, i64)),
-            t_.zeros(X, i64), t_.fill(X, t_.constant(-1, i64))))
-    sheets = start_balance(S, key, M, state, balance_gid(S, ctx.gid)) if S.balances else None
-    if sheets is not None:
-        owner = t_.fill(book.expiry.shape, t_.constant(-1, i64))
-        book = book._replace(balance=Balance(
-            owner, t_.zeros_like(sheets[1]), *sheets,
-            t_.fill(X, t_.constant(-1, i64)) if S.extra_order else ()))
     start = Loop(t_.constant(0, i64), zero + ctx.p0, t_.zeros([L], t_.bool), zero + ctx.f0,
                  book, hist, fhist if S.paths else t_.zeros([0], real), acc)
     if S.hifreq:
@@ -1262,6 +1254,29 @@ def run(S, key, M, state, dtype="float64"):
         out = t_.concat([out, t_.cast(sheet_columns(S, M, book.balance, sheets, price,
                                                     state["market"][1]), out.dtype)], 1)
     return out, hist, fhist
+
+
+def _start_book(ctx, S, key, M, state):
+    """``(book, sheets)`` at the start: the ring's slots (``R`` orders a step, ``C``
+    steps of life, padded: ``[C, L]``, or ``[L, C]`` with chunks), the slots outside
+    the ring (an event's mistaken orders) and the balance sheets (``sheets``: the
+    starting ``(cash, units)``, None without balances)."""
+    t_ = tf()
+    i64, L = t_.int64, ctx.L
+    book = ctx.chunks.new_book(L)
+    X = [L] if S.extra_slots == 1 else [S.extra_slots, L]
+    if S.extra_order:
+        book = book._replace(extra=Extra(
+            t_.fill(X, t_.constant(_IMIN, i64)), t_.fill(X, t_.constant(_IMAX, i64)),
+            t_.zeros(X, i64), t_.fill(X, t_.constant(-1, i64))))
+    if not S.balances:
+        return book, None
+    sheets = start_balance(S, key, M, state, balance_gid(S, ctx.gid))
+    owner = t_.fill(book.expiry.shape, t_.constant(-1, i64))
+    book = book._replace(balance=Balance(
+        owner, t_.zeros_like(sheets[1]), *sheets,
+        t_.fill(X, t_.constant(-1, i64)) if S.extra_order else ()))
+    return book, sheets
 
 
 def balance_gid(S, gid):
