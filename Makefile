@@ -29,14 +29,13 @@ venv: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/flowsim run gaussian8 --algorithm vegasplus --events 2000000 --iters 6 --skip 1 --seed 7 --quiet
 
-# Three pytest-xdist workers on 2 cores: with two, a 5-s vmstat of a whole run showed the
-# CPUs 12 % idle (workers waiting on process and JVM start-up, MPI/Spark/Dask/Ray
-# children); a third fills those waits.  --dist loadgroup with
+# Two pytest-xdist workers: much of the suite waits (XLA compiles, process and JVM
+# start-up, MPI/Spark/Dask children), so two overlap on 2 cores.  --dist loadgroup with
 # tests/conftest.py: each file is one unit of work, files with the same `xdist_group`
 # mark (those sharing the SparkContext) one unit, the `costly` files' units first.
 # Tests marked `timing` (wall-clock limits) are left out here and run in `make bench`.
 # TEST_WORKERS=0: serially, as `pytest tests` runs.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=40 tests
 
